@@ -1,0 +1,2 @@
+//! rocescope: RoCEv2 capture sources, dissection output and analysis.
+pub mod source;

@@ -1,0 +1,1 @@
+//! Capture sources: files (pcap, pcapng, standard input).
