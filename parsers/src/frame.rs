@@ -1,0 +1,634 @@
+//! One frame, every layer: walks from the link layer to the ICRC and stops at the first damage,
+//! keeping every header that did parse.
+use crate::aeth::Aeth;
+use crate::atomic::{AtomicAckEth, AtomicEth};
+use crate::bth::Bth;
+use crate::cnp::Cnp;
+use crate::deth::Deth;
+use crate::error::{Layer, Malformed, MalformedKind};
+use crate::ethernet::{self, EthernetHeader};
+use crate::feth::Feth;
+use crate::fields::{Field, Value, Visitor};
+use crate::grh::{self, Grh};
+use crate::icrc::{self, IcrcStatus, NetHeader};
+use crate::imm::{Ieth, ImmDt};
+use crate::ipv4::{self, Ipv4Header};
+use crate::ipv6::{self, Ipv6Header};
+use crate::mac_control::MacControl;
+use crate::opcode::Headers;
+use crate::rdeth::Rdeth;
+use crate::reth::Reth;
+use crate::sll::{self, SllHeader};
+use crate::udp::{self, UdpHeader};
+use crate::vlan::VlanTag;
+use crate::xrceth::Xrceth;
+
+pub const LINKTYPE_ETHERNET: u16 = 1;
+pub const LINKTYPE_RAW: u16 = 101;
+pub const LINKTYPE_IPV4: u16 = 228;
+pub const LINKTYPE_IPV6: u16 = 229;
+
+/// What to treat as RoCE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// UDP destination port of RoCEv2 (4791 unless a fabric uses another).
+    pub roce_port: u16,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            roce_port: udp::ROCEV2_PORT,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    Ethernet(EthernetHeader),
+    Sll(SllHeader),
+    /// Link types that start at the IP header.
+    RawIp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ip {
+    V4(Ipv4Header),
+    V6(Ipv6Header),
+}
+
+/// An IP address of either family, for display and flow keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Addr {
+    V4([u8; 4]),
+    V6([u8; 16]),
+}
+
+impl core::fmt::Display for Addr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            Addr::V4(a) => core::net::Ipv4Addr::from(a).fmt(f),
+            Addr::V6(a) => core::net::Ipv6Addr::from(a).fmt(f),
+        }
+    }
+}
+
+/// The extended transport headers present after the BTH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExtHeaders {
+    pub rdeth: Option<Rdeth>,
+    pub deth: Option<Deth>,
+    pub xrceth: Option<Xrceth>,
+    pub feth: Option<Feth>,
+    pub reth: Option<Reth>,
+    pub atomic_eth: Option<AtomicEth>,
+    pub aeth: Option<Aeth>,
+    pub atomic_ack_eth: Option<AtomicAckEth>,
+    pub immdt: Option<ImmDt>,
+    pub ieth: Option<Ieth>,
+    pub cnp: Option<Cnp>,
+}
+
+/// The InfiniBand transport part of a RoCE frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roce<'a> {
+    /// RoCEv1 frames carry a GRH instead of IP/UDP.
+    pub grh: Option<Grh>,
+    pub bth: Bth,
+    pub ext: ExtHeaders,
+    /// Payload bytes as captured (without pad); shorter than `payload_len` when the snap length cut them.
+    pub payload: &'a [u8],
+    /// Payload length on the wire, without pad and ICRC; `None` until the headers before it parsed.
+    pub payload_len: Option<usize>,
+    /// The ICRC as found on the wire (read big-endian), when captured.
+    pub icrc: Option<u32>,
+    /// `None` when the frame broke before the ICRC could be located.
+    pub icrc_status: Option<IcrcStatus>,
+}
+
+/// A parsed frame: every layer that parsed, and the damage if parsing stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame<'a> {
+    pub data: &'a [u8],
+    /// Length on the wire (at least `data.len()`; larger when the snap length cut the frame).
+    pub orig_len: usize,
+    pub link: Option<Link>,
+    /// Outer tag first.
+    pub vlans: [Option<VlanTag>; 2],
+    /// The EtherType after the link header and any VLAN tags.
+    pub ethertype: Option<u16>,
+    pub mac_control: Option<MacControl>,
+    pub ip: Option<Ip>,
+    /// An IP fragment: reported, never parsed as RoCE.
+    pub fragment: bool,
+    pub udp: Option<UdpHeader>,
+    pub roce: Option<Roce<'a>>,
+    pub malformed: Option<Malformed>,
+}
+
+impl<'a> Frame<'a> {
+    pub fn is_roce(&self) -> bool {
+        self.roce.is_some()
+    }
+
+    /// True when the capture kept fewer bytes than the frame had.
+    pub fn is_snapped(&self) -> bool {
+        self.data.len() < self.orig_len
+    }
+
+    pub fn src(&self) -> Option<Addr> {
+        match (self.ip, self.roce.and_then(|r| r.grh)) {
+            (Some(Ip::V4(h)), _) => Some(Addr::V4(h.src)),
+            (Some(Ip::V6(h)), _) => Some(Addr::V6(h.src)),
+            (None, Some(g)) => Some(Addr::V6(g.0.src)),
+            _ => None,
+        }
+    }
+
+    pub fn dst(&self) -> Option<Addr> {
+        match (self.ip, self.roce.and_then(|r| r.grh)) {
+            (Some(Ip::V4(h)), _) => Some(Addr::V4(h.dst)),
+            (Some(Ip::V6(h)), _) => Some(Addr::V6(h.dst)),
+            (None, Some(g)) => Some(Addr::V6(g.0.dst)),
+            _ => None,
+        }
+    }
+
+    /// The ECN codepoint of the IP header (or of the GRH traffic class for RoCEv1).
+    pub fn ecn(&self) -> Option<u8> {
+        match (self.ip, self.roce.and_then(|r| r.grh)) {
+            (Some(Ip::V4(h)), _) => Some(h.ecn),
+            (Some(Ip::V6(h)), _) => Some(h.ecn),
+            (None, Some(g)) => Some(g.0.ecn),
+            _ => None,
+        }
+    }
+
+    pub fn dscp(&self) -> Option<u8> {
+        match (self.ip, self.roce.and_then(|r| r.grh)) {
+            (Some(Ip::V4(h)), _) => Some(h.dscp),
+            (Some(Ip::V6(h)), _) => Some(h.dscp),
+            (None, Some(g)) => Some(g.0.dscp),
+            _ => None,
+        }
+    }
+
+    /// Lists every header and field in wire order, then rocescope's own verdicts on the frame.
+    pub fn visit(&self, v: &mut impl Visitor<'a>) {
+        let mut at = 0;
+        match self.link {
+            Some(Link::Ethernet(h)) => {
+                h.visit(at, v);
+                at += EthernetHeader::LEN;
+            }
+            Some(Link::Sll(h)) => {
+                h.visit(at, v);
+                at += h.header_len();
+            }
+            Some(Link::RawIp) | None => {}
+        }
+        for (i, tag) in self.vlans.iter().enumerate() {
+            if let Some(tag) = tag {
+                tag.visit(at, i == 1, v);
+                at += VlanTag::LEN;
+            }
+        }
+        if let Some(mc) = self.mac_control {
+            mc.visit(at, v);
+        }
+        match self.ip {
+            Some(Ip::V4(h)) => {
+                h.visit(at, v);
+                at += usize::from(h.header_len);
+            }
+            Some(Ip::V6(h)) => {
+                h.visit(at, v);
+                at += Ipv6Header::LEN;
+            }
+            None => {}
+        }
+        if let Some(u) = self.udp {
+            u.visit(at, v);
+            at += UdpHeader::LEN;
+        }
+        if let Some(r) = self.roce {
+            if let Some(g) = r.grh {
+                g.visit(at, v);
+                at += Grh::LEN;
+            }
+            visit_transport(&r, at, v);
+        }
+        if self.fragment {
+            v.field(Field::new(
+                "rocescope.ip_fragment",
+                "IP fragment (not reassembled)",
+                Value::Bool(true),
+            ));
+        }
+        if let Some(m) = self.malformed {
+            v.header("Malformed", self.data.len(), 0);
+            v.field(Field::new(
+                "rocescope.malformed",
+                "Malformed",
+                Value::Damage(m),
+            ));
+            v.field(Field::new(
+                "rocescope.malformed_layer",
+                "Layer",
+                Value::Text(m.layer.name()),
+            ));
+        }
+    }
+}
+
+fn visit_transport<'a>(r: &Roce<'a>, mut at: usize, v: &mut impl Visitor<'a>) {
+    r.bth.visit(at, v);
+    at += Bth::LEN;
+    let e = &r.ext;
+    macro_rules! ext {
+        ($field:ident, $ty:ty) => {
+            if let Some(h) = e.$field {
+                h.visit(at, v);
+                at += <$ty>::LEN;
+            }
+        };
+    }
+    ext!(rdeth, Rdeth);
+    ext!(deth, Deth);
+    ext!(xrceth, Xrceth);
+    ext!(feth, Feth);
+    ext!(reth, Reth);
+    ext!(atomic_eth, AtomicEth);
+    ext!(aeth, Aeth);
+    ext!(atomic_ack_eth, AtomicAckEth);
+    ext!(immdt, ImmDt);
+    ext!(ieth, Ieth);
+    ext!(cnp, Cnp);
+    if let Some(len) = r.payload_len {
+        v.header("Payload", at, r.payload.len());
+        v.field(Field::new(
+            "rocescope.payload_len",
+            "Payload length",
+            Value::Uint(len as u64),
+        ));
+        v.field(Field::new(
+            "rocescope.pad",
+            "Pad",
+            Value::Uint(r.bth.pad_count.into()),
+        ));
+    }
+    if let Some(status) = r.icrc_status {
+        let icrc_at = at + r.payload_len.unwrap_or(0) + usize::from(r.bth.pad_count);
+        v.header("Invariant CRC", icrc_at, 4);
+        if let Some(found) = r.icrc {
+            v.field(Field::new(
+                "infiniband.invariant.crc",
+                "Invariant CRC",
+                Value::Hex(found.into(), 8),
+            ));
+        }
+        v.field(Field::new(
+            "rocescope.icrc_status",
+            "ICRC status",
+            Value::Text(status.name()),
+        ));
+        if let IcrcStatus::Bad { expected, .. } = status {
+            v.field(Field::new(
+                "rocescope.icrc_expected",
+                "Expected ICRC",
+                Value::Hex(expected.into(), 8),
+            ));
+        }
+    }
+    v.field(
+        Field::new(
+            "rocescope.opcode_name",
+            "Opcode name",
+            Value::Text(r.bth.op().name()),
+        )
+        .meaning(transport_name(r.bth.op())),
+    );
+}
+
+fn transport_name(op: crate::opcode::Opcode) -> &'static str {
+    use crate::opcode::Transport::*;
+    match op.transport() {
+        Rc => "reliable connection",
+        Uc => "unreliable connection",
+        Rd => "reliable datagram",
+        Ud => "unreliable datagram",
+        Cnp => "congestion notification",
+        Xrc => "extended reliable connection",
+        Unknown => "unknown opcode",
+    }
+}
+
+/// Reads headers from the frame, bounded by the current layer's length on the wire.
+struct Cursor<'a> {
+    data: &'a [u8],
+    orig_len: usize,
+    pos: usize,
+    /// Where the current layer ends on the wire (absolute offset).
+    end: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// The captured bytes from the cursor to the end of the current layer.
+    fn rest(&self) -> &'a [u8] {
+        let end = self.end.min(self.data.len());
+        self.data.get(self.pos..end).unwrap_or_default()
+    }
+
+    fn take<T>(
+        &mut self,
+        parse: impl FnOnce(&'a [u8]) -> Result<(T, &'a [u8]), Malformed>,
+    ) -> Result<T, Malformed> {
+        let rest = self.rest();
+        match parse(rest) {
+            Ok((value, left)) => {
+                self.pos += rest.len() - left.len();
+                Ok(value)
+            }
+            Err(mut m) => {
+                if let MalformedKind::Truncated { needed, available } = m.kind {
+                    let fits_on_wire = self.pos + needed <= self.end.min(self.orig_len);
+                    let hit_capture_end = self.pos + available >= self.data.len();
+                    if fits_on_wire && hit_capture_end && self.data.len() < self.orig_len {
+                        m.kind = MalformedKind::CutBySnaplen { needed, available };
+                    }
+                }
+                Err(m)
+            }
+        }
+    }
+
+    /// Narrows the current layer to `len` bytes from `start`, checking the claim against the wire frame.
+    fn bound(&mut self, layer: Layer, start: usize, len: usize) -> Result<(), Malformed> {
+        let available = self.end.saturating_sub(start);
+        if len > available {
+            return Err(Malformed::new(
+                layer,
+                MalformedKind::LengthBeyondFrame {
+                    claimed: len,
+                    available,
+                },
+            ));
+        }
+        self.end = start + len;
+        Ok(())
+    }
+
+    fn slice(&self, from: usize, to: usize) -> &'a [u8] {
+        self.data
+            .get(from..to.min(self.data.len()))
+            .unwrap_or_default()
+    }
+}
+
+/// Parses one captured frame. `orig_len` is its length on the wire (`data.len()` if unknown).
+pub fn parse_frame<'a>(linktype: u16, data: &'a [u8], orig_len: usize, cfg: &Config) -> Frame<'a> {
+    let orig_len = orig_len.max(data.len());
+    let mut frame = Frame {
+        data,
+        orig_len,
+        link: None,
+        vlans: [None; 2],
+        ethertype: None,
+        mac_control: None,
+        ip: None,
+        fragment: false,
+        udp: None,
+        roce: None,
+        malformed: None,
+    };
+    let mut cur = Cursor {
+        data,
+        orig_len,
+        pos: 0,
+        end: orig_len,
+    };
+    if let Err(m) = walk(&mut frame, &mut cur, linktype, cfg) {
+        frame.malformed = Some(m);
+    }
+    frame
+}
+
+fn walk<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a>,
+    linktype: u16,
+    cfg: &Config,
+) -> Result<(), Malformed> {
+    let mut ethertype = match linktype {
+        LINKTYPE_ETHERNET => {
+            let eth = cur.take(EthernetHeader::parse)?;
+            f.link = Some(Link::Ethernet(eth));
+            eth.ethertype
+        }
+        sll::LINKTYPE_LINUX_SLL | sll::LINKTYPE_LINUX_SLL2 => {
+            let h = if linktype == sll::LINKTYPE_LINUX_SLL {
+                cur.take(SllHeader::parse)?
+            } else {
+                cur.take(SllHeader::parse_v2)?
+            };
+            f.link = Some(Link::Sll(h));
+            h.protocol
+        }
+        LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
+            f.link = Some(Link::RawIp);
+            match cur.rest().first().map(|b| b >> 4) {
+                Some(6) => ethernet::ETHERTYPE_IPV6,
+                _ => ethernet::ETHERTYPE_IPV4,
+            }
+        }
+        _ => return Ok(()),
+    };
+    for slot in 0..=f.vlans.len() {
+        if !ethernet::is_vlan_tpid(ethertype) {
+            break;
+        }
+        let Some(dst) = f.vlans.get_mut(slot) else {
+            return Err(Malformed::new(Layer::Vlan, MalformedKind::TooManyVlanTags));
+        };
+        let tag = cur.take(|i| VlanTag::parse(ethertype, i))?;
+        *dst = Some(tag);
+        ethertype = tag.ethertype;
+    }
+    f.ethertype = Some(ethertype);
+    match ethertype {
+        ethernet::ETHERTYPE_MAC_CONTROL => {
+            f.mac_control = Some(cur.take(MacControl::parse)?);
+            Ok(())
+        }
+        ethernet::ETHERTYPE_IPV4 => walk_ipv4(f, cur, cfg),
+        ethernet::ETHERTYPE_IPV6 => walk_ipv6(f, cur, cfg),
+        ethernet::ETHERTYPE_ROCEV1 => walk_rocev1(f, cur),
+        _ => Ok(()),
+    }
+}
+
+fn walk_ipv4<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Result<(), Malformed> {
+    let start = cur.pos;
+    let ip = cur.take(Ipv4Header::parse)?;
+    f.ip = Some(Ip::V4(ip));
+    let header_len = usize::from(ip.header_len);
+    let total = usize::from(ip.total_len);
+    if total < header_len {
+        return Err(Malformed::new(
+            Layer::Ipv4,
+            MalformedKind::LengthTooShort {
+                claimed: total,
+                minimum: header_len,
+            },
+        ));
+    }
+    cur.bound(Layer::Ipv4, start, total)?;
+    if ip.is_fragment() {
+        f.fragment = true;
+        return Ok(());
+    }
+    if ip.protocol != ipv4::PROTO_UDP {
+        return Ok(());
+    }
+    let net = NetHeader::Ipv4(cur.slice(start, start + header_len));
+    walk_udp(f, cur, cfg, net)
+}
+
+fn walk_ipv6<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Result<(), Malformed> {
+    let start = cur.pos;
+    let ip = cur.take(Ipv6Header::parse)?;
+    f.ip = Some(Ip::V6(ip));
+    cur.bound(
+        Layer::Ipv6,
+        start + Ipv6Header::LEN,
+        usize::from(ip.payload_len),
+    )?;
+    if ip.next_header == ipv6::NEXT_HEADER_FRAGMENT {
+        f.fragment = true;
+        return Ok(());
+    }
+    if ip.next_header != ipv4::PROTO_UDP {
+        return Ok(());
+    }
+    let net = NetHeader::Ipv6(cur.slice(start, start + Ipv6Header::LEN));
+    walk_udp(f, cur, cfg, net)
+}
+
+fn walk_udp<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a>,
+    cfg: &Config,
+    net: NetHeader<'a>,
+) -> Result<(), Malformed> {
+    let start = cur.pos;
+    let udp = cur.take(UdpHeader::parse)?;
+    f.udp = Some(udp);
+    let len = usize::from(udp.length);
+    if len < UdpHeader::LEN {
+        return Err(Malformed::new(
+            Layer::Udp,
+            MalformedKind::LengthTooShort {
+                claimed: len,
+                minimum: UdpHeader::LEN,
+            },
+        ));
+    }
+    cur.bound(Layer::Udp, start, len)?;
+    if udp.dst_port != cfg.roce_port {
+        return Ok(());
+    }
+    let udp_bytes = cur.slice(start, start + UdpHeader::LEN);
+    walk_transport(f, cur, None, net, Some(udp_bytes))
+}
+
+fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>) -> Result<(), Malformed> {
+    let start = cur.pos;
+    let grh = cur.take(Grh::parse)?;
+    cur.bound(Layer::Grh, start + Grh::LEN, usize::from(grh.0.payload_len))?;
+    if grh.0.next_header != grh::NEXT_HEADER_BTH {
+        return Ok(());
+    }
+    let net = NetHeader::Ipv6(cur.slice(start, start + Grh::LEN));
+    walk_transport(f, cur, Some(grh), net, None)
+}
+
+fn walk_transport<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a>,
+    grh: Option<Grh>,
+    net: NetHeader<'a>,
+    udp: Option<&'a [u8]>,
+) -> Result<(), Malformed> {
+    let start = cur.pos;
+    let bth = cur.take(Bth::parse)?;
+    let roce = f.roce.insert(Roce {
+        grh,
+        bth,
+        ext: ExtHeaders::default(),
+        payload: &[],
+        payload_len: None,
+        icrc: None,
+        icrc_status: None,
+    });
+    let headers = bth.op().headers();
+    let e = &mut roce.ext;
+    macro_rules! ext {
+        ($flag:ident, $field:ident, $ty:ty) => {
+            if headers.has(Headers::$flag) {
+                e.$field = Some(cur.take(<$ty>::parse)?);
+            }
+        };
+    }
+    ext!(RDETH, rdeth, Rdeth);
+    ext!(DETH, deth, Deth);
+    ext!(XRCETH, xrceth, Xrceth);
+    ext!(FETH, feth, Feth);
+    ext!(RETH, reth, Reth);
+    ext!(ATOMIC_ETH, atomic_eth, AtomicEth);
+    ext!(AETH, aeth, Aeth);
+    ext!(ATOMIC_ACK_ETH, atomic_ack_eth, AtomicAckEth);
+    ext!(IMMDT, immdt, ImmDt);
+    ext!(IETH, ieth, Ieth);
+    ext!(CNP, cnp, Cnp);
+
+    let left = cur.end - cur.pos;
+    if left < 4 {
+        return Err(Malformed::new(
+            Layer::Icrc,
+            MalformedKind::NoRoomForIcrc { available: left },
+        ));
+    }
+    let padded = left - 4;
+    let pad = usize::from(bth.pad_count);
+    if pad > padded {
+        return Err(Malformed::new(
+            Layer::Bth,
+            MalformedKind::PadBeyondPayload {
+                pad: bth.pad_count,
+                payload: padded,
+            },
+        ));
+    }
+    let payload_len = padded - pad;
+    roce.payload_len = Some(payload_len);
+    roce.payload = cur.slice(cur.pos, cur.pos + payload_len);
+    let icrc_at = cur.end - 4;
+    let found = cur
+        .data
+        .get(icrc_at..cur.end)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map(u32::from_be_bytes);
+    roce.icrc = found;
+    roce.icrc_status = Some(match found {
+        Some(found) => {
+            let expected = icrc::compute(net, udp, cur.slice(start, icrc_at));
+            if expected == found {
+                IcrcStatus::Valid
+            } else {
+                IcrcStatus::Bad { expected, found }
+            }
+        }
+        None => IcrcStatus::Unverifiable,
+    });
+    Ok(())
+}
