@@ -1,2 +1,3 @@
 //! rocescope: RoCEv2 capture sources, dissection output and analysis.
+pub mod dissect;
 pub mod source;

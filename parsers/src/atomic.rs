@@ -43,12 +43,12 @@ impl AtomicEth {
     pub fn visit<'a>(&self, offset: usize, v: &mut impl Visitor<'a>) {
         v.header("Atomic Extended Transport Header", offset, Self::LEN);
         v.field(Field::new(
-            "infiniband.atomiceth.va",
+            "infiniband.reth.va",
             "Virtual address",
             Value::Hex(self.va, 16),
         ));
         v.field(Field::new(
-            "infiniband.atomiceth.r_key",
+            "infiniband.reth.r_key",
             "Remote key",
             Value::Hex(self.r_key.into(), 8),
         ));

@@ -13,6 +13,8 @@ pub const ETHERTYPE_QINQ: u16 = 0x88A8;
 pub const ETHERTYPE_QINQ_OLD: u16 = 0x9100;
 pub const ETHERTYPE_MAC_CONTROL: u16 = 0x8808;
 pub const ETHERTYPE_ROCEV1: u16 = 0x8915;
+/// Values up to 1500 in the type position are an 802.3 length (an LLC frame follows), not an EtherType.
+pub const MAX_8023_LENGTH: u16 = 1500;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EthernetHeader {
@@ -50,10 +52,18 @@ impl EthernetHeader {
         v.header("Ethernet II", offset, Self::LEN);
         v.field(Field::new("eth.dst", "Destination", Value::Mac(self.dst)));
         v.field(Field::new("eth.src", "Source", Value::Mac(self.src)));
-        v.field(
-            Field::new("eth.type", "Type", Value::Hex(self.ethertype.into(), 4))
-                .meaning(ethertype_name(self.ethertype)),
-        );
+        if self.ethertype <= MAX_8023_LENGTH {
+            v.field(Field::new(
+                "eth.len",
+                "Length (802.3)",
+                Value::Uint(self.ethertype.into()),
+            ));
+        } else {
+            v.field(
+                Field::new("eth.type", "Type", Value::Hex(self.ethertype.into(), 4))
+                    .meaning(ethertype_name(self.ethertype)),
+            );
+        }
     }
 }
 

@@ -122,6 +122,9 @@ pub struct Frame<'a> {
     /// An IP fragment: reported, never parsed as RoCE.
     pub fragment: bool,
     pub udp: Option<UdpHeader>,
+    /// The frame is addressed to RoCE (UDP to the RoCE port, or EtherType 0x8915), whether or not its
+    /// BTH parsed.
+    pub to_roce: bool,
     pub roce: Option<Roce<'a>>,
     pub malformed: Option<Malformed>,
 }
@@ -187,11 +190,12 @@ impl<'a> Frame<'a> {
             }
             Some(Link::RawIp) | None => {}
         }
-        for (i, tag) in self.vlans.iter().enumerate() {
-            if let Some(tag) = tag {
-                tag.visit(at, i == 1, v);
-                at += VlanTag::LEN;
-            }
+        let mut q_tags = 0;
+        for tag in self.vlans.iter().flatten() {
+            let is_q = tag.tpid == ethernet::ETHERTYPE_VLAN;
+            tag.visit(at, is_q && q_tags > 0, v);
+            q_tags += usize::from(is_q);
+            at += VlanTag::LEN;
         }
         if let Some(mc) = self.mac_control {
             mc.visit(at, v);
@@ -398,6 +402,7 @@ pub fn parse_frame<'a>(linktype: u16, data: &'a [u8], orig_len: usize, cfg: &Con
         ip: None,
         fragment: false,
         udp: None,
+        to_roce: false,
         roce: None,
         malformed: None,
     };
@@ -537,12 +542,14 @@ fn walk_udp<'a>(
     if udp.dst_port != cfg.roce_port {
         return Ok(());
     }
+    f.to_roce = true;
     let udp_bytes = cur.slice(start, start + UdpHeader::LEN);
     walk_transport(f, cur, None, net, Some(udp_bytes))
 }
 
 fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>) -> Result<(), Malformed> {
     let start = cur.pos;
+    f.to_roce = true;
     let grh = cur.take(Grh::parse)?;
     cur.bound(Layer::Grh, start + Grh::LEN, usize::from(grh.0.payload_len))?;
     if grh.0.next_header != grh::NEXT_HEADER_BTH {

@@ -153,15 +153,12 @@ impl MacControl {
                     Value::Hex(self.xoff_mask().into(), 2),
                 ));
                 for (p, q) in quanta.iter().enumerate() {
-                    if class_enable & (1 << p) == 0 {
-                        continue;
-                    }
                     if let (Some(key), Some(label)) = (PFC_KEYS.get(p), PFC_LABELS.get(p)) {
                         let f = Field::new(key, label, Value::Uint((*q).into()));
-                        v.field(if *q == 0 {
-                            f.meaning("XON (resume)")
-                        } else {
-                            f.meaning("XOFF")
+                        v.field(match (class_enable & (1 << p) != 0, *q) {
+                            (false, _) => f.meaning("class not enabled"),
+                            (true, 0) => f.meaning("XON (resume)"),
+                            (true, _) => f.meaning("XOFF"),
                         });
                     }
                 }

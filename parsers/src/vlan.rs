@@ -45,15 +45,24 @@ impl VlanTag {
         out.extend_from_slice(&self.ethertype.to_be_bytes());
     }
 
-    /// `inner` selects the JSON names of a second (customer) tag, which Wireshark names like the first.
-    pub fn visit<'a>(&self, offset: usize, inner: bool, v: &mut impl Visitor<'a>) {
-        let title = if self.tpid == crate::ethernet::ETHERTYPE_VLAN {
-            "802.1Q Virtual LAN"
-        } else {
+    /// Names follow Wireshark: an 802.1ad service tag is `ieee8021ad.*`, an 802.1Q tag `vlan.*`; a second
+    /// 802.1Q tag (`second_q`), which Wireshark names like the first, is `rocescope.vlan_inner.*`.
+    pub fn visit<'a>(&self, offset: usize, second_q: bool, v: &mut impl Visitor<'a>) {
+        let service = self.tpid != crate::ethernet::ETHERTYPE_VLAN;
+        let title = if service {
             "802.1ad Service VLAN"
+        } else {
+            "802.1Q Virtual LAN"
         };
         v.header(title, offset, Self::LEN);
-        let [pcp, dei, vid, etype] = if inner {
+        let [pcp, dei, vid, etype] = if service {
+            [
+                "ieee8021ad.priority",
+                "ieee8021ad.dei",
+                "ieee8021ad.id",
+                "ieee8021ad.etype",
+            ]
+        } else if second_q {
             [
                 "rocescope.vlan_inner.priority",
                 "rocescope.vlan_inner.dei",
