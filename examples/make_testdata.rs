@@ -485,7 +485,7 @@ fn rocev1(dir: &Path) {
     c.add(
         f.build(),
         json!({"eth.type": 0x8915, "infiniband.grh.sgid": "fe80::ff:fe00:1", "infiniband.grh.nxthdr": 0x1B,
-               "infiniband.grh.paylen": 60, "rocescope.payload_len": 40, "rocescope.icrc_status": "valid"}),
+               "infiniband.grh.paylen": 56, "rocescope.payload_len": 40, "rocescope.icrc_status": "valid"}),
     );
     c.write(dir, "rocev1");
 }

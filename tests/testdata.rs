@@ -1,0 +1,150 @@
+//! The captures in testdata/ against the results written beside them, and every truncation of every
+//! RoCE frame in them.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use parsers::icrc::IcrcStatus;
+use parsers::{Config, MalformedKind, parse_frame};
+use rocescope::source::FileSource;
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata")
+}
+
+fn dissect_json(file: &Path) -> Vec<BTreeMap<String, Value>> {
+    let out = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(["dissect", "--all", "--json"])
+        .arg(file)
+        .output()
+        .expect("run rocescope");
+    assert!(out.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect()
+}
+
+fn files_with(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read testdata")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn edge_cases_give_the_expected_fields() {
+    let files = files_with(&root().join("edge"), ".expected.jsonl");
+    assert!(files.len() >= 10, "edge-case expectations missing");
+    for expected_file in files {
+        let capture = PathBuf::from(expected_file.to_string_lossy().replace(".expected.jsonl", ".pcap"));
+        let ours = dissect_json(&capture);
+        let text = std::fs::read_to_string(&expected_file).expect("read expectations");
+        let expected: Vec<BTreeMap<String, Value>> =
+            text.lines().map(|l| serde_json::from_str(l).expect("expectation line")).collect();
+        assert_eq!(ours.len(), expected.len(), "{}: frame count", capture.display());
+        for (frame, want) in ours.iter().zip(&expected) {
+            for (key, value) in want {
+                assert_eq!(
+                    frame.get(key),
+                    Some(value),
+                    "{} frame {}: {key}",
+                    capture.display(),
+                    want["frame.number"]
+                );
+            }
+            // Frames built intact and not expected otherwise carry no damage report.
+            if !want.contains_key("rocescope.malformed") {
+                assert!(!frame.contains_key("rocescope.malformed"), "{}: {frame:?}", capture.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn public_captures_match_their_tshark_counts() {
+    let dir = root().join("public");
+    let table = std::fs::read_to_string(dir.join("expected.tsv")).expect("expected.tsv");
+    let mut checked = 0;
+    for line in table.lines().filter(|l| !l.starts_with('#')) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let [file, frames, roce, histogram] = cols[..] else { panic!("bad row {line}") };
+        let ours = dissect_json(&dir.join(file));
+        assert_eq!(ours.len(), frames.parse::<usize>().unwrap(), "{file}: frames");
+        let roce_frames: Vec<_> = ours.iter().filter(|f| f.get("udp.dstport") == Some(&Value::from(4791))).collect();
+        assert_eq!(roce_frames.len(), roce.parse::<usize>().unwrap(), "{file}: UDP 4791 frames");
+        let mut counts = BTreeMap::new();
+        for f in &roce_frames {
+            *counts.entry(f["infiniband.bth.opcode"].as_u64().unwrap()).or_insert(0u64) += 1;
+            assert_eq!(f["rocescope.icrc_status"], "valid", "{file} frame {}", f["frame.number"]);
+            assert!(!f.contains_key("rocescope.malformed"), "{file} frame {}", f["frame.number"]);
+        }
+        let want: BTreeMap<u64, u64> = histogram
+            .split(' ')
+            .map(|kv| {
+                let (k, v) = kv.split_once(':').unwrap();
+                (k.parse().unwrap(), v.parse().unwrap())
+            })
+            .collect();
+        assert_eq!(counts, want, "{file}: opcode histogram");
+        checked += 1;
+    }
+    assert_eq!(checked, 20);
+}
+
+/// Every prefix of every RoCE frame, as a snaplen cut and as a frame that really ends there: never a
+/// panic; a snaplen cut is either `CutBySnaplen` or an unverifiable ICRC; a short frame is malformed.
+#[test]
+fn every_truncation_of_every_roce_frame_is_reported() {
+    let cfg = Config::default();
+    let mut frames = 0;
+    let mut cuts = 0;
+    for dir in ["edge", "public"] {
+        for file in files_with(&root().join(dir), ".pcap") {
+            let mut src = FileSource::open(&file).expect("open");
+            while let Some(p) = src.next_packet().expect("read") {
+                let full = parse_frame(p.linktype, p.data, p.orig_len as usize, &cfg);
+                if full.roce.is_none() || full.is_snapped() || full.malformed.is_some() {
+                    continue;
+                }
+                frames += 1;
+                // Where the IP packet ends: bytes after it are Ethernet padding, not RoCE.
+                let l3 = 14 + 4 * full.vlans.iter().flatten().count();
+                let packet_end = match full.ip {
+                    Some(parsers::frame::Ip::V4(h)) => l3 + usize::from(h.total_len),
+                    Some(parsers::frame::Ip::V6(h)) => l3 + 40 + usize::from(h.payload_len),
+                    None => l3 + 40 + full.roce.and_then(|r| r.grh).map_or(0, |g| usize::from(g.0.payload_len)),
+                };
+                for cut in 0..p.data.len() {
+                    let prefix = &p.data[..cut];
+                    cuts += 1;
+                    let snapped = parse_frame(p.linktype, prefix, p.data.len(), &cfg);
+                    let short = parse_frame(p.linktype, prefix, cut, &cfg);
+                    if cut >= packet_end {
+                        assert_eq!(snapped.malformed, None);
+                        assert_eq!(snapped.roce.unwrap().icrc_status, Some(IcrcStatus::Valid));
+                        continue;
+                    }
+                    match snapped.malformed {
+                        Some(m) => assert!(
+                            matches!(m.kind, MalformedKind::CutBySnaplen { .. }),
+                            "{} cut {cut}: {m}",
+                            file.display()
+                        ),
+                        None => assert_eq!(
+                            snapped.roce.and_then(|r| r.icrc_status),
+                            Some(IcrcStatus::Unverifiable),
+                            "{} cut {cut}",
+                            file.display()
+                        ),
+                    }
+                    let m = short.malformed.unwrap_or_else(|| panic!("{} cut {cut}: not malformed", file.display()));
+                    assert!(!m.is_snaplen(), "{} cut {cut}: {m}", file.display());
+                }
+            }
+        }
+    }
+    assert!(frames > 1000, "only {frames} RoCE frames");
+    assert!(cuts > 100_000);
+}
