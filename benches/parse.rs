@@ -22,7 +22,11 @@ fn frame_mix() -> Vec<Vec<u8>> {
     };
     for i in 0..16u32 {
         let mut first = next(0x06);
-        first.ext.reth = Some(Reth { va: 0x7f00_0000_0000 + u64::from(i) * 4096, r_key: 0x1234, dma_len: 3072 });
+        first.ext.reth = Some(Reth {
+            va: 0x7f00_0000_0000 + u64::from(i) * 4096,
+            r_key: 0x1234,
+            dma_len: 3072,
+        });
         first.payload = vec![0xAB; 1024];
         frames.push(first.build());
         let mut mid = next(0x07);
@@ -33,15 +37,25 @@ fn frame_mix() -> Vec<Vec<u8>> {
         last.payload = vec![0xEF; 1024];
         frames.push(last.build());
         let mut ack = next(0x11);
-        ack.ext.aeth = Some(Aeth { syndrome: 0x1F, msn: i });
+        ack.ext.aeth = Some(Aeth {
+            syndrome: 0x1F,
+            msn: i,
+        });
         frames.push(ack.build());
     }
     let mut read = next(0x0C);
-    read.ext.reth = Some(Reth { va: 0x1000, r_key: 7, dma_len: 2048 });
+    read.ext.reth = Some(Reth {
+        va: 0x1000,
+        r_key: 7,
+        dma_len: 2048,
+    });
     frames.push(read.build());
     for op in [0x0D, 0x0F] {
         let mut resp = next(op);
-        resp.ext.aeth = Some(Aeth { syndrome: 0x1F, msn: 1 });
+        resp.ext.aeth = Some(Aeth {
+            syndrome: 0x1F,
+            msn: 1,
+        });
         resp.payload = vec![0x11; 1024];
         frames.push(resp.build());
     }
@@ -49,10 +63,18 @@ fn frame_mix() -> Vec<Vec<u8>> {
     send.payload = vec![0x22; 64];
     frames.push(send.build());
     let mut fadd = next(0x14);
-    fadd.ext.atomic_eth = Some(AtomicEth { va: 0x2000, r_key: 8, swap_add: 1, compare: 0 });
+    fadd.ext.atomic_eth = Some(AtomicEth {
+        va: 0x2000,
+        r_key: 8,
+        swap_add: 1,
+        compare: 0,
+    });
     frames.push(fadd.build());
     let mut aack = next(0x12);
-    aack.ext.aeth = Some(Aeth { syndrome: 0x1F, msn: 2 });
+    aack.ext.aeth = Some(Aeth {
+        syndrome: 0x1F,
+        msn: 2,
+    });
     aack.ext.atomic_ack_eth = Some(AtomicAckEth { orig_rem_data: 41 });
     frames.push(aack.build());
     let mut cnp = next(0x81);
@@ -82,7 +104,11 @@ fn parse(c: &mut Criterion) {
         b.iter(|| {
             frames
                 .iter()
-                .map(|f| parse_frame(1, black_box(&f[..f.len().min(128)]), f.len(), &cfg).roce.is_some() as usize)
+                .map(|f| {
+                    parse_frame(1, black_box(&f[..f.len().min(128)]), f.len(), &cfg)
+                        .roce
+                        .is_some() as usize
+                })
                 .sum::<usize>()
         })
     });

@@ -490,6 +490,110 @@ fn rocev1(dir: &Path) {
     c.write(dir, "rocev1");
 }
 
+/// pcapng with three interfaces of three link types (Ethernet, Linux SLL, Linux SLL2), as a capture merged
+/// from `-i eth0` and `-i any` sessions looks, with nanosecond timestamps on the SLL2 interface.
+fn multi_interface(dir: &Path) {
+    fn block(out: &mut Vec<u8>, kind: u32, body: &[u8]) {
+        let len = (12 + body.len().div_ceil(4) * 4) as u32;
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(body);
+        out.resize(out.len() + (4 - body.len() % 4) % 4, 0);
+        out.extend_from_slice(&len.to_le_bytes());
+    }
+    let mut out = Vec::new();
+    let mut shb = Vec::new();
+    shb.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
+    shb.extend_from_slice(&[1, 0, 0, 0]);
+    shb.extend_from_slice(&u64::MAX.to_le_bytes());
+    block(&mut out, 0x0A0D_0D0A, &shb);
+    for (linktype, tsresol) in [(1u16, None), (113, None), (276, Some(9u8))] {
+        let mut idb = Vec::new();
+        idb.extend_from_slice(&linktype.to_le_bytes());
+        idb.extend_from_slice(&[0, 0]);
+        idb.extend_from_slice(&65535u32.to_le_bytes());
+        if let Some(r) = tsresol {
+            idb.extend_from_slice(&9u16.to_le_bytes()); // if_tsresol
+            idb.extend_from_slice(&1u16.to_le_bytes());
+            idb.extend_from_slice(&[r, 0, 0, 0]);
+            idb.extend_from_slice(&[0, 0, 0, 0]); // opt_endofopt
+        }
+        block(&mut out, 1, &idb);
+    }
+    let mut expected = String::new();
+    // 2026-01-01T00:00:00Z; units of the interface's resolution (microseconds, or nanoseconds for SLL2).
+    let base_us = 1_767_225_600u64 * 1_000_000;
+    let mut f = RoceFrame::new(0x04);
+    f.payload = payload(24, 10);
+    let eth = f.build();
+    let ip_packet = &eth[14..14 + 20 + 8 + 12 + 24 + 4];
+    let mut sll = Vec::new();
+    parsers::sll::SllHeader {
+        version: 1,
+        packet_type: 4,
+        arphrd_type: 1,
+        addr_len: 6,
+        addr: [2, 0, 0, 0, 0, 1, 0, 0],
+        ifindex: 0,
+        protocol: 0x0800,
+    }
+    .emit(&mut sll);
+    sll.extend_from_slice(ip_packet);
+    let mut sll2 = Vec::new();
+    parsers::sll::SllHeader {
+        version: 2,
+        packet_type: 0,
+        arphrd_type: 1,
+        addr_len: 6,
+        addr: [2, 0, 0, 0, 0, 2, 0, 0],
+        ifindex: 7,
+        protocol: 0x0800,
+    }
+    .emit(&mut sll2);
+    sll2.extend_from_slice(ip_packet);
+    let packets = [
+        (
+            0u32,
+            base_us + 1,
+            eth.clone(),
+            json!({"eth.type": 0x0800, "frame.interface_id": 0}),
+        ),
+        (
+            1,
+            base_us + 2,
+            sll,
+            json!({"sll.pkttype": 4, "sll.etype": 0x0800, "sll.src.eth": "02:00:00:00:00:01",
+            "frame.interface_id": 1}),
+        ),
+        (
+            2,
+            (base_us + 3) * 1000 + 5,
+            sll2,
+            json!({"sll.pkttype": 0, "sll.ifindex": 7, "frame.interface_id": 2}),
+        ),
+    ];
+    for (i, (iface, ts, data, expect)) in packets.into_iter().enumerate() {
+        let mut epb = Vec::new();
+        epb.extend_from_slice(&iface.to_le_bytes());
+        epb.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
+        epb.extend_from_slice(&(ts as u32).to_le_bytes());
+        epb.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        epb.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        epb.extend_from_slice(&data);
+        epb.resize(epb.len() + (4 - data.len() % 4) % 4, 0);
+        block(&mut out, 6, &epb);
+        let mut e = expect;
+        e["frame.number"] = json!(i + 1);
+        e["infiniband.bth.opcode"] = json!(4);
+        e["rocescope.payload_len"] = json!(24);
+        e["rocescope.icrc_status"] = json!("valid");
+        expected.push_str(&e.to_string());
+        expected.push('\n');
+    }
+    fs::write(dir.join("multi_interface.pcapng"), out).expect("write capture");
+    fs::write(dir.join("multi_interface.expected.jsonl"), expected).expect("write expectations");
+}
+
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/edge");
     fs::create_dir_all(&dir).expect("create testdata/edge");
@@ -503,5 +607,6 @@ fn main() {
     damaged(&dir);
     bad_icrc(&dir);
     rocev1(&dir);
+    multi_interface(&dir);
     println!("wrote {}", dir.display());
 }

@@ -4,11 +4,16 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 fn public(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/public").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/public")
+        .join(name)
 }
 
 fn rocescope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rocescope")).args(args).output().expect("run rocescope")
+    Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(args)
+        .output()
+        .expect("run rocescope")
 }
 
 fn stdout(o: &Output) -> String {
@@ -30,11 +35,26 @@ fn default_lines_show_roce_frames_only() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 20, "20 RoCE frames of 60");
     assert!(lines[0].trim_start().starts_with("22 "), "{}", lines[0]);
-    assert!(lines[0].contains("10.1.16.62 → 10.1.16.61 QP=0x00001b RC_WRITE_FIRST PSN=5454383"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("10.1.16.62 → 10.1.16.61 QP=0x00001b RC_WRITE_FIRST PSN=5454383"),
+        "{}",
+        lines[0]
+    );
     assert!(lines[0].contains("len=3000"), "{}", lines[0]);
-    assert!(lines[2].contains("RC_WRITE_LAST PSN=5454385 AckReq"), "{}", lines[2]);
-    assert!(lines[3].contains("QP=0x00001d RC_ACKNOWLEDGE PSN=5454385 ACK"), "{}", lines[3]);
-    assert_eq!(stderr(&o).trim(), "60 frames (20 RoCE, 40 other), 20 shown; --all shows the others");
+    assert!(
+        lines[2].contains("RC_WRITE_LAST PSN=5454385 AckReq"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[3].contains("QP=0x00001d RC_ACKNOWLEDGE PSN=5454385 ACK"),
+        "{}",
+        lines[3]
+    );
+    assert_eq!(
+        stderr(&o).trim(),
+        "60 frames (20 RoCE, 40 other), 20 shown; --all shows the others"
+    );
 }
 
 #[test]
@@ -48,18 +68,53 @@ fn all_shows_every_frame() {
 fn filters_by_count_qp_and_opcode() {
     let file = public("rdma_write_bw.pcap");
     let f = file.to_str().unwrap();
-    assert_eq!(stdout(&rocescope(&["dissect", "-c", "3", f])).lines().count(), 3);
+    assert_eq!(
+        stdout(&rocescope(&["dissect", "-c", "3", f]))
+            .lines()
+            .count(),
+        3
+    );
     // tshark: 5 ACKs, all to QP 0x1d; 15 WRITE packets to QP 0x1b.
     let acks = stdout(&rocescope(&["dissect", "--qp", "0x1d", f]));
     assert_eq!(acks.lines().count(), 5);
     assert!(acks.lines().all(|l| l.contains("RC_ACKNOWLEDGE")));
-    assert_eq!(stdout(&rocescope(&["dissect", "--qp", "27", f])).lines().count(), 15);
-    assert_eq!(stdout(&rocescope(&["dissect", "--opcode", "acknowledge", f])).lines().count(), 5);
-    assert_eq!(stdout(&rocescope(&["dissect", "--opcode", "RC_WRITE_MIDDLE", f])).lines().count(), 5);
-    assert_eq!(stdout(&rocescope(&["dissect", "--opcode", "0x06", f])).lines().count(), 5);
+    assert_eq!(
+        stdout(&rocescope(&["dissect", "--qp", "27", f]))
+            .lines()
+            .count(),
+        15
+    );
+    assert_eq!(
+        stdout(&rocescope(&["dissect", "--opcode", "acknowledge", f]))
+            .lines()
+            .count(),
+        5
+    );
+    assert_eq!(
+        stdout(&rocescope(&["dissect", "--opcode", "RC_WRITE_MIDDLE", f]))
+            .lines()
+            .count(),
+        5
+    );
+    assert_eq!(
+        stdout(&rocescope(&["dissect", "--opcode", "0x06", f]))
+            .lines()
+            .count(),
+        5
+    );
     // SEND_ONLY without a transport matches UD_SEND_ONLY in the UD ping-pong (10 frames per tshark).
     let ud = public("pingpong_ud.pcap");
-    assert_eq!(stdout(&rocescope(&["dissect", "--opcode", "SEND_ONLY", ud.to_str().unwrap()])).lines().count(), 10);
+    assert_eq!(
+        stdout(&rocescope(&[
+            "dissect",
+            "--opcode",
+            "SEND_ONLY",
+            ud.to_str().unwrap()
+        ]))
+        .lines()
+        .count(),
+        10
+    );
 }
 
 #[test]
@@ -102,7 +157,10 @@ fn tree_and_hex_views() {
 fn json_lines_are_objects_with_wireshark_names() {
     let file = public("rdma_atomic_bw.pcap");
     let out = stdout(&rocescope(&["dissect", "--json", file.to_str().unwrap()]));
-    let frames: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let frames: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(frames.len(), 10);
     // tshark: frame 20 is FETCH_ADD (opcode 20) with add data 1, compare 0, VA 0x6320d6be5000, R_Key 0x1986.
     let f = &frames[0];
@@ -122,7 +180,10 @@ fn runtime_errors_exit_1_with_one_line() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("/nonexistent/x.pcap") && err.contains("No such file"), "{err}");
+    assert!(
+        err.contains("/nonexistent/x.pcap") && err.contains("No such file"),
+        "{err}"
+    );
 
     let dir = std::env::temp_dir().join(format!("rocescope-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -132,7 +193,10 @@ fn runtime_errors_exit_1_with_one_line() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("notes.txt") && err.contains("not a pcap or pcapng"), "{err}");
+    assert!(
+        err.contains("notes.txt") && err.contains("not a pcap or pcapng"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

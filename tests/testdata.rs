@@ -19,8 +19,16 @@ fn dissect_json(file: &Path) -> Vec<BTreeMap<String, Value>> {
         .arg(file)
         .output()
         .expect("run rocescope");
-    assert!(out.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect()
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
 }
 
 fn files_with(dir: &Path, suffix: &str) -> Vec<PathBuf> {
@@ -38,12 +46,26 @@ fn edge_cases_give_the_expected_fields() {
     let files = files_with(&root().join("edge"), ".expected.jsonl");
     assert!(files.len() >= 10, "edge-case expectations missing");
     for expected_file in files {
-        let capture = PathBuf::from(expected_file.to_string_lossy().replace(".expected.jsonl", ".pcap"));
+        let stem = expected_file
+            .to_string_lossy()
+            .replace(".expected.jsonl", "");
+        let capture = [".pcap", ".pcapng"]
+            .map(|ext| PathBuf::from(format!("{stem}{ext}")))
+            .into_iter()
+            .find(|p| p.exists())
+            .expect("capture beside its expectations");
         let ours = dissect_json(&capture);
         let text = std::fs::read_to_string(&expected_file).expect("read expectations");
-        let expected: Vec<BTreeMap<String, Value>> =
-            text.lines().map(|l| serde_json::from_str(l).expect("expectation line")).collect();
-        assert_eq!(ours.len(), expected.len(), "{}: frame count", capture.display());
+        let expected: Vec<BTreeMap<String, Value>> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("expectation line"))
+            .collect();
+        assert_eq!(
+            ours.len(),
+            expected.len(),
+            "{}: frame count",
+            capture.display()
+        );
         for (frame, want) in ours.iter().zip(&expected) {
             for (key, value) in want {
                 assert_eq!(
@@ -56,7 +78,11 @@ fn edge_cases_give_the_expected_fields() {
             }
             // Frames built intact and not expected otherwise carry no damage report.
             if !want.contains_key("rocescope.malformed") {
-                assert!(!frame.contains_key("rocescope.malformed"), "{}: {frame:?}", capture.display());
+                assert!(
+                    !frame.contains_key("rocescope.malformed"),
+                    "{}: {frame:?}",
+                    capture.display()
+                );
             }
         }
     }
@@ -69,16 +95,39 @@ fn public_captures_match_their_tshark_counts() {
     let mut checked = 0;
     for line in table.lines().filter(|l| !l.starts_with('#')) {
         let cols: Vec<&str> = line.split('\t').collect();
-        let [file, frames, roce, histogram] = cols[..] else { panic!("bad row {line}") };
+        let [file, frames, roce, histogram] = cols[..] else {
+            panic!("bad row {line}")
+        };
         let ours = dissect_json(&dir.join(file));
-        assert_eq!(ours.len(), frames.parse::<usize>().unwrap(), "{file}: frames");
-        let roce_frames: Vec<_> = ours.iter().filter(|f| f.get("udp.dstport") == Some(&Value::from(4791))).collect();
-        assert_eq!(roce_frames.len(), roce.parse::<usize>().unwrap(), "{file}: UDP 4791 frames");
+        assert_eq!(
+            ours.len(),
+            frames.parse::<usize>().unwrap(),
+            "{file}: frames"
+        );
+        let roce_frames: Vec<_> = ours
+            .iter()
+            .filter(|f| f.get("udp.dstport") == Some(&Value::from(4791)))
+            .collect();
+        assert_eq!(
+            roce_frames.len(),
+            roce.parse::<usize>().unwrap(),
+            "{file}: UDP 4791 frames"
+        );
         let mut counts = BTreeMap::new();
         for f in &roce_frames {
-            *counts.entry(f["infiniband.bth.opcode"].as_u64().unwrap()).or_insert(0u64) += 1;
-            assert_eq!(f["rocescope.icrc_status"], "valid", "{file} frame {}", f["frame.number"]);
-            assert!(!f.contains_key("rocescope.malformed"), "{file} frame {}", f["frame.number"]);
+            *counts
+                .entry(f["infiniband.bth.opcode"].as_u64().unwrap())
+                .or_insert(0u64) += 1;
+            assert_eq!(
+                f["rocescope.icrc_status"], "valid",
+                "{file} frame {}",
+                f["frame.number"]
+            );
+            assert!(
+                !f.contains_key("rocescope.malformed"),
+                "{file} frame {}",
+                f["frame.number"]
+            );
         }
         let want: BTreeMap<u64, u64> = histogram
             .split(' ')
@@ -101,7 +150,11 @@ fn every_truncation_of_every_roce_frame_is_reported() {
     let mut frames = 0;
     let mut cuts = 0;
     for dir in ["edge", "public"] {
-        for file in files_with(&root().join(dir), ".pcap") {
+        let dir = root().join(dir);
+        for file in files_with(&dir, ".pcap")
+            .into_iter()
+            .chain(files_with(&dir, ".pcapng"))
+        {
             let mut src = FileSource::open(&file).expect("open");
             while let Some(p) = src.next_packet().expect("read") {
                 let full = parse_frame(p.linktype, p.data, p.orig_len as usize, &cfg);
@@ -110,11 +163,21 @@ fn every_truncation_of_every_roce_frame_is_reported() {
                 }
                 frames += 1;
                 // Where the IP packet ends: bytes after it are Ethernet padding, not RoCE.
-                let l3 = 14 + 4 * full.vlans.iter().flatten().count();
+                let link_len = match full.link {
+                    Some(parsers::frame::Link::Sll(h)) => h.header_len(),
+                    _ => 14,
+                };
+                let l3 = link_len + 4 * full.vlans.iter().flatten().count();
                 let packet_end = match full.ip {
                     Some(parsers::frame::Ip::V4(h)) => l3 + usize::from(h.total_len),
                     Some(parsers::frame::Ip::V6(h)) => l3 + 40 + usize::from(h.payload_len),
-                    None => l3 + 40 + full.roce.and_then(|r| r.grh).map_or(0, |g| usize::from(g.0.payload_len)),
+                    None => {
+                        l3 + 40
+                            + full
+                                .roce
+                                .and_then(|r| r.grh)
+                                .map_or(0, |g| usize::from(g.0.payload_len))
+                    }
                 };
                 for cut in 0..p.data.len() {
                     let prefix = &p.data[..cut];
@@ -139,7 +202,9 @@ fn every_truncation_of_every_roce_frame_is_reported() {
                             file.display()
                         ),
                     }
-                    let m = short.malformed.unwrap_or_else(|| panic!("{} cut {cut}: not malformed", file.display()));
+                    let m = short
+                        .malformed
+                        .unwrap_or_else(|| panic!("{} cut {cut}: not malformed", file.display()));
                     assert!(!m.is_snaplen(), "{} cut {cut}: {m}", file.display());
                 }
             }
