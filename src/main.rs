@@ -2,6 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use rocescope::analyze;
 use rocescope::dissect::{self, Filter, Style};
 
 /// RoCEv2 packet dissector and transport analyzer.
@@ -43,10 +44,49 @@ enum Command {
         #[arg(long, default_value_t = parsers::udp::ROCEV2_PORT)]
         port: u16,
     },
+    /// Per-QP transport analysis of a capture: PSN gaps, retransmissions, NAKs, RNR, ECN/CNP, PFC, ICRC,
+    /// latency and throughput.
+    Analyze {
+        /// Capture file (pcap or pcapng), or `-` for standard input.
+        file: PathBuf,
+        /// One JSON document instead of the text report (schema in the README).
+        #[arg(long)]
+        json: bool,
+        /// Path MTU in bytes (256, 512, 1024, 2048, 4096); inferred from full-size segments by default.
+        #[arg(long, value_parser = parse_mtu)]
+        mtu: Option<u32>,
+        /// Link speed for turning pause quanta into time: 10G, 25G, 100G, 400G, or bits per second.
+        #[arg(long, default_value = "100G", value_parser = analyze::parse_speed)]
+        link_speed: u64,
+        /// A CE mark counts as answered by a CNP toward its sender within this many microseconds.
+        #[arg(long, default_value_t = 1000, value_name = "US")]
+        cnp_window_us: u64,
+        /// Exit with status 3 when any of these is present (comma list): gaps, naks, rnr,
+        /// retransmissions, ce, cnp, icrc, malformed.
+        #[arg(long, value_name = "LIST", value_parser = analyze::parse_fail_on)]
+        fail_on: Option<FailOn>,
+        /// UDP destination port of RoCEv2.
+        #[arg(long, default_value_t = parsers::udp::ROCEV2_PORT)]
+        port: u16,
+        /// No progress bar (it shows only on a terminal, for files over 64 MiB).
+        #[arg(long)]
+        no_progress: bool,
+    },
+}
+
+type FailOn = Vec<&'static str>;
+
+fn parse_mtu(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(m) if [256, 512, 1024, 2048, 4096].contains(&m) => Ok(m),
+        _ => Err(format!(
+            "'{s}' is not an InfiniBand path MTU (256, 512, 1024, 2048 or 4096)"
+        )),
+    }
 }
 
 #[derive(Clone)]
-struct OpcodeSet([bool; 256]);
+struct OpcodeSet(Box<[bool; 256]>);
 
 fn parse_qpn(s: &str) -> Result<u32, String> {
     let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
@@ -62,13 +102,54 @@ fn parse_qpn(s: &str) -> Result<u32, String> {
 
 fn parse_opcode(s: &str) -> Result<OpcodeSet, String> {
     dissect::opcode_set(s)
-        .map(OpcodeSet)
+        .map(|set| OpcodeSet(Box::new(set)))
         .ok_or_else(|| format!("unknown opcode '{s}' (try RC_SEND_ONLY, WRITE_FIRST, ACKNOWLEDGE, CNP or a number like 0x11)"))
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Analyze {
+            file,
+            json,
+            mtu,
+            link_speed,
+            cnp_window_us,
+            fail_on,
+            port,
+            no_progress,
+        } => {
+            let opts = analyze::Options {
+                file,
+                json,
+                parse: parsers::Config { roce_port: port },
+                analysis: rocescope::analysis::Config {
+                    mtu,
+                    link_speed_bps: link_speed,
+                    cnp_window_nanos: cnp_window_us.saturating_mul(1000),
+                    ..Default::default()
+                },
+                fail_on: fail_on.unwrap_or_default(),
+                progress: !no_progress,
+            };
+            let report = match analyze::run(&opts) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("rocescope: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            if let Err(e) = analyze::write(&report, json) {
+                eprintln!("rocescope: {e}");
+                return ExitCode::from(1);
+            }
+            let present = report.present();
+            if opts.fail_on.iter().any(|c| present.contains(c)) {
+                ExitCode::from(3)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
         Command::Dissect {
             file,
             tree,
@@ -94,7 +175,7 @@ fn main() -> ExitCode {
                 filter: Filter {
                     all,
                     dest_qp: qp,
-                    opcodes: opcode.map(|o| o.0),
+                    opcodes: opcode.map(|o| *o.0),
                     count,
                 },
                 config: parsers::Config { roce_port: port },

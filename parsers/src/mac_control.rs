@@ -105,7 +105,9 @@ impl MacControl {
             MacControl::Pfc {
                 class_enable,
                 quanta,
-            } if class_enable & (1 << priority) != 0 => quanta.get(priority).copied(),
+            } if priority < 8 && class_enable & (1 << priority) != 0 => {
+                quanta.get(priority).copied()
+            }
             _ => None,
         }
     }

@@ -141,6 +141,11 @@ impl FileSource {
         self.packets
     }
 
+    /// Bytes of the input consumed so far (for progress reports).
+    pub fn bytes_read(&self) -> u64 {
+        self.input.offset
+    }
+
     /// The next packet, or `Ok(None)` at a clean end of the input.
     ///
     /// After an error, or once the end is reached, every further call returns `Ok(None)`.

@@ -1,0 +1,204 @@
+//! The opcode table against the IBTA opcode list, written out independently in `common::OPCODES`.
+mod common;
+
+use common::{Kind, OPCODES, Pos, UNSETTLED, expected_headers, lookup};
+use parsers::opcode::{Headers, Opcode, Position, Transport};
+
+fn flag(name: &str) -> Headers {
+    match name {
+        "RDETH" => Headers::RDETH,
+        "DETH" => Headers::DETH,
+        "XRCETH" => Headers::XRCETH,
+        "FETH" => Headers::FETH,
+        "RETH" => Headers::RETH,
+        "ATOMIC" => Headers::ATOMIC_ETH,
+        "AETH" => Headers::AETH,
+        "ATOMICACK" => Headers::ATOMIC_ACK_ETH,
+        "IMMDT" => Headers::IMMDT,
+        "IETH" => Headers::IETH,
+        "CNP" => Headers::CNP,
+        other => panic!("{other}"),
+    }
+}
+
+const ALL_FLAGS: [&str; 11] = [
+    "RDETH",
+    "DETH",
+    "XRCETH",
+    "FETH",
+    "RETH",
+    "ATOMIC",
+    "AETH",
+    "ATOMICACK",
+    "IMMDT",
+    "IETH",
+    "CNP",
+];
+
+fn position(p: Option<Pos>) -> Option<Position> {
+    p.map(|p| match p {
+        Pos::First => Position::First,
+        Pos::Middle => Position::Middle,
+        Pos::Last => Position::Last,
+        Pos::Only => Position::Only,
+    })
+}
+
+#[test]
+fn every_opcode_matches_the_ibta_table() {
+    for code in 0..=255u8 {
+        if UNSETTLED.contains(&code) {
+            continue;
+        }
+        let op = Opcode(code);
+        match lookup(code) {
+            Some(e) => {
+                assert_eq!(op.name(), e.name, "{code:#04x}");
+                assert!(op.is_known(), "{code:#04x}");
+                let want = expected_headers(code);
+                let headers = op.headers();
+                let built = want.iter().fold(Headers::NONE, |h, n| h.with(flag(n)));
+                assert_eq!(headers, built, "{code:#04x} {}", e.name);
+                for f in ALL_FLAGS {
+                    assert_eq!(
+                        headers.has(flag(f)),
+                        want.contains(&f),
+                        "{code:#04x} {} header {f}",
+                        e.name
+                    );
+                }
+                assert_eq!(op.is_request(), e.kind == Kind::Request, "{}", e.name);
+                assert_eq!(op.is_response(), e.kind == Kind::Response, "{}", e.name);
+                assert_eq!(op.has_payload(), e.payload, "{}", e.name);
+                assert_eq!(op.position(), position(e.pos), "{}", e.name);
+            }
+            None => {
+                assert_eq!(op.name(), "UNKNOWN", "{code:#04x}");
+                assert!(!op.is_known(), "{code:#04x}");
+                assert_eq!(op.transport(), Transport::Unknown, "{code:#04x}");
+                assert_eq!(op.headers(), Headers::NONE, "{code:#04x}");
+                assert!(!op.is_request() && !op.is_response(), "{code:#04x}");
+                assert!(!op.has_payload(), "{code:#04x}");
+                assert_eq!(op.position(), None, "{code:#04x}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_table_has_the_expected_size() {
+    // RC 25 (0x00-0x14, 0x16, 0x17, FLUSH, ATOMIC_WRITE), UC 12, RD 22, UD 2, CNP 1, XRC 23.
+    assert_eq!(OPCODES.len(), 25 + 12 + 22 + 2 + 1 + 23);
+    let known = (0..=255u8)
+        .filter(|c| !UNSETTLED.contains(c))
+        .filter(|c| Opcode(*c).is_known())
+        .count();
+    assert_eq!(known, OPCODES.len());
+}
+
+#[test]
+fn spot_checks_from_the_brief() {
+    // UD SEND_ONLY carries a DETH.
+    let ud = Opcode(0x64);
+    assert_eq!(ud.name(), "UD_SEND_ONLY");
+    assert_eq!(ud.headers(), Headers::DETH);
+    assert_eq!(ud.transport(), Transport::Ud);
+    // RD READ_RESPONSE_FIRST: RDETH + AETH, no DETH.
+    let rd = Opcode(0x4D);
+    assert!(rd.headers().has(Headers::RDETH) && rd.headers().has(Headers::AETH));
+    assert!(!rd.headers().has(Headers::DETH));
+    assert_eq!(rd.transport(), Transport::Rd);
+    // XRC WRITE_FIRST: XRCETH + RETH.
+    assert_eq!(Opcode(0xA6).headers(), Headers::XRCETH.with(Headers::RETH));
+    assert_eq!(Opcode(0xA6).transport(), Transport::Xrc);
+    // XRC ACKNOWLEDGE: AETH only.
+    assert_eq!(Opcode(0xB1).headers(), Headers::AETH);
+    // CNP.
+    assert_eq!(Opcode(0x81).name(), "CNP");
+    assert_eq!(Opcode(0x81).transport(), Transport::Cnp);
+    assert_eq!(Opcode(0x81).headers(), Headers::CNP);
+    // Holes: 0x15 on RC, UC READ (0x2C), 0xFF.
+    for hole in [
+        0x15, 0x2C, 0xFF, 0x18, 0x1E, 0x30, 0x56, 0x60, 0x66, 0x80, 0x82, 0xB5, 0xC0,
+    ] {
+        assert_eq!(Opcode(hole).name(), "UNKNOWN", "{hole:#04x}");
+        assert_eq!(Opcode(hole).transport(), Transport::Unknown, "{hole:#04x}");
+    }
+}
+
+#[test]
+fn transport_and_operation_bits() {
+    let cases = [
+        (0x04, Transport::Rc, 0x04),
+        (0x24, Transport::Uc, 0x04),
+        (0x44, Transport::Rd, 0x04),
+        (0x64, Transport::Ud, 0x04),
+        (0xA4, Transport::Xrc, 0x04),
+        (0x81, Transport::Cnp, 0x01),
+        (0x11, Transport::Rc, 0x11),
+        (0xB1, Transport::Xrc, 0x11),
+        (0x55, Transport::Rd, 0x15),
+    ];
+    for (code, transport, operation) in cases {
+        assert_eq!(Opcode(code).transport(), transport, "{code:#04x}");
+        assert_eq!(Opcode(code).operation(), operation, "{code:#04x}");
+    }
+}
+
+#[test]
+fn read_response_and_ack_predicates() {
+    for code in 0..=255u8 {
+        let op = Opcode(code);
+        let read_response = matches!(
+            code,
+            0x0D..=0x10 | 0x4D..=0x50 | 0xAD..=0xB0
+        );
+        let ack = matches!(code, 0x11 | 0x51 | 0xB1);
+        assert_eq!(op.is_read_response(), read_response, "{code:#04x}");
+        assert_eq!(op.is_ack(), ack, "{code:#04x}");
+    }
+}
+
+#[test]
+fn from_name() {
+    // Every name, in any case.
+    for e in OPCODES {
+        assert_eq!(
+            Opcode::from_name(e.name),
+            Some(Opcode(e.code)),
+            "{}",
+            e.name
+        );
+        assert_eq!(
+            Opcode::from_name(&e.name.to_ascii_lowercase()),
+            Some(Opcode(e.code)),
+            "{}",
+            e.name
+        );
+    }
+    assert_eq!(Opcode::from_name("Rc_Send_Only"), Some(Opcode(0x04)));
+    assert_eq!(Opcode::from_name("cnp"), Some(Opcode(0x81)));
+    assert_eq!(Opcode::from_name("xrc_write_first"), Some(Opcode(0xA6)));
+    // Numbers: decimal, 0x / 0X hex.
+    assert_eq!(Opcode::from_name("17"), Some(Opcode(0x11)));
+    assert_eq!(Opcode::from_name("0"), Some(Opcode(0)));
+    assert_eq!(Opcode::from_name("0x11"), Some(Opcode(0x11)));
+    assert_eq!(Opcode::from_name("0X64"), Some(Opcode(0x64)));
+    assert_eq!(Opcode::from_name("0xff"), Some(Opcode(0xFF)));
+    assert_eq!(Opcode::from_name("255"), Some(Opcode(0xFF)));
+    // Not opcodes.
+    for bad in [
+        "",
+        "256",
+        "0x100",
+        "0x",
+        "-1",
+        "UNKNOWN",
+        "unknown",
+        "RC_SEND",
+        "SEND_ONLY",
+        "0xzz",
+    ] {
+        assert_eq!(Opcode::from_name(bad), None, "{bad:?}");
+    }
+}

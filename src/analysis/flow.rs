@@ -1,0 +1,247 @@
+//! A flow: one direction of one connection, keyed by (source IP, destination IP, BTH DestQP), and what the
+//! engine counts for it.
+use std::collections::VecDeque;
+
+use hdrhistogram::Histogram;
+use parsers::frame::Addr;
+
+use super::psn::RequestPsns;
+use super::series::Series;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowKey {
+    pub src: Addr,
+    pub dst: Addr,
+    pub dest_qp: u32,
+}
+
+/// What a flow carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Requests (sends, writes, reads, atomics): the requester's direction.
+    Requester,
+    /// ACKs, NAKs, READ responses, atomic ACKs: the responder's direction.
+    Responder,
+    /// Both: a QP that is requester and responder at once (bidirectional traffic on one connection).
+    Both,
+    /// UD datagrams.
+    Datagram,
+    /// Only CNPs.
+    Cnp,
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NakCounts {
+    pub psn_seq_err: u64,
+    pub invalid_request: u64,
+    pub remote_access: u64,
+    pub remote_op: u64,
+    pub invalid_rd_request: u64,
+    /// Reserved NAK codes (5-31).
+    pub reserved: u64,
+}
+
+impl NakCounts {
+    pub fn total(&self) -> u64 {
+        self.psn_seq_err
+            + self.invalid_request
+            + self.remote_access
+            + self.remote_op
+            + self.invalid_rd_request
+            + self.reserved
+    }
+}
+
+/// What the responder's direction carried.
+#[derive(Debug, Clone, Default)]
+pub struct Responses {
+    pub acks: u64,
+    /// ACKs repeating the previous ACK's PSN and MSN.
+    pub duplicate_acks: u64,
+    pub naks: NakCounts,
+    pub rnr_naks: u64,
+    /// RNR NAKs by timer code (IBTA encoding, 0-31).
+    pub rnr_timers: [u64; 32],
+    pub read_responses: u64,
+    pub atomic_acks: u64,
+    /// READ response packets whose PSN skipped ahead within a response.
+    pub implied_naks: u64,
+    pub(crate) last_ack: Option<(u32, u32)>,
+    pub(crate) next_read_psn: Option<u32>,
+    pub(crate) first_rnr_ts: u64,
+    pub(crate) last_rnr_ts: u64,
+}
+
+/// SEND/WRITE message reassembly.
+#[derive(Debug, Clone, Default)]
+pub struct Messages {
+    pub count: u64,
+    pub bytes: u64,
+    pub min_size: Option<u64>,
+    pub max_size: u64,
+    /// Messages whose payload total differs from the RETH DMA length of their first packet.
+    pub length_mismatches: u64,
+    /// The message being reassembled: (RETH DMA length if a WRITE, payload so far, intact so far).
+    pub(crate) open: Option<(Option<u32>, u64, bool)>,
+}
+
+impl Messages {
+    pub(crate) fn complete(&mut self, size: u64) {
+        self.count += 1;
+        self.bytes += size;
+        self.min_size = Some(self.min_size.map_or(size, |m| m.min(size)));
+        self.max_size = self.max_size.max(size);
+    }
+}
+
+/// Request-to-response timing.
+#[derive(Debug, Clone, Default)]
+pub struct Timing {
+    /// Requests waiting for an ACK: (PSN, time, retransmitted). Bounded.
+    pub(crate) outstanding: VecDeque<(u32, u64, bool)>,
+    /// READ requests waiting for their first response: (PSN, time). Bounded.
+    pub(crate) reads: VecDeque<(u32, u64)>,
+    /// Request to the ACK (or atomic ACK) that covers it, nanoseconds; retransmitted PSNs are not sampled.
+    pub ack: Option<Box<Histogram<u64>>>,
+    /// READ request to its first response packet, nanoseconds.
+    pub read: Option<Box<Histogram<u64>>>,
+}
+
+impl Timing {
+    pub const PENDING_LIMIT: usize = 4096;
+
+    pub(crate) fn record(slot: &mut Option<Box<Histogram<u64>>>, nanos: u64) {
+        // 1 ns to 100 s at 2 significant digits: about 11 KB per histogram, created on the first sample.
+        let h = slot.get_or_insert_with(|| {
+            Box::new(
+                Histogram::new_with_bounds(1, 100_000_000_000, 2)
+                    .expect("constant bounds are valid"),
+            )
+        });
+        h.saturating_record(nanos.max(1));
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Flow {
+    pub key: FlowKey,
+    /// The flow of the other direction of the same connection.
+    pub paired_with: Option<u32>,
+    pub first_ts: u64,
+    pub last_ts: u64,
+    /// First frame number, for events and the TUI.
+    pub first_frame: u64,
+    pub packets: u64,
+    /// Frame bytes on the wire.
+    pub bytes: u64,
+    pub payload_bytes: u64,
+    pub retransmitted_bytes: u64,
+    pub requests: u64,
+    pub responses: u64,
+    /// PSN of the first and of the last packet, whatever they were.
+    pub first_psn: u32,
+    pub last_psn: u32,
+    /// Opcode counts, a few opcodes per flow.
+    pub opcodes: Vec<(u8, u64)>,
+    pub psn: RequestPsns,
+    pub resp: Responses,
+    pub messages: Messages,
+    pub timing: Timing,
+    /// ECN codepoints: Not-ECT, ECT(1), ECT(0), CE (IP header order).
+    pub ecn: [u64; 4],
+    pub fecn: u64,
+    pub becn: u64,
+    /// CNPs in this flow: CNPs sent toward this flow's destination QP.
+    pub cnp: u64,
+    pub ce_without_cnp: u64,
+    /// CE marks not yet answered by a CNP: (time of the first, count).
+    pub(crate) ce_pending: Option<(u64, u64)>,
+    pub icrc_bad: u64,
+    pub icrc_unverifiable: u64,
+    pub malformed: u64,
+    /// VLAN PCP and DSCP of the last packet.
+    pub pcp: Option<u8>,
+    pub dscp: Option<u8>,
+    /// UD: the DETH source QP.
+    pub src_qp: Option<u32>,
+    pub series: Series,
+    /// When the paired responder last NAKed (sequence error or RNR) this flow's requests.
+    pub(crate) nak_ts: Option<u64>,
+    /// When this flow last sent a new (not retransmitted) request.
+    pub(crate) progress_ts: u64,
+    /// Listed among the requester flows for pairing.
+    pub(crate) registered: bool,
+}
+
+impl Flow {
+    pub fn new(key: FlowKey, ts: u64, frame: u64) -> Flow {
+        Flow {
+            key,
+            paired_with: None,
+            first_ts: ts,
+            last_ts: ts,
+            first_frame: frame,
+            packets: 0,
+            bytes: 0,
+            payload_bytes: 0,
+            retransmitted_bytes: 0,
+            requests: 0,
+            responses: 0,
+            first_psn: 0,
+            last_psn: 0,
+            opcodes: Vec::new(),
+            psn: RequestPsns::default(),
+            resp: Responses::default(),
+            messages: Messages::default(),
+            timing: Timing::default(),
+            ecn: [0; 4],
+            fecn: 0,
+            becn: 0,
+            cnp: 0,
+            ce_without_cnp: 0,
+            ce_pending: None,
+            icrc_bad: 0,
+            icrc_unverifiable: 0,
+            malformed: 0,
+            pcp: None,
+            dscp: None,
+            src_qp: None,
+            series: Series::default(),
+            nak_ts: None,
+            progress_ts: ts,
+            registered: false,
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        let ud = self.opcodes.iter().any(|(op, _)| (0x60..0x80).contains(op));
+        match (self.requests > 0, self.responses > 0) {
+            _ if ud => Role::Datagram,
+            (true, true) => Role::Both,
+            (true, false) => Role::Requester,
+            (false, true) => Role::Responder,
+            (false, false) if self.cnp > 0 => Role::Cnp,
+            (false, false) => Role::Unknown,
+        }
+    }
+
+    pub(crate) fn count_opcode(&mut self, opcode: u8) {
+        match self.opcodes.iter_mut().find(|(op, _)| *op == opcode) {
+            Some((_, n)) => *n += 1,
+            None => self.opcodes.push((opcode, 1)),
+        }
+    }
+
+    /// How much is wrong with this flow, for sorting the report: gaps and NAKs first, then retransmissions.
+    pub fn trouble(&self) -> (u64, u64, u64, u64) {
+        let naks = self.resp.naks.total() + self.resp.rnr_naks;
+        (
+            self.psn.gap_events + naks,
+            self.psn.retransmitted,
+            self.icrc_bad + self.malformed + self.resp.implied_naks,
+            self.ce_without_cnp + self.ecn[3],
+        )
+    }
+}

@@ -1,0 +1,276 @@
+//! 24-bit PSN arithmetic and the requester-side PSN tracker.
+
+/// PSNs are 24 bits and wrap: 0xFFFFFF + 1 = 0.
+pub const PSN_MASK: u32 = 0xFF_FFFF;
+
+pub fn add(psn: u32, n: u32) -> u32 {
+    psn.wrapping_add(n) & PSN_MASK
+}
+
+/// Serial difference `a - b` in (-2^23, 2^23]: positive when `a` is ahead of `b`.
+pub fn diff(a: u32, b: u32) -> i32 {
+    let d = a.wrapping_sub(b) & PSN_MASK;
+    if d > 0x80_0000 {
+        d as i32 - 0x100_0000
+    } else {
+        d as i32
+    }
+}
+
+/// The path MTUs a RoCE QP can use.
+pub const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+
+/// PSNs a READ request of `dma_len` bytes consumes: one per response packet, at least one.
+pub fn read_psns(dma_len: u32, mtu: u32) -> u32 {
+    dma_len.div_ceil(mtu.max(1)).max(1)
+}
+
+/// Which request PSNs were seen, for the last `WINDOW` PSNs up to the highest: enough to tell a
+/// go-back-N duplicate from the first copy of a PSN that had been missing, in bounded memory.
+#[derive(Debug, Clone)]
+pub struct SeenWindow {
+    bits: Box<[u64; Self::WORDS]>,
+    /// The highest PSN marked so far.
+    top: u32,
+    started: bool,
+}
+
+impl Default for SeenWindow {
+    fn default() -> Self {
+        SeenWindow {
+            bits: Box::new([0; Self::WORDS]),
+            top: 0,
+            started: false,
+        }
+    }
+}
+
+impl SeenWindow {
+    pub const WINDOW: u32 = 4096;
+    const WORDS: usize = (Self::WINDOW / 64) as usize;
+
+    fn slot(psn: u32) -> (usize, u64) {
+        let i = psn % Self::WINDOW;
+        ((i / 64) as usize, 1u64 << (i % 64))
+    }
+
+    /// Marks `psn` and returns whether it had been seen. PSNs older than the window count as seen.
+    pub fn mark(&mut self, psn: u32) -> bool {
+        if !self.started {
+            self.started = true;
+            self.top = psn;
+            let (w, b) = Self::slot(psn);
+            self.bits[w] |= b;
+            return false;
+        }
+        let ahead = diff(psn, self.top);
+        if ahead > 0 {
+            // Clear the slots between the old top and the new one: they have not been seen.
+            let steps = (ahead as u32).min(Self::WINDOW);
+            for k in 1..=steps {
+                let (w, b) = Self::slot(add(self.top, k));
+                self.bits[w] &= !b;
+            }
+            self.top = psn;
+        } else if -ahead >= Self::WINDOW as i32 {
+            return true;
+        }
+        let (w, b) = Self::slot(psn);
+        let seen = self.bits[w] & b != 0;
+        self.bits[w] |= b;
+        seen
+    }
+}
+
+/// What one request packet did to the PSN sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The first request of the flow.
+    First,
+    /// The expected next PSN.
+    InOrder,
+    /// Ahead of the expected PSN: `missing` PSNs were skipped.
+    Gap { expected: u32, missing: u32 },
+    /// At or behind the highest PSN: a retransmission. `rewind` when it starts a go-back-N episode,
+    /// `duplicate` when this exact PSN was already seen.
+    Retransmit { duplicate: bool, rewind: bool },
+}
+
+/// The requester-side PSN state of a flow.
+#[derive(Debug, Clone, Default)]
+pub struct RequestPsns {
+    pub first: u32,
+    /// The highest request PSN seen (serially).
+    pub highest: u32,
+    /// The PSN the next new request should carry.
+    pub next: u32,
+    /// The successor of the previous request packet, whatever it was: a retransmission that is not it
+    /// starts a new go-back-N episode.
+    prev_next: u32,
+    started: bool,
+    /// A READ whose PSN consumption is not known yet (path MTU unknown): (PSN, DMA length).
+    pending_read: Option<(u32, u32)>,
+    seen: SeenWindow,
+    pub gap_events: u64,
+    pub missing: u64,
+    pub retransmitted: u64,
+    pub duplicates: u64,
+    pub episodes: u64,
+}
+
+impl RequestPsns {
+    /// Feeds one request. `consumes` is the number of PSNs it takes (READ: one per response packet),
+    /// or `None` for a READ of `read_len` bytes while the path MTU is unknown.
+    pub fn request(&mut self, psn: u32, consumes: Option<u32>, read_len: u32) -> Step {
+        let width = consumes.unwrap_or(1);
+        if !self.started {
+            self.started = true;
+            self.first = psn;
+            self.highest = add(psn, width - 1);
+            self.next = add(psn, width);
+            self.prev_next = self.next;
+            self.pending_read = consumes.is_none().then_some((psn, read_len));
+            self.mark(psn, width);
+            return Step::First;
+        }
+        let mut expected = self.next;
+        if let Some((read_psn, len)) = self.pending_read.take() {
+            // The READ before took one PSN per response packet at some path MTU: any jump one of the
+            // MTUs explains is in order.
+            if let Some(n) = MTUS
+                .iter()
+                .map(|m| read_psns(len, *m))
+                .find(|n| add(read_psn, *n) == psn)
+            {
+                expected = add(read_psn, n);
+                if diff(expected, self.next) > 0 {
+                    self.next = expected;
+                    self.highest = add(expected, u32::MAX);
+                }
+            }
+        }
+        let ahead = diff(psn, expected);
+        let step = if ahead == 0 {
+            Step::InOrder
+        } else if ahead > 0 {
+            self.gap_events += 1;
+            self.missing += ahead as u64;
+            Step::Gap {
+                expected,
+                missing: ahead as u32,
+            }
+        } else {
+            let duplicate = self.seen_before(psn);
+            let rewind = psn != self.prev_next;
+            self.retransmitted += 1;
+            self.duplicates += u64::from(duplicate);
+            self.episodes += u64::from(rewind);
+            Step::Retransmit { duplicate, rewind }
+        };
+        let end = add(psn, width);
+        self.prev_next = end;
+        if diff(end, self.next) > 0 {
+            self.next = end;
+            self.highest = add(end, u32::MAX);
+            self.pending_read = consumes.is_none().then_some((psn, read_len));
+        }
+        self.mark(psn, width);
+        step
+    }
+
+    fn seen_before(&mut self, psn: u32) -> bool {
+        self.seen.mark(psn)
+    }
+
+    fn mark(&mut self, psn: u32, width: u32) {
+        for k in 0..width.min(SeenWindow::WINDOW) {
+            self.seen.mark(add(psn, k));
+        }
+    }
+
+    /// True when `psn` lies in the PSN space this flow has used (for pairing responses with requests).
+    pub fn covers(&self, psn: u32) -> bool {
+        self.started && diff(psn, self.first) >= 0 && diff(psn, self.next) < 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serial_arithmetic_wraps() {
+        assert_eq!(add(0xFF_FFFF, 1), 0);
+        assert_eq!(diff(0, 0xFF_FFFF), 1);
+        assert_eq!(diff(0xFF_FFFF, 0), -1);
+        assert_eq!(diff(5, 3), 2);
+        assert_eq!(read_psns(3000, 1024), 3);
+        assert_eq!(read_psns(0, 1024), 1);
+        assert_eq!(read_psns(1024, 1024), 1);
+    }
+
+    #[test]
+    fn gap_then_go_back_n() {
+        let mut t = RequestPsns::default();
+        // 1, 2, (3 and 4 lost), 5, 6, then go-back-N from 3: 3, 4, 5, 6, then 7.
+        for psn in [1, 2] {
+            t.request(psn, Some(1), 0);
+        }
+        assert_eq!(
+            t.request(5, Some(1), 0),
+            Step::Gap {
+                expected: 3,
+                missing: 2
+            }
+        );
+        t.request(6, Some(1), 0);
+        assert_eq!(
+            t.request(3, Some(1), 0),
+            Step::Retransmit {
+                duplicate: false,
+                rewind: true
+            }
+        );
+        assert_eq!(
+            t.request(4, Some(1), 0),
+            Step::Retransmit {
+                duplicate: false,
+                rewind: false
+            }
+        );
+        assert_eq!(
+            t.request(5, Some(1), 0),
+            Step::Retransmit {
+                duplicate: true,
+                rewind: false
+            }
+        );
+        assert_eq!(
+            t.request(6, Some(1), 0),
+            Step::Retransmit {
+                duplicate: true,
+                rewind: false
+            }
+        );
+        assert_eq!(t.request(7, Some(1), 0), Step::InOrder);
+        assert_eq!(
+            (
+                t.gap_events,
+                t.missing,
+                t.retransmitted,
+                t.duplicates,
+                t.episodes
+            ),
+            (1, 2, 4, 2, 1)
+        );
+    }
+
+    #[test]
+    fn read_with_unknown_mtu_is_not_a_gap() {
+        let mut t = RequestPsns::default();
+        t.request(100, None, 3000);
+        // At MTU 1024 the READ took PSNs 100-102.
+        assert_eq!(t.request(103, Some(1), 0), Step::InOrder);
+        assert_eq!(t.gap_events, 0);
+    }
+}

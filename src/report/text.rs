@@ -1,0 +1,166 @@
+//! The text report: capture summary, flows sorted by trouble, PFC, events, verdict.
+use std::io::{self, Write};
+
+use super::{FlowReport, Report};
+
+/// Events listed in the text report (all are in the JSON).
+pub const EVENTS_SHOWN: usize = 50;
+
+fn trouble(f: &FlowReport) -> (u64, u64, u64, u64) {
+    (
+        f.psn.gap_events + f.naks.total() + f.rnr_naks,
+        f.psn.retransmitted,
+        f.icrc_bad + f.malformed + f.implied_naks,
+        f.ce_without_cnp + f.ecn.ce,
+    )
+}
+
+fn lat(l: &Option<super::Latency>) -> String {
+    match l {
+        Some(l) => format!("{:.1}/{:.1}", l.p50, l.p99),
+        None => "-".to_string(),
+    }
+}
+
+pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
+    let c = &r.capture;
+    writeln!(out, "Capture: {}", c.file)?;
+    writeln!(
+        out,
+        "  {} frames ({} RoCE, {} other) over {:.6} s, {} flows; malformed {}, ICRC bad {}, ICRC unverifiable {}",
+        c.frames,
+        c.roce_frames,
+        c.other_frames,
+        c.duration_s,
+        r.flows.len(),
+        c.malformed,
+        c.icrc_bad,
+        c.icrc_unverifiable
+    )?;
+    match r.config.mtu {
+        Some(m) => writeln!(out, "  path MTU {m} ({})", r.config.mtu_source)?,
+        None => writeln!(
+            out,
+            "  path MTU unknown (no full-size segment; --mtu sets it)"
+        )?,
+    }
+    writeln!(out)?;
+    let mut order: Vec<&FlowReport> = r.flows.iter().collect();
+    order.sort_by(|a, b| trouble(b).cmp(&trouble(a)).then(a.id.cmp(&b.id)));
+    writeln!(out, "Flows (most trouble first)")?;
+    writeln!(
+        out,
+        "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11} {:>5} {:>6} {:>6} {:>5} {:>4} {:>5} {:>5} {:>5} {:>6} {:>4} {:>13}",
+        "id",
+        "source → destination",
+        "QP",
+        "role",
+        "pair",
+        "packets",
+        "bytes",
+        "gaps",
+        "miss",
+        "retx",
+        "dup",
+        "epis",
+        "NAK",
+        "RNR",
+        "CNP",
+        "CE",
+        "ICRC",
+        "ack p50/p99µs"
+    )?;
+    for f in &order {
+        let endpoints = format!("{} → {}", f.src, f.dst);
+        writeln!(
+            out,
+            "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11} {:>5} {:>6} {:>6} {:>5} {:>4} {:>5} {:>5} {:>5} {:>6} {:>4} {:>13}",
+            f.id,
+            endpoints,
+            format!("0x{:06x}", f.dest_qp),
+            serde_json::to_value(f.role)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            f.paired_with.map_or("-".to_string(), |p| p.to_string()),
+            f.packets,
+            f.bytes,
+            f.psn.gap_events,
+            f.psn.missing,
+            f.psn.retransmitted,
+            f.psn.duplicates,
+            f.psn.retransmission_episodes,
+            f.naks.total(),
+            f.rnr_naks,
+            f.cnp,
+            f.ecn.ce,
+            f.icrc_bad,
+            lat(&f.latency_us)
+        )?;
+    }
+    if !r.pfc.is_empty() || r.link_pause.is_some() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "PFC / PAUSE (pause time at {} Gb/s)",
+            r.config.link_speed_bps / 1_000_000_000
+        )?;
+        if let Some(p) = &r.link_pause {
+            writeln!(
+                out,
+                "  802.3x PAUSE (whole link): {} frames ({} XOFF, {} XON), {} quanta = {:.3} µs",
+                p.frames, p.xoff, p.xon, p.quanta, p.pause_us
+            )?;
+        }
+        for p in &r.pfc {
+            writeln!(
+                out,
+                "  priority {}: {} frames ({} XOFF, {} XON), {} quanta = {:.3} µs",
+                p.priority, p.frames, p.xoff, p.xon, p.quanta, p.pause_us
+            )?;
+        }
+        let paused: Vec<String> = r
+            .flows
+            .iter()
+            .filter(|f| f.paused_priority)
+            .map(|f| format!("#{}", f.id))
+            .collect();
+        if !paused.is_empty() {
+            writeln!(out, "  flows on a paused priority: {}", paused.join(" "))?;
+        }
+    }
+    writeln!(out)?;
+    let total = r.events.len() as u64 + r.events_dropped;
+    writeln!(
+        out,
+        "Events ({total}{})",
+        if total as usize > EVENTS_SHOWN {
+            ", first 50 shown; --json has them all"
+        } else {
+            ""
+        }
+    )?;
+    let start = c.first_time.unwrap_or(0.0);
+    for e in r.events.iter().take(EVENTS_SHOWN) {
+        let flow = e.flow.and_then(|id| r.flows.get(id as usize));
+        let place = match flow {
+            Some(f) => format!("#{} {} → {} QP 0x{:06x}", f.id, f.src, f.dst, f.dest_qp),
+            None => "-".to_string(),
+        };
+        let severity = serde_json::to_value(e.severity)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {:<7} {:>12.6}  frame {:<8} {}  {}",
+            severity,
+            e.time - start,
+            e.frame,
+            place,
+            e.message
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Verdict: {}", r.verdict.text)
+}
