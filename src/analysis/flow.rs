@@ -103,24 +103,36 @@ pub struct Timing {
     pub(crate) outstanding: VecDeque<(u32, u64, bool)>,
     /// READ requests waiting for their first response: (PSN, time). Bounded.
     pub(crate) reads: VecDeque<(u32, u64)>,
-    /// Request to the ACK (or atomic ACK) that covers it, nanoseconds; retransmitted PSNs are not sampled.
-    pub ack: Option<Box<Histogram<u64>>>,
-    /// READ request to its first response packet, nanoseconds.
-    pub read: Option<Box<Histogram<u64>>>,
+    /// Request to the ACK (or atomic ACK) that names its PSN; retransmitted PSNs are not sampled.
+    pub ack: Option<Box<Latencies>>,
+    /// READ request to its first response packet.
+    pub read: Option<Box<Latencies>>,
+}
+
+/// Latency samples in nanoseconds: a histogram for percentiles, exact extremes.
+#[derive(Debug, Clone)]
+pub struct Latencies {
+    pub histogram: Histogram<u64>,
+    pub min: u64,
+    pub max: u64,
 }
 
 impl Timing {
     pub const PENDING_LIMIT: usize = 4096;
 
-    pub(crate) fn record(slot: &mut Option<Box<Histogram<u64>>>, nanos: u64) {
-        // 1 ns to 100 s at 2 significant digits: about 11 KB per histogram, created on the first sample.
-        let h = slot.get_or_insert_with(|| {
-            Box::new(
-                Histogram::new_with_bounds(1, 100_000_000_000, 2)
+    pub(crate) fn record(slot: &mut Option<Box<Latencies>>, nanos: u64) {
+        // 1 ns to 100 s at 2 significant digits: about 30 KB per histogram, created on the first sample.
+        let l = slot.get_or_insert_with(|| {
+            Box::new(Latencies {
+                histogram: Histogram::new_with_bounds(1, 100_000_000_000, 2)
                     .expect("constant bounds are valid"),
-            )
+                min: u64::MAX,
+                max: 0,
+            })
         });
-        h.saturating_record(nanos.max(1));
+        l.histogram.saturating_record(nanos.max(1));
+        l.min = l.min.min(nanos);
+        l.max = l.max.max(nanos);
     }
 }
 

@@ -257,9 +257,9 @@ impl Engine {
         })
     }
 
-    /// Pause time implied by `quanta` at the configured link speed (one quantum = 512 bit times).
-    pub fn pause_nanos(&self, quanta: u64) -> u64 {
-        ((quanta as u128 * 512 * 1_000_000_000) / u128::from(self.cfg.link_speed_bps.max(1))) as u64
+    /// Pause time implied by `quanta` at the configured link speed (one quantum = 512 bit times), in µs.
+    pub fn pause_us(&self, quanta: u64) -> f64 {
+        quanta as f64 * 512.0 * 1e6 / self.cfg.link_speed_bps.max(1) as f64
     }
 
     fn request(&mut self, id: u32, number: u64, ts: u64, frame: &Frame) {
@@ -326,7 +326,9 @@ impl Engine {
         if t.outstanding.len() == Timing::PENDING_LIMIT {
             t.outstanding.pop_front();
         }
-        t.outstanding.push_back((bth.psn, ts, retransmitted));
+        // READs are timed to their first response, not here; retransmissions are ambiguous (Karn).
+        t.outstanding
+            .push_back((bth.psn, ts, retransmitted || read_len.is_some()));
         if read_len.is_some() && !retransmitted {
             if t.reads.len() == Timing::PENDING_LIMIT {
                 t.reads.pop_front();
@@ -539,12 +541,12 @@ impl Engine {
     /// An ACK for `psn` covers every outstanding request up to it: sample the latency of the one it names.
     fn acknowledged(&mut self, requester: u32, psn: u32, ts: u64) {
         let t = &mut self.flows[requester as usize].timing;
-        while let Some(&(p, sent, retransmitted)) = t.outstanding.front() {
+        while let Some(&(p, sent, unsampled)) = t.outstanding.front() {
             if psn::diff(p, psn) > 0 {
                 break;
             }
             t.outstanding.pop_front();
-            if p == psn && !retransmitted {
+            if p == psn && !unsampled {
                 Timing::record(&mut t.ack, ts.saturating_sub(sent));
             }
         }
@@ -644,7 +646,7 @@ impl Engine {
             .collect::<Vec<_>>()
         {
             if let Some((ts, frame)) = stats.first_xoff {
-                let pause_us = self.pause_nanos(stats.quanta) / 1000;
+                let pause_us = self.pause_us(stats.quanta) as u64;
                 self.events.push(Event {
                     ts_nanos: ts,
                     flow: None,

@@ -209,16 +209,18 @@ fn secs(nanos: u64) -> f64 {
     nanos as f64 / 1e9
 }
 
-fn latency(h: &Option<Box<hdrhistogram::Histogram<u64>>>) -> Option<Latency> {
-    let h = h.as_ref()?;
-    let us = |v: u64| (v as f64 / 1000.0 * 1000.0).round() / 1000.0;
+/// Microseconds from the histogram: min and max exact, percentiles to the histogram's precision (two
+/// significant digits) and within [min, max].
+fn latency(l: &Option<Box<crate::analysis::flow::Latencies>>) -> Option<Latency> {
+    let l = l.as_ref()?;
+    let us = |v: u64| v.clamp(l.min, l.max) as f64 / 1000.0;
     Some(Latency {
-        samples: h.len(),
-        min: us(h.min()),
-        p50: us(h.value_at_quantile(0.50)),
-        p90: us(h.value_at_quantile(0.90)),
-        p99: us(h.value_at_quantile(0.99)),
-        max: us(h.max()),
+        samples: l.histogram.len(),
+        min: us(l.min),
+        p50: us(l.histogram.value_at_quantile(0.50)),
+        p90: us(l.histogram.value_at_quantile(0.90)),
+        p99: us(l.histogram.value_at_quantile(0.99)),
+        max: us(l.max),
     })
 }
 
@@ -244,7 +246,7 @@ impl Report {
             xoff: p.xoff,
             xon: p.xon,
             quanta: p.quanta,
-            pause_us: engine.pause_nanos(p.quanta) as f64 / 1000.0,
+            pause_us: engine.pause_us(p.quanta),
         };
         let pfc = engine
             .pause

@@ -18,9 +18,16 @@ use parsers::vlan::VlanTag;
 use parsers::xrceth::Xrceth;
 use serde_json::{Value, json};
 
+mod analysis;
+
+/// 2026-01-01T00:00:00Z in microseconds: the captures' time origin.
+const EPOCH_US: u64 = 1_767_225_600 * 1_000_000;
+
+/// A pcap (microsecond timestamps) being written, with the expected fields of each frame.
 struct Capture {
     linktype: u16,
-    frames: Vec<(Vec<u8>, usize, Value)>,
+    /// (time in µs since EPOCH_US, captured bytes, length on the wire, expected fields)
+    frames: Vec<(u64, Vec<u8>, usize, Value)>,
 }
 
 impl Capture {
@@ -31,20 +38,27 @@ impl Capture {
         }
     }
 
-    /// A frame captured whole.
+    /// A frame captured whole, 1 ms after the previous one.
     fn add(&mut self, data: Vec<u8>, expect: Value) {
+        let at = self.frames.len() as u64 * 1000;
+        self.add_at(at, data, expect);
+    }
+
+    /// A frame captured whole at `at_us` microseconds.
+    fn add_at(&mut self, at_us: u64, data: Vec<u8>, expect: Value) {
         let len = data.len();
-        self.frames.push((data, len, expect));
+        self.frames.push((at_us, data, len, expect));
     }
 
     /// A frame of which only `caplen` bytes were captured.
     fn add_snapped(&mut self, mut data: Vec<u8>, caplen: usize, expect: Value) {
+        let at = self.frames.len() as u64 * 1000;
         let len = data.len();
         data.truncate(caplen);
-        self.frames.push((data, len, expect));
+        self.frames.push((at, data, len, expect));
     }
 
-    fn write(&self, dir: &Path, name: &str) {
+    fn pcap(&self) -> Vec<u8> {
         let mut out = Vec::new();
         for v in [
             0xa1b2_c3d4u32.to_le_bytes(),
@@ -56,21 +70,30 @@ impl Capture {
             out.extend_from_slice(&v);
         }
         out.extend_from_slice(&u32::from(self.linktype).to_le_bytes());
-        let mut expected = String::new();
-        for (i, (data, orig_len, expect)) in self.frames.iter().enumerate() {
-            // 2026-01-01T00:00:00Z plus 1 ms per frame.
-            let ts_sec = 1_767_225_600u32 + (i as u32) / 1000;
-            let ts_usec = ((i as u32) % 1000) * 1000;
-            for v in [ts_sec, ts_usec, data.len() as u32, *orig_len as u32] {
+        for (at, data, orig_len, _) in &self.frames {
+            let ts = EPOCH_US + at;
+            for v in [
+                (ts / 1_000_000) as u32,
+                (ts % 1_000_000) as u32,
+                data.len() as u32,
+                *orig_len as u32,
+            ] {
                 out.extend_from_slice(&v.to_le_bytes());
             }
             out.extend_from_slice(data);
+        }
+        out
+    }
+
+    fn write(&self, dir: &Path, name: &str) {
+        let mut expected = String::new();
+        for (i, (_, _, _, expect)) in self.frames.iter().enumerate() {
             let mut e = expect.clone();
             e["frame.number"] = json!(i + 1);
             expected.push_str(&e.to_string());
             expected.push('\n');
         }
-        fs::write(dir.join(format!("{name}.pcap")), out).expect("write capture");
+        fs::write(dir.join(format!("{name}.pcap")), self.pcap()).expect("write capture");
         fs::write(dir.join(format!("{name}.expected.jsonl")), expected)
             .expect("write expectations");
     }
@@ -608,5 +631,9 @@ fn main() {
     bad_icrc(&dir);
     rocev1(&dir);
     multi_interface(&dir);
+    println!("wrote {}", dir.display());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/analysis");
+    fs::create_dir_all(&dir).expect("create testdata/analysis");
+    analysis::write_all(&dir);
     println!("wrote {}", dir.display());
 }

@@ -1,0 +1,225 @@
+//! `rocescope analyze` on hand-built captures (testdata/analysis/): the report must show exactly the figures
+//! worked out by hand beside each capture (`NAME.expected.json`), and `--fail-on` must set the exit status.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/analysis")
+}
+
+fn rocescope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(args)
+        .output()
+        .expect("run rocescope")
+}
+
+fn report(capture: &Path) -> Value {
+    let o = rocescope(&["analyze", "--json", capture.to_str().unwrap()]);
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        capture.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("one JSON document")
+}
+
+/// `want` is contained in `got`: every key of an object, every element of an array, numbers equal.
+fn check(got: &Value, want: &Value, path: &str, errors: &mut Vec<String>) {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            for (k, wv) in w {
+                match g.get(k) {
+                    Some(gv) => check(gv, wv, &format!("{path}.{k}"), errors),
+                    None => errors.push(format!("{path}.{k}: missing (want {wv})")),
+                }
+            }
+        }
+        (Value::Array(g), Value::Array(w)) if g.len() == w.len() => {
+            for (i, (gv, wv)) in g.iter().zip(w).enumerate() {
+                check(gv, wv, &format!("{path}[{i}]"), errors);
+            }
+        }
+        (Value::Number(g), Value::Number(w)) => {
+            let (g, w) = (g.as_f64().unwrap(), w.as_f64().unwrap());
+            if (g - w).abs() > 1e-6 * w.abs().max(1.0) {
+                errors.push(format!("{path}: got {g}, want {w}"));
+            }
+        }
+        (g, w) if g == w => {}
+        (g, w) => errors.push(format!("{path}: got {g}, want {w}")),
+    }
+}
+
+fn flow_key(f: &Value) -> (String, String, u64) {
+    (
+        f["src"].as_str().unwrap().to_string(),
+        f["dst"].as_str().unwrap().to_string(),
+        f["dest_qp"].as_u64().unwrap(),
+    )
+}
+
+fn compare(name: &str, got: &Value, want: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    for section in ["capture", "config", "verdict", "pfc"] {
+        if let Some(w) = want.get(section) {
+            check(&got[section], w, section, &mut errors);
+        }
+    }
+    let flows = got["flows"].as_array().unwrap();
+    for w in want["flows"].as_array().into_iter().flatten() {
+        let key = flow_key(w);
+        let Some(g) = flows.iter().find(|f| flow_key(f) == key) else {
+            errors.push(format!("flow {key:?} not found"));
+            continue;
+        };
+        let mut w = w.clone();
+        if let Some(pair) = w.as_object_mut().unwrap().remove("pair") {
+            let partner = g["paired_with"]
+                .as_u64()
+                .and_then(|id| flows.get(id as usize));
+            let got_pair = partner.map(|p| {
+                Value::from(vec![
+                    p["src"].clone(),
+                    p["dst"].clone(),
+                    p["dest_qp"].clone(),
+                ])
+            });
+            if got_pair.as_ref() != Some(&pair) {
+                errors.push(format!(
+                    "flow {key:?} paired with {got_pair:?}, want {pair}"
+                ));
+            }
+        }
+        check(g, &w, &format!("flow {key:?}"), &mut errors);
+    }
+    let events = got["events"].as_array().unwrap();
+    if let Some(counts) = want.get("event_counts").and_then(Value::as_object) {
+        for (kind, n) in counts {
+            let got_n = events.iter().filter(|e| e["kind"] == kind.as_str()).count() as u64;
+            if got_n != n.as_u64().unwrap() {
+                errors.push(format!("{got_n} events of kind {kind}, want {n}"));
+            }
+        }
+    }
+    for text in want["events_text"].as_array().into_iter().flatten() {
+        if !events.iter().any(|e| &e["message"] == text) {
+            let all: Vec<&Value> = events.iter().map(|e| &e["message"]).collect();
+            errors.push(format!("no event {text}; events: {all:?}"));
+        }
+    }
+    errors.iter().map(|e| format!("{name}: {e}")).collect()
+}
+
+#[test]
+fn hand_worked_figures() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".expected.json"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 10);
+    let mut errors = Vec::new();
+    for expected in files {
+        let name = expected
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .replace(".expected.json", "");
+        let want: Value =
+            serde_json::from_str(&std::fs::read_to_string(&expected).unwrap()).unwrap();
+        let got = report(&dir().join(format!("{name}.pcap")));
+        errors.extend(compare(&name, &got, &want));
+    }
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn pause_time_follows_the_link_speed() {
+    let file = dir().join("pfc.pcap");
+    let o = rocescope(&[
+        "analyze",
+        "--json",
+        "--link-speed",
+        "25G",
+        file.to_str().unwrap(),
+    ]);
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // 131070 quanta x 512 bit times at 25 Gb/s.
+    let us = r["pfc"][0]["pause_us"].as_f64().unwrap();
+    assert!((us - 2684.3136).abs() < 1e-6, "{us}");
+}
+
+#[test]
+fn fail_on_sets_exit_status_3() {
+    let lossy = dir().join("gap_nak_go_back_n.pcap");
+    let lossy = lossy.to_str().unwrap();
+    let clean = dir().join("coalesced_acks.pcap");
+    let clean = clean.to_str().unwrap();
+    let ecn = dir().join("ecn_cnp.pcap");
+    let ecn = ecn.to_str().unwrap();
+    let status = |args: &[&str]| rocescope(args).status.code();
+    assert_eq!(status(&["analyze", lossy]), Some(0));
+    assert_eq!(status(&["analyze", "--fail-on", "gaps", lossy]), Some(3));
+    assert_eq!(status(&["analyze", "--fail-on", "naks", lossy]), Some(3));
+    assert_eq!(
+        status(&["analyze", "--fail-on", "retransmissions", lossy]),
+        Some(3)
+    );
+    assert_eq!(
+        status(&["analyze", "--fail-on", "rnr,icrc,malformed,ce,cnp", lossy]),
+        Some(0)
+    );
+    assert_eq!(
+        status(&[
+            "analyze",
+            "--fail-on",
+            "gaps,naks,rnr,retransmissions,ce,cnp,icrc,malformed",
+            clean
+        ]),
+        Some(0)
+    );
+    assert_eq!(status(&["analyze", "--fail-on", "ce", ecn]), Some(3));
+    assert_eq!(status(&["analyze", "--fail-on", "cnp", ecn]), Some(3));
+    assert_eq!(status(&["analyze", "--fail-on", "gaps", ecn]), Some(0));
+    assert_eq!(
+        status(&[
+            "analyze",
+            "--fail-on",
+            "rnr",
+            &dir().join("rnr_storm.pcap").to_string_lossy()
+        ]),
+        Some(3)
+    );
+    assert_eq!(
+        status(&[
+            "analyze",
+            "--fail-on",
+            "icrc",
+            &dir().join("damaged.pcap").to_string_lossy()
+        ]),
+        Some(3)
+    );
+    assert_eq!(status(&["analyze", "--fail-on", "bogus", clean]), Some(2));
+    assert_eq!(status(&["analyze", "--mtu", "1500", clean]), Some(2));
+    assert_eq!(status(&["analyze", "--link-speed", "fast", clean]), Some(2));
+    assert_eq!(status(&["analyze", "/nonexistent.pcap"]), Some(1));
+}
+
+#[test]
+fn text_report_names_the_trouble() {
+    let file = dir().join("gap_nak_go_back_n.pcap");
+    let o = rocescope(&["analyze", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "11 frames (11 RoCE, 0 other)",
+        "PSN gap: 2 missing after 0x000066",
+        "Verdict: FAIL: 1 PSN gaps (2 PSNs missing), 1 NAKs, 3 retransmitted requests",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+}
