@@ -1,33 +1,48 @@
-//! Big-endian field readers with the crate's nom error type fixed, so header parsers read as a layout.
+//! Big-endian field readers in nom's parser shape (`input -> IResult`), so header parsers are nom tuples
+//! that read as the layout. They read through fixed-size chunks: nom's generic number parsers go through
+//! its `Input` trait, which costs more than the rest of a header parse.
 use nom::IResult;
-use nom::number::complete as num;
+use nom::error::{Error, ErrorKind};
 
 pub(crate) type In<'a> = &'a [u8];
-pub(crate) type Res<'a, T> = IResult<In<'a>, T, nom::error::Error<In<'a>>>;
+pub(crate) type Res<'a, T> = IResult<In<'a>, T, Error<In<'a>>>;
 
+#[inline]
+pub(crate) fn array<const N: usize>(i: In) -> Res<[u8; N]> {
+    match i.split_first_chunk::<N>() {
+        Some((bytes, rest)) => Ok((rest, *bytes)),
+        None => Err(nom::Err::Error(Error::new(i, ErrorKind::Eof))),
+    }
+}
+
+#[inline]
 pub(crate) fn u8(i: In) -> Res<u8> {
-    num::be_u8(i)
+    array::<1>(i).map(|(r, [b])| (r, b))
 }
+
+#[inline]
 pub(crate) fn u16(i: In) -> Res<u16> {
-    num::be_u16(i)
+    array::<2>(i).map(|(r, b)| (r, u16::from_be_bytes(b)))
 }
+
+#[inline]
 pub(crate) fn u24(i: In) -> Res<u32> {
-    num::be_u24(i)
+    array::<3>(i).map(|(r, [a, b, c])| (r, u32::from_be_bytes([0, a, b, c])))
 }
+
+#[inline]
 pub(crate) fn u32(i: In) -> Res<u32> {
-    num::be_u32(i)
+    array::<4>(i).map(|(r, b)| (r, u32::from_be_bytes(b)))
 }
+
+#[inline]
 pub(crate) fn u64(i: In) -> Res<u64> {
-    num::be_u64(i)
+    array::<8>(i).map(|(r, b)| (r, u64::from_be_bytes(b)))
 }
+
+#[inline]
 pub(crate) fn mac(i: In) -> Res<[u8; 6]> {
     array::<6>(i)
-}
-pub(crate) fn array<const N: usize>(i: In) -> Res<[u8; N]> {
-    let (rest, bytes) = nom::bytes::complete::take(N)(i)?;
-    let mut out = [0u8; N];
-    out.copy_from_slice(bytes);
-    Ok((rest, out))
 }
 
 /// Appends a 24-bit big-endian value (the top byte of `v` is ignored).

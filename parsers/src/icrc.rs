@@ -2,10 +2,6 @@
 //! (those a router may change) replaced by ones.
 use crc32fast::Hasher;
 
-/// The CRC-32 of the eight 0xFF bytes that stand in for the masked LRH, as a finished CRC value.
-/// (0xDEBB20E3, often quoted as the seed, is the same state before the final inversion.)
-const LRH_MASK_CRC: u32 = 0x2144_DF1C;
-
 /// Result of checking a packet's ICRC. Values are as the 4 bytes read on the wire, big-endian,
 /// the way Wireshark shows `infiniband.invariant.crc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,59 +38,57 @@ pub enum NetHeader<'a> {
 /// `transport` (BTH through pad, without the ICRC; BTH byte 4 is masked). Returns the 4 bytes as they
 /// appear on the wire, read big-endian.
 pub fn compute(net: NetHeader<'_>, udp: Option<&[u8]>, transport: &[u8]) -> u32 {
-    let mut hasher = Hasher::new_with_initial(LRH_MASK_CRC);
-    let mut buf = [0u8; 60];
+    // The masked LRH, network header, UDP header and BTH go through the CRC as one block (short updates
+    // are slow); the rest of the packet is hashed in place.
+    let mut head = Head {
+        buf: [0xFF; 8 + 60 + 8 + 12],
+        len: 8,
+    };
     match net {
         NetHeader::Ipv4(h) => {
-            let len = h.len().min(buf.len());
-            let masked = masked(&mut buf, h, len);
-            for i in [1, 8, 10, 11] {
-                if let Some(b) = masked.get_mut(i) {
-                    *b = 0xFF;
-                }
-            }
-            hasher.update(masked);
+            head.put(h.get(..60).unwrap_or(h), &[1, 8, 10, 11]);
         }
         NetHeader::Ipv6(h) => {
-            let len = h.len().min(40);
-            let masked = masked(&mut buf, h, len);
-            if let Some(b) = masked.get_mut(0) {
+            let start = head.put(h.get(..40).unwrap_or(h), &[1, 2, 3, 7]);
+            // Traffic class and flow label start in the low nibble of byte 0.
+            if let Some(b) = head.buf.get_mut(start).filter(|_| !h.is_empty()) {
                 *b |= 0x0F;
             }
-            for i in [1, 2, 3, 7] {
-                if let Some(b) = masked.get_mut(i) {
-                    *b = 0xFF;
-                }
-            }
-            hasher.update(masked);
         }
     }
     if let Some(udp) = udp {
-        let mut u = [0u8; 8];
-        let masked = masked(&mut u, udp, udp.len().min(8));
-        for i in [6, 7] {
-            if let Some(b) = masked.get_mut(i) {
-                *b = 0xFF;
-            }
-        }
-        hasher.update(masked);
+        head.put(udp.get(..8).unwrap_or(udp), &[6, 7]);
     }
-    let (bth_head, rest) = transport.split_at(transport.len().min(5));
-    let mut head = [0u8; 5];
-    let masked = masked(&mut head, bth_head, bth_head.len());
-    if let Some(b) = masked.get_mut(4) {
-        *b = 0xFF;
-    }
-    hasher.update(masked);
+    let (bth, rest) = transport.split_at(transport.len().min(12));
+    head.put(bth, &[4]);
+    let mut hasher = Hasher::new();
+    hasher.update(head.buf.get(..head.len).unwrap_or_default());
     hasher.update(rest);
     hasher.finalize().swap_bytes()
 }
 
-/// Copies the first `len` bytes of `src` into `buf` and returns that part of `buf`.
-fn masked<'b>(buf: &'b mut [u8], src: &[u8], len: usize) -> &'b mut [u8] {
-    let dst = buf.get_mut(..len).unwrap_or_default();
-    if let Some(s) = src.get(..dst.len()) {
-        dst.copy_from_slice(s);
+/// The masked headers, copied: 8 bytes of ones for the LRH, then each header with its variant fields set
+/// to ones.
+struct Head {
+    buf: [u8; 8 + 60 + 8 + 12],
+    len: usize,
+}
+
+impl Head {
+    /// Appends `bytes` with the bytes at offsets `masked` set to 0xFF; returns where they start.
+    fn put(&mut self, bytes: &[u8], masked: &[usize]) -> usize {
+        let start = self.len;
+        for (dst, src) in self.buf.iter_mut().skip(start).zip(bytes) {
+            *dst = *src;
+            self.len += 1;
+        }
+        for &i in masked {
+            if i < bytes.len() {
+                if let Some(b) = self.buf.get_mut(start + i) {
+                    *b = 0xFF;
+                }
+            }
+        }
+        start
     }
-    dst
 }

@@ -54,11 +54,11 @@ pub struct Opcode(pub u8);
 pub const CNP: u8 = 0x81;
 
 impl Opcode {
-    pub fn transport(self) -> Transport {
+    pub const fn transport(self) -> Transport {
         if self.0 == CNP {
             return Transport::Cnp;
         }
-        if self.name() == "UNKNOWN" {
+        if !is_known(self.0) {
             return Transport::Unknown;
         }
         match self.0 >> 5 {
@@ -72,12 +72,12 @@ impl Opcode {
     }
 
     /// The operation code (low 5 bits).
-    pub fn operation(self) -> u8 {
+    pub const fn operation(self) -> u8 {
         self.0 & 0x1F
     }
 
-    pub fn is_known(self) -> bool {
-        self.transport() != Transport::Unknown
+    pub const fn is_known(self) -> bool {
+        is_known(self.0)
     }
 
     /// `RC_SEND_FIRST`, `UD_SEND_ONLY`, `CNP`, or `UNKNOWN` for an opcode no transport defines.
@@ -227,6 +227,10 @@ impl Opcode {
 
     /// The extended headers that follow the BTH, by transport and operation.
     pub fn headers(self) -> Headers {
+        HEADERS[self.0 as usize]
+    }
+
+    const fn compute_headers(self) -> Headers {
         let transport = self.transport();
         let op = match transport {
             Transport::Unknown => return Headers::NONE,
@@ -244,13 +248,30 @@ impl Opcode {
             0x1C => Headers::FETH.with(Headers::RETH),
             _ => Headers::NONE,
         };
+        let response = op >= 0x0D && op <= 0x12;
         let by_transport = match transport {
-            Transport::Rd if self.is_response() => Headers::RDETH,
+            Transport::Rd if response => Headers::RDETH,
             Transport::Rd => Headers::RDETH.with(Headers::DETH),
             Transport::Ud => Headers::DETH,
-            Transport::Xrc if !self.is_response() => Headers::XRCETH,
+            Transport::Xrc if !response => Headers::XRCETH,
             _ => Headers::NONE,
         };
         by_transport.with(by_op)
     }
 }
+
+/// The opcodes some transport defines (the names above), as a test the compiler can run.
+const fn is_known(op: u8) -> bool {
+    matches!(op, 0x00..=0x14 | 0x16 | 0x17 | 0x1C | 0x1D | 0x20..=0x2B | 0x40..=0x55 | 0x64 | 0x65 | 0x81 | 0xA0..=0xB4 | 0xB6 | 0xB7)
+}
+
+/// `Opcode::headers` for every opcode, computed at compile time: the per-packet path only indexes it.
+static HEADERS: [Headers; 256] = {
+    let mut table = [Headers::NONE; 256];
+    let mut op = 0;
+    while op < 256 {
+        table[op] = Opcode(op as u8).compute_headers();
+        op += 1;
+    }
+    table
+};
