@@ -83,10 +83,8 @@ impl Head {
             self.len += 1;
         }
         for &i in masked {
-            if i < bytes.len() {
-                if let Some(b) = self.buf.get_mut(start + i) {
-                    *b = 0xFF;
-                }
+            if let Some(b) = self.buf.get_mut(start + i).filter(|_| i < bytes.len()) {
+                *b = 0xFF;
             }
         }
         start

@@ -227,7 +227,10 @@ impl Opcode {
 
     /// The extended headers that follow the BTH, by transport and operation.
     pub fn headers(self) -> Headers {
-        HEADERS[self.0 as usize]
+        HEADERS
+            .get(usize::from(self.0))
+            .copied()
+            .unwrap_or(Headers::NONE)
     }
 
     const fn compute_headers(self) -> Headers {
@@ -266,6 +269,7 @@ const fn is_known(op: u8) -> bool {
 }
 
 /// `Opcode::headers` for every opcode, computed at compile time: the per-packet path only indexes it.
+#[allow(clippy::indexing_slicing)] // const evaluation: `op` < 256 by the loop condition
 static HEADERS: [Headers; 256] = {
     let mut table = [Headers::NONE; 256];
     let mut op = 0;
