@@ -149,7 +149,7 @@ fn every_truncation_of_every_roce_frame_is_reported() {
     let cfg = Config::default();
     let mut frames = 0;
     let mut cuts = 0;
-    for dir in ["edge", "public"] {
+    for dir in ["edge", "public", "lab"] {
         let dir = root().join(dir);
         for file in files_with(&dir, ".pcap")
             .into_iter()
@@ -212,4 +212,90 @@ fn every_truncation_of_every_roce_frame_is_reported() {
     }
     assert!(frames > 1000, "only {frames} RoCE frames");
     assert!(cuts > 100_000);
+}
+
+/// Real Soft-RoCE traffic from the lab (testdata/lab/README.md): every figure in expected.tsv was counted
+/// from tshark fields and an independent ICRC check when the captures were made.
+#[test]
+fn lab_captures_match_their_tshark_counts() {
+    let dir = root().join("lab");
+    let table = std::fs::read_to_string(dir.join("expected.tsv")).expect("expected.tsv");
+    let mut checked = 0;
+    for line in table.lines().filter(|l| !l.starts_with('#')) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let [file, frames, roce, histogram, naks, rnr, ce, retransmitted] = cols[..] else {
+            panic!("bad row {line}")
+        };
+        let n = |s: &str| s.parse::<u64>().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+            .args(["analyze", "--json"])
+            .arg(dir.join(file))
+            .output()
+            .expect("run rocescope");
+        let r: Value = serde_json::from_slice(&out.stdout).expect("report");
+        assert_eq!(r["capture"]["frames"], n(frames), "{file}");
+        assert_eq!(r["capture"]["roce_frames"], n(roce), "{file}");
+        assert_eq!(r["capture"]["icrc_bad"], 0, "{file}: every ICRC is valid");
+        assert_eq!(r["capture"]["malformed"], 0, "{file}");
+        let flows = r["flows"].as_array().unwrap();
+        let sum = |f: &dyn Fn(&Value) -> u64| flows.iter().map(f).sum::<u64>();
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for f in flows {
+            for (name, c) in f["opcodes"].as_object().unwrap() {
+                *counts.entry(name.clone()).or_default() += c.as_u64().unwrap();
+            }
+        }
+        let want: BTreeMap<String, u64> = histogram
+            .split(' ')
+            .map(|kv| {
+                let (k, v) = kv.split_once(':').unwrap();
+                (
+                    parsers::opcode::Opcode(k.parse().unwrap())
+                        .name()
+                        .to_string(),
+                    n(v),
+                )
+            })
+            .collect();
+        assert_eq!(counts, want, "{file}: opcodes");
+        let nak_total = |f: &Value| {
+            f["naks"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!(sum(&nak_total), n(naks), "{file}: NAKs");
+        assert_eq!(
+            sum(&|f| f["rnr_naks"].as_u64().unwrap()),
+            n(rnr),
+            "{file}: RNR NAKs"
+        );
+        assert_eq!(
+            sum(&|f| f["ecn"]["ce"].as_u64().unwrap()),
+            n(ce),
+            "{file}: CE"
+        );
+        assert_eq!(
+            sum(&|f| f["psn"]["retransmitted"].as_u64().unwrap()),
+            n(retransmitted),
+            "{file}"
+        );
+        let clean = n(naks) + n(rnr) + n(retransmitted) == 0;
+        assert_eq!(
+            r["verdict"]["status"],
+            if clean { "pass" } else { "fail" },
+            "{file}"
+        );
+        if clean {
+            assert_eq!(
+                sum(&|f| f["psn"]["gap_events"].as_u64().unwrap()),
+                0,
+                "{file}: a clean run has no gaps"
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 7);
 }

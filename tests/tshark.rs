@@ -377,7 +377,11 @@ fn agrees_with_tshark_on_the_public_corpus() {
 
 #[test]
 fn agrees_with_tshark_on_testdata() {
-    let tally = run(&[root().join("testdata/edge"), root().join("testdata/public")]);
+    let tally = run(&[
+        root().join("testdata/edge"),
+        root().join("testdata/public"),
+        root().join("testdata/lab"),
+    ]);
     assert!(
         tally.mismatches.is_empty(),
         "{} mismatches:\n{}",

@@ -1,0 +1,122 @@
+# Scenarios of the Soft-RoCE lab, sourced by the guest's /init (busybox ash).
+# A scenario is a shell function sc_NAME; lab/run NAME runs it. Inside it:
+#   perf_pair TOOL "ARGS..." ["SERVER-ONLY ARGS"] ["CLIENT-ONLY ARGS"]
+#       runs the perftest TOOL as server on rxe1 and client on rxe0 (RoCEv2 GID index 1, out-of-band
+#       exchange over 127.0.0.1) and prints both command lines and outputs.
+#   netem DEV ARGS...   adds a root netem qdisc on DEV (removed after the scenario)
+# The client (rxe0, 10.0.0.1, eth0) is the requester; the host-side capture is taken on eth0's cable end.
+# run_scenario sends marker pings (10.0.0.1 -> 10.0.0.2, payload size 1200+2*index (+1 at the end), pattern
+# 0xa5) around each scenario so that the host can cut the cable capture into one file per scenario.
+
+QP_TIMEOUT=17       # ~0.5 s; rxe's retransmit timer misfires on a slow emulated guest with the default 14
+PT_COMMON="-F -x 1 -u $QP_TIMEOUT"
+
+# Sizes are kept small so that each cable capture stays well under 500 KB.
+sc_write()      { perf_pair ib_write_bw  "-s 4096 -n 32"; }
+sc_send()       { perf_pair ib_send_bw   "-s 4096 -n 32"; }
+sc_read()       { perf_pair ib_read_bw   "-s 4096 -n 32"; }
+sc_atomic()     { perf_pair ib_atomic_bw "-A FETCH_AND_ADD -n 100"; }
+# 3% random loss on eth0's egress (requests); -t 4 bounds the go-back-N window (4 messages = 16 packets)
+sc_write_loss() { netem eth0 loss 3% && perf_pair ib_write_bw "-s 4096 -n 50 -t 4"; }
+# traffic class 2 = ECT(0) in the IP header; netem marks 5% of ECT packets CE instead of dropping them
+sc_write_ecn()  { netem eth0 loss 5% ecn && perf_pair ib_write_bw "-s 4096 -n 32 --tclass 2"; }
+# a tiny receive queue on the receiver (-r 1; perftest 4.5 reports "RX depth: 2"): SENDs that find no
+# receive WQE posted get RNR NAKs
+sc_send_rnr()   { perf_pair ib_send_bw "-s 1024 -n 50 -t 4" "-r 1"; }
+# no traffic: devices, GIDs, and the --version of every extra binary (lab/build-initramfs EXTRA_BINARIES)
+sc_info() {
+    for c in "ibv_devices" "ibv_devinfo" "/usr/bin/rdma link" "/usr/bin/rdma dev"; do echo "+ $c"; $c; done
+    for b in /usr/local/bin/*; do [ -x "$b" ] && { echo "+ $b --version"; "$b" --version; }; done
+    true
+}
+
+# ---------------------------------------------------------------------------------------------------------
+NETEM_DEVS=""
+netem() {
+    dev=$1; shift
+    echo "+ /usr/sbin/tc qdisc add dev $dev root netem $*"
+    /usr/sbin/tc qdisc add dev "$dev" root netem "$@" || return 1
+    NETEM_DEVS="$NETEM_DEVS $dev"
+}
+netem_clear() {
+    for dev in $NETEM_DEVS; do
+        echo "+ /usr/sbin/tc -s qdisc show dev $dev"
+        /usr/sbin/tc -s qdisc show dev "$dev"
+        /usr/sbin/tc qdisc del dev "$dev" root
+    done
+    NETEM_DEVS=""
+}
+
+# is something listening on TCP port $1?
+listening() {
+    hex=$(printf ':%04X' "$1")
+    cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v p="$hex" 'substr($2, length($2) - 4) == p && $4 == "0A" { f = 1 } END { exit !f }'
+}
+
+PT_PORT=18515
+perf_pair() {
+    tool=$1; args=$2; sargs=${3:-}; cargs=${4:-}
+    PT_PORT=$((PT_PORT + 1))
+    scmd="$tool -d rxe1 $PT_COMMON $args${sargs:+ $sargs} -p $PT_PORT"
+    ccmd="$tool -d rxe0 $PT_COMMON $args${cargs:+ $cargs} -p $PT_PORT 127.0.0.1"
+    echo "+ server: $scmd"
+    echo "+ client: $ccmd"
+    $scmd > /tmp/server.log 2>&1 &
+    spid=$!
+    n=0
+    until listening $PT_PORT; do
+        n=$((n + 1))
+        if [ $n -gt 200 ] || ! kill -0 $spid 2>/dev/null; then
+            echo "server did not start listening"; cat /tmp/server.log; kill $spid 2>/dev/null; return 1
+        fi
+        sleep 0.05
+    done
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    timeout 120 $ccmd > /tmp/client.log 2>&1
+    crc=$?
+    n=0
+    while kill -0 $spid 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    kill -0 $spid 2>/dev/null && { echo "server still running: killing it"; kill $spid; }
+    wait $spid
+    src=$?
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    echo "--- server output (exit $src)"; cat /tmp/server.log
+    echo "--- client output (exit $crc)"; cat /tmp/client.log
+    echo "--- guest time for the pair: $(echo "$t1 $t0" | awk '{ printf "%.2f s", $1 - $2 }')"
+    [ $crc -eq 0 ] && [ $src -eq 0 ]
+}
+
+counters() {   # "rxeN counter value" lines (one grep: forks are slow in an emulated guest)
+    grep -H '' /sys/class/infiniband/rxe[01]/ports/1/hw_counters/* |
+        sed 's|^/sys/class/infiniband/\(rxe[01]\)/ports/1/hw_counters/\([^:]*\):|\1 \2 |'
+}
+
+marker() {  # marker INDEX 0|1
+    ping -c 1 -W 1 -I 10.0.0.1 -s $((1200 + 2 * $1 + $2)) -p a5 10.0.0.2 > /dev/null 2>&1
+}
+
+run_scenario() {
+    idx=$1; name=$2
+    if ! type "sc_$name" > /dev/null 2>&1; then
+        say "@@@ LAB-BEGIN $idx $name"
+        say "unknown scenario '$name'"
+        say "@@@ LAB-END $idx $name rc=2"
+        return 1
+    fi
+    say "@@@ LAB-BEGIN $idx $name uptime=$(cut -d' ' -f1 /proc/uptime)"
+    counters > /tmp/c0
+    marker "$idx" 0
+    sleep 0.2
+    "sc_$name" >&3 2>&1
+    r=$?
+    sleep 0.6   # let trailing ACKs/retransmissions finish (QP timeout ~0.5 s)
+    netem_clear >&3 2>&1
+    marker "$idx" 1
+    counters > /tmp/c1
+    {
+        echo "--- rxe hw_counters that changed"
+        awk 'NR == FNR { a[$1 " " $2] = $3; next } ($3 - a[$1 " " $2]) != 0 { print $1, $2, "+" ($3 - a[$1 " " $2]) }' /tmp/c0 /tmp/c1
+    } >&3 2>&1
+    say "@@@ LAB-END $idx $name rc=$r uptime=$(cut -d' ' -f1 /proc/uptime)"
+    return $r
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Cut one lab run into per-scenario results.
+
+usage: split_run.py RUN_DIR OUT_DIR SCENARIO...
+
+RUN_DIR holds data.txt (the guest's data channel, CRs removed) and cable-all.pcap (QEMU filter-dump of the
+cable). The guest sends a marker ping 10.0.0.1 -> 10.0.0.2 before and after each scenario: ICMP echo request
+with 1200 + 2*index (+1 for the end marker) data bytes filled with 0xa5. Frames strictly between the two
+markers of a scenario (echo replies to markers excluded) go to OUT_DIR/<scenario>/cable.pcap; the data
+channel's lines between "@@@ LAB-BEGIN i name" and "@@@ LAB-END i name" go to OUT_DIR/<scenario>/perftest.log.
+"""
+import os
+import struct
+import sys
+
+MARK_BASE = 1200
+
+
+def read_pcap(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 24:
+        raise ValueError(f"{path}: too short for a pcap file")
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        e = "<"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        e = ">"
+    else:
+        raise ValueError(f"{path}: not a classic pcap file")
+    header = data[:24]
+    off = 24
+    frames = []
+    while off + 16 <= len(data):
+        ts_s, ts_f, incl, orig = struct.unpack(e + "IIII", data[off:off + 16])
+        rec = data[off:off + 16 + incl]
+        frames.append((rec, data[off + 16:off + 16 + incl]))
+        off += 16 + incl
+    return header, frames
+
+
+def marker(frame):
+    """(index, is_end, is_request) if the frame is a marker ping or its reply, else None."""
+    if len(frame) < 14 + 20 + 8 or frame[12:14] != b"\x08\x00":
+        return None
+    ip = frame[14:]
+    ihl = (ip[0] & 0x0F) * 4
+    if ip[0] >> 4 != 4 or ip[9] != 1:
+        return None
+    total = struct.unpack(">H", ip[2:4])[0]
+    icmp = ip[ihl:total]
+    if len(icmp) < 8 or icmp[0] not in (0, 8):
+        return None
+    payload = icmp[8:]
+    k = len(payload) - MARK_BASE
+    if not 0 <= k < 200 or payload[-16:] != b"\xa5" * 16:
+        return None
+    return k // 2, k % 2 == 1, icmp[0] == 8
+
+
+def write_pcap(path, header, recs):
+    with open(path, "wb") as f:
+        f.write(header)
+        for r in recs:
+            f.write(r)
+
+
+def main():
+    run, out, scenarios = sys.argv[1], sys.argv[2], sys.argv[3:]
+    lines = open(os.path.join(run, "data.txt"), errors="replace").read().splitlines()
+    head = [l for l in lines if l.startswith("@@@ LAB-VERSION") or l.startswith("@@@ LAB-BOOT")]
+    logs = {}
+    cur = None
+    for l in lines:
+        if l.startswith("@@@ LAB-BEGIN "):
+            cur = int(l.split()[2])
+            logs[cur] = [l]
+        elif cur is not None:
+            logs[cur].append(l)
+            if l.startswith("@@@ LAB-END "):
+                cur = None
+
+    pcap = os.path.join(run, "cable-all.pcap")
+    header, frames = read_pcap(pcap) if os.path.exists(pcap) else (None, [])
+    parts = {}
+    cur = None
+    for rec, frame in frames:
+        m = marker(frame)
+        if m:
+            idx, end, _req = m
+            cur = None if end else idx
+            if not end:
+                parts.setdefault(idx, [])
+            continue
+        if cur is not None:
+            parts[cur].append((rec, frame))
+
+    qemu_cmd = open(os.path.join(run, "qemu-cmdline")).read().strip() if os.path.exists(os.path.join(run, "qemu-cmdline")) else ""
+    ok = True
+    for i, name in enumerate(scenarios):
+        d = os.path.join(out, name)
+        os.makedirs(d, exist_ok=True)
+        log = logs.get(i, [])
+        end = [l for l in log if l.startswith("@@@ LAB-END")]
+        rc = end[0].split("rc=")[1].split()[0] if end else "missing"
+        with open(os.path.join(d, "perftest.log"), "w") as f:
+            f.write("\n".join(head) + "\n")
+            f.write(f"@@@ host qemu: {qemu_cmd}\n")
+            f.write("\n".join(log) + "\n")
+        cap = os.path.join(d, "cable.pcap")
+        if os.path.exists(cap):
+            os.remove(cap)
+        if i in parts and header is not None:
+            recs = parts[i]
+            write_pcap(cap, header, [r for r, _ in recs])
+            roce = sum(1 for _, fr in recs if is_roce(fr))
+            print(f"  {name:12s} rc={rc:7s} frames={len(recs):5d} udp4791={roce:5d} {cap}")
+        else:
+            print(f"  {name:12s} rc={rc:7s} no capture (markers not seen)")
+            ok = False
+        if rc != "0":
+            ok = False
+    return 0 if ok else 1
+
+
+def is_roce(frame):
+    if len(frame) < 14 + 20 + 8 or frame[12:14] != b"\x08\x00":
+        return False
+    ip = frame[14:]
+    ihl = (ip[0] & 0x0F) * 4
+    return ip[9] == 17 and struct.unpack(">H", ip[ihl + 2:ihl + 4])[0] == 4791
+
+
+if __name__ == "__main__":
+    sys.exit(main())
