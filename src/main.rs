@@ -122,7 +122,10 @@ fn main() -> ExitCode {
             let opts = analyze::Options {
                 file,
                 json,
-                parse: parsers::Config { roce_port: port },
+                parse: parsers::Config {
+                    roce_port: port,
+                    ..Default::default()
+                },
                 analysis: rocescope::analysis::Config {
                     mtu,
                     link_speed_bps: link_speed,
@@ -178,7 +181,10 @@ fn main() -> ExitCode {
                     opcodes: opcode.map(|o| *o.0),
                     count,
                 },
-                config: parsers::Config { roce_port: port },
+                config: parsers::Config {
+                    roce_port: port,
+                    ..Default::default()
+                },
             };
             match dissect::run(&opts) {
                 Ok(t) => {

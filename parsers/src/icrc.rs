@@ -26,7 +26,7 @@ impl IcrcStatus {
 }
 
 /// The network header the ICRC covers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetHeader<'a> {
     /// IPv4 header with options: TOS, TTL and header checksum are masked.
     Ipv4(&'a [u8]),
