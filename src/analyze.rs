@@ -120,7 +120,7 @@ impl Batch<'_> {
 /// Maps in the pages up to `WINDOW` bytes ahead of `at` in one call: faulting them in one by one as the
 /// parser first touches each packet costs more than parsing it.
 fn prefetch(map: &Mmap, populated: &mut usize, at: usize) {
-    const WINDOW: usize = 32 << 20;
+    const WINDOW: usize = 8 << 20;
     if at + WINDOW / 2 > *populated && *populated < map.len() {
         let len = WINDOW.min(map.len() - *populated);
         #[cfg(target_os = "linux")]

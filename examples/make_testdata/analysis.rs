@@ -109,7 +109,8 @@ fn gap_nak_go_back_n(dir: &Path) {
                  "psn": {"first": 100, "last": 106, "gap_events": 1, "missing": 2, "retransmitted": 3,
                          "duplicates": 1, "retransmission_episodes": 1},
                  "retransmitted_bytes": 192,
-                 "messages": {"count": 5, "bytes": 320, "length_mismatches": 0},
+                 // The responder takes 100, 101, 102, the resent 103, 104, 105, then 106: seven 64-byte WRITEs.
+                 "messages": {"count": 7, "bytes": 448, "length_mismatches": 0},
                  "latency_us": {"samples": 2, "min": 100.0, "max": 100.0},
                  "counters": {"out_of_sequence": 1, "duplicate_request": 1, "packet_seq_err": 1}},
                 {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "role": "responder",
@@ -363,6 +364,36 @@ fn ecn_cnp(dir: &Path) {
     );
 }
 
+/// A CNP answers the CE marks of the window before it, each on its own time: a mark at 10 µs gets no CNP;
+/// a mark at 1009 µs gets one at 1014 µs (1004 µs after the first mark, 5 µs after its own).
+fn ce_answer_window(dir: &Path) {
+    let mut c = Capture::new(1);
+    let none = json!({});
+    let marked = |psn: u32| {
+        let mut w = AB.write(psn);
+        if let Net::V4(ip) = &mut w.net {
+            ip.ecn = 3;
+        }
+        w.build()
+    };
+    c.add_at(0, AB.write(1).build(), none.clone());
+    c.add_at(5, AB.ack(1, 1), none.clone());
+    c.add_at(10, marked(2), none.clone());
+    c.add_at(1009, marked(3), none.clone());
+    let mut cnp = AB.frame(false, 0x81, 0);
+    cnp.bth.becn = true;
+    c.add_at(1014, cnp.build(), none.clone());
+    c.add_at(3000, AB.ack(3, 3), none.clone());
+    write(
+        dir,
+        "ce_answer_window",
+        &c,
+        json!({
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "ecn": {"ce": 2}, "ce_without_cnp": 1}]
+        }),
+    );
+}
+
 /// PFC on priority 3: XOFF (65535 quanta) twice and an XON, while a flow tagged PCP 3 runs.
 fn pfc(dir: &Path) {
     let mut c = Capture::new(1);
@@ -514,6 +545,7 @@ pub fn write_all(dir: &Path) {
     same_qpn_two_hosts(dir);
     ecn_cnp(dir);
     pfc(dir);
+    ce_answer_window(dir);
     every_nak(dir);
     damaged(dir);
 }

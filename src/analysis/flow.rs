@@ -74,7 +74,7 @@ pub struct Responses {
     pub(crate) last_rnr_ts: u64,
 }
 
-/// SEND/WRITE message reassembly.
+/// SEND/WRITE message reassembly, from the requests the responder takes (in PSN order, each PSN once).
 #[derive(Debug, Clone, Default)]
 pub struct Messages {
     pub count: u64,
@@ -83,8 +83,9 @@ pub struct Messages {
     pub max_size: u64,
     /// Messages whose payload total differs from the RETH DMA length of their first packet.
     pub length_mismatches: u64,
-    /// The message being reassembled: (RETH DMA length if a WRITE, payload so far, intact so far).
-    pub(crate) open: Option<(Option<u32>, u64, bool)>,
+    /// The message being reassembled from the requests the responder takes: (RETH DMA length if a WRITE,
+    /// payload so far).
+    pub(crate) open: Option<(Option<u32>, u64)>,
 }
 
 impl Messages {
@@ -168,8 +169,8 @@ pub struct Flow {
     /// CNPs in this flow: CNPs sent toward this flow's destination QP.
     pub cnp: u64,
     pub ce_without_cnp: u64,
-    /// CE marks not yet answered by a CNP: (time of the first, count).
-    pub(crate) ce_pending: Option<(u64, u64)>,
+    /// Times of the CE marks not yet answered by a CNP (at most `CE_PENDING_LIMIT`).
+    pub(crate) ce_pending: VecDeque<u64>,
     pub icrc_bad: u64,
     pub icrc_unverifiable: u64,
     pub malformed: u64,
@@ -187,7 +188,18 @@ pub struct Flow {
     pub(crate) registered: bool,
 }
 
+/// CE marks awaiting a CNP per flow: a window's worth at line rate; older ones are settled first.
+pub const CE_PENDING_LIMIT: usize = 16_384;
+
 impl Flow {
+    /// Settles the pending CE marks older than `cutoff`: no CNP can answer them any more.
+    pub(crate) fn expire_ce(&mut self, cutoff: u64) {
+        while self.ce_pending.front().is_some_and(|t| *t < cutoff) {
+            self.ce_pending.pop_front();
+            self.ce_without_cnp += 1;
+        }
+    }
+
     pub fn new(key: FlowKey, ts: u64, frame: u64) -> Flow {
         Flow {
             key,
@@ -213,7 +225,7 @@ impl Flow {
             becn: 0,
             cnp: 0,
             ce_without_cnp: 0,
-            ce_pending: None,
+            ce_pending: VecDeque::new(),
             icrc_bad: 0,
             icrc_unverifiable: 0,
             malformed: 0,

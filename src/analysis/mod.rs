@@ -285,7 +285,7 @@ impl Engine {
         }
         let f = &mut self.flows[id as usize];
         f.requests += 1;
-        let step = f.psn.request(bth.psn, consumes, read_len.unwrap_or(0));
+        let (step, taken) = f.psn.request(bth.psn, consumes, read_len.unwrap_or(0));
         let retransmitted = matches!(step, Step::Retransmit { .. });
         match step {
             Step::Gap { expected, missing } => {
@@ -335,10 +335,8 @@ impl Engine {
             }
             t.reads.push_back((bth.psn, ts));
         }
-        if !retransmitted {
+        if taken {
             self.message(id, ts, number, frame);
-        } else if let Some(open) = &mut self.flows[id as usize].messages.open {
-            open.2 = false;
         }
         let f = &mut self.flows[id as usize];
         if !f.registered {
@@ -360,9 +358,9 @@ impl Engine {
         let dma_len = roce.ext.reth.map(|r| r.dma_len);
         let m = &mut self.flows[id as usize].messages;
         let finished = match op.position() {
-            Some(Position::Only) => Some((dma_len, payload, true)),
+            Some(Position::Only) => Some((dma_len, payload)),
             Some(Position::First) => {
-                m.open = Some((dma_len, payload, true));
+                m.open = Some((dma_len, payload));
                 None
             }
             Some(Position::Middle) => {
@@ -371,17 +369,12 @@ impl Engine {
                 }
                 None
             }
-            Some(Position::Last) => m
-                .open
-                .take()
-                .map(|(len, bytes, intact)| (len, bytes + payload, intact)),
+            Some(Position::Last) => m.open.take().map(|(len, bytes)| (len, bytes + payload)),
             None => None,
         };
-        if let Some((len, size, intact)) = finished {
+        if let Some((len, size)) = finished {
             m.complete(size);
-            if let (Some(len), true) = (len, intact)
-                && u64::from(len) != size
-            {
+            if let Some(len) = len.filter(|len| u64::from(*len) != size) {
                 m.length_mismatches += 1;
                 self.events.push(Event {
                     ts_nanos: ts,
@@ -553,17 +546,13 @@ impl Engine {
     }
 
     fn ce_marked(&mut self, id: u32, ts: u64) {
-        let window = self.cfg.cnp_window_nanos;
         let f = &mut self.flows[id as usize];
-        match &mut f.ce_pending {
-            Some((first, count)) if ts.saturating_sub(*first) <= window => *count += 1,
-            pending => {
-                if let Some((_, count)) = pending.take() {
-                    f.ce_without_cnp += count;
-                }
-                *pending = Some((ts, 1));
-            }
+        f.expire_ce(ts.saturating_sub(self.cfg.cnp_window_nanos));
+        if f.ce_pending.len() == flow::CE_PENDING_LIMIT {
+            // More marks within one window than a link carries: the oldest is settled as unanswered.
+            f.expire_ce(u64::MAX);
         }
+        f.ce_pending.push_back(ts);
     }
 
     /// A CNP in flow `id` (from B to A) answers the CE marks of the flow it is paired with, or of every flow
@@ -590,13 +579,9 @@ impl Engine {
 
     /// A CNP at `ts` toward the sender of flow `id`: its pending CE marks are answered if within the window.
     fn answer_ce(&mut self, id: u32, ts: u64) {
-        let window = self.cfg.cnp_window_nanos;
         let f = &mut self.flows[id as usize];
-        if let Some((first, count)) = f.ce_pending.take()
-            && ts.saturating_sub(first) > window
-        {
-            f.ce_without_cnp += count;
-        }
+        f.expire_ce(ts.saturating_sub(self.cfg.cnp_window_nanos));
+        f.ce_pending.clear();
     }
 
     /// Closes what only the end of the capture settles: pending CE marks, RNR storms, PFC summaries.
@@ -604,12 +589,8 @@ impl Engine {
         let end = self.totals.last_ts;
         let window = self.cfg.cnp_window_nanos;
         for (id, f) in self.flows.iter_mut().enumerate() {
-            if let Some((first, count)) = f.ce_pending
-                && end.saturating_sub(first) > window
-            {
-                f.ce_without_cnp += count;
-                f.ce_pending = None;
-            }
+            // Marks within the last window of the capture may have been answered after it ended.
+            f.expire_ce(end.saturating_sub(window));
             if f.ce_without_cnp > 0 {
                 self.events.push(Event {
                     ts_nanos: f.last_ts,

@@ -110,6 +110,11 @@ pub struct RequestPsns {
     started: bool,
     /// A READ whose PSN consumption is not known yet (path MTU unknown): (PSN, DMA length).
     pending_read: Option<(u32, u32)>,
+    /// The responder's expected PSN, as an RC responder keeps it: it takes only the request carrying it
+    /// and drops the rest until go-back-N brings it. Messages are built from what it takes.
+    epsn: u32,
+    /// The last request taken was a READ of unknown PSN consumption: (PSN, DMA length).
+    epsn_read: Option<(u32, u32)>,
     seen: SeenWindow,
     pub gap_events: u64,
     pub missing: u64,
@@ -120,18 +125,33 @@ pub struct RequestPsns {
 
 impl RequestPsns {
     /// Feeds one request. `consumes` is the number of PSNs it takes (READ: one per response packet),
-    /// or `None` for a READ of `read_len` bytes while the path MTU is unknown.
-    pub fn request(&mut self, psn: u32, consumes: Option<u32>, read_len: u32) -> Step {
+    /// or `None` for a READ of `read_len` bytes while the path MTU is unknown. Returns what it did to the
+    /// sequence and whether the responder takes it (it carries the responder's expected PSN).
+    pub fn request(&mut self, psn: u32, consumes: Option<u32>, read_len: u32) -> (Step, bool) {
         let width = consumes.unwrap_or(1);
+        let unknown_read = consumes.is_none().then_some((psn, read_len));
         if !self.started {
             self.started = true;
             self.first = psn;
             self.highest = add(psn, width - 1);
             self.next = add(psn, width);
             self.prev_next = self.next;
-            self.pending_read = consumes.is_none().then_some((psn, read_len));
+            self.pending_read = unknown_read;
+            self.epsn = self.next;
+            self.epsn_read = unknown_read;
             self.mark(psn, width);
-            return Step::First;
+            return (Step::First, true);
+        }
+        let explained = |read: Option<(u32, u32)>| {
+            read.is_some_and(|(read_psn, len)| {
+                MTUS.iter()
+                    .any(|m| add(read_psn, read_psns(len, *m)) == psn)
+            })
+        };
+        let taken = psn == self.epsn || explained(self.epsn_read);
+        if taken {
+            self.epsn = add(psn, width);
+            self.epsn_read = unknown_read;
         }
         let mut expected = self.next;
         if let Some((read_psn, len)) = self.pending_read.take() {
@@ -175,7 +195,7 @@ impl RequestPsns {
             self.pending_read = consumes.is_none().then_some((psn, read_len));
         }
         self.mark(psn, width);
-        step
+        (step, taken)
     }
 
     fn seen_before(&mut self, psn: u32) -> bool {
@@ -213,46 +233,56 @@ mod tests {
     fn gap_then_go_back_n() {
         let mut t = RequestPsns::default();
         // 1, 2, (3 and 4 lost), 5, 6, then go-back-N from 3: 3, 4, 5, 6, then 7.
-        for psn in [1, 2] {
-            t.request(psn, Some(1), 0);
+        // The responder drops 5 and 6 (it expects 3) and takes the resent 3-6.
+        let expected = [
+            (1, Step::First, true),
+            (2, Step::InOrder, true),
+            (
+                5,
+                Step::Gap {
+                    expected: 3,
+                    missing: 2,
+                },
+                false,
+            ),
+            (6, Step::InOrder, false),
+            (
+                3,
+                Step::Retransmit {
+                    duplicate: false,
+                    rewind: true,
+                },
+                true,
+            ),
+            (
+                4,
+                Step::Retransmit {
+                    duplicate: false,
+                    rewind: false,
+                },
+                true,
+            ),
+            (
+                5,
+                Step::Retransmit {
+                    duplicate: true,
+                    rewind: false,
+                },
+                true,
+            ),
+            (
+                6,
+                Step::Retransmit {
+                    duplicate: true,
+                    rewind: false,
+                },
+                true,
+            ),
+            (7, Step::InOrder, true),
+        ];
+        for (psn, step, taken) in expected {
+            assert_eq!(t.request(psn, Some(1), 0), (step, taken), "PSN {psn}");
         }
-        assert_eq!(
-            t.request(5, Some(1), 0),
-            Step::Gap {
-                expected: 3,
-                missing: 2
-            }
-        );
-        t.request(6, Some(1), 0);
-        assert_eq!(
-            t.request(3, Some(1), 0),
-            Step::Retransmit {
-                duplicate: false,
-                rewind: true
-            }
-        );
-        assert_eq!(
-            t.request(4, Some(1), 0),
-            Step::Retransmit {
-                duplicate: false,
-                rewind: false
-            }
-        );
-        assert_eq!(
-            t.request(5, Some(1), 0),
-            Step::Retransmit {
-                duplicate: true,
-                rewind: false
-            }
-        );
-        assert_eq!(
-            t.request(6, Some(1), 0),
-            Step::Retransmit {
-                duplicate: true,
-                rewind: false
-            }
-        );
-        assert_eq!(t.request(7, Some(1), 0), Step::InOrder);
         assert_eq!(
             (
                 t.gap_events,
@@ -266,11 +296,27 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_seen_before_the_loss_point_is_taken_once() {
+        let mut t = RequestPsns::default();
+        // 2 reached the capture but not the responder: NAK, then 2 and 3 again.
+        for (psn, taken) in [
+            (1, true),
+            (2, true),
+            (3, true),
+            (2, false),
+            (3, false),
+            (4, true),
+        ] {
+            assert_eq!(t.request(psn, Some(1), 0).1, taken, "PSN {psn}");
+        }
+    }
+
+    #[test]
     fn read_with_unknown_mtu_is_not_a_gap() {
         let mut t = RequestPsns::default();
         t.request(100, None, 3000);
         // At MTU 1024 the READ took PSNs 100-102.
-        assert_eq!(t.request(103, Some(1), 0), Step::InOrder);
+        assert_eq!(t.request(103, Some(1), 0), (Step::InOrder, true));
         assert_eq!(t.gap_events, 0);
     }
 }

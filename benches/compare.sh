@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Speed and peak memory of rocescope against cat, tcpdump and tshark, on one large synthetic capture.
+#
+#   benches/compare.sh
+#
+# Generates (once) target/bench/synth-FRAMES-QPS-SEED.pcap with the synth example (2,000,000 frames, 64 RC
+# connections, 0.03 % loss by default) and its ground truth beside it, then runs each tool once on that file,
+# with /usr/bin/time -f '%e %M' (wall seconds, peak RSS), the file already in the page cache:
+#   cat FILE > /dev/null                                 reading the file, the floor
+#   rocescope analyze FILE --json > /dev/null            (release build)
+#   rocescope dissect FILE > /dev/null                   one line per frame, for comparison with tcpdump
+#   tcpdump -nn -r FILE > /dev/null
+#   tshark -r FILE -T fields -e infiniband.bth.destqp -e infiniband.bth.psn > /dev/null
+# tshark runs on the first TSHARK_FRAMES frames (-c; 200,000 by default, 0 = the whole file): its frames/s is
+# measured on those, and its whole-file time is estimated by scaling.
+#
+# Environment: FRAMES, QPS, SEED, LOSS, MTU, TSHARK_FRAMES. Installs time, tcpdump and tshark with apt-get when
+# missing (via sudo when not root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FRAMES=${FRAMES:-2000000}
+QPS=${QPS:-64}
+SEED=${SEED:-1}
+LOSS=${LOSS:-0.0003}
+MTU=${MTU:-1024}
+TSHARK_FRAMES=${TSHARK_FRAMES:-200000}
+
+missing=()
+[ -x /usr/bin/time ] || missing+=(time)
+command -v tcpdump >/dev/null 2>&1 || missing+=(tcpdump)
+command -v tshark >/dev/null 2>&1 || missing+=(tshark)
+if ((${#missing[@]})); then
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    echo "installing: ${missing[*]}"
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+dir=target/bench
+mkdir -p "$dir"
+cargo build --release --locked --quiet --bin rocescope --example synth
+# A copy, so that a rebuild during the run cannot change the binary measured.
+rocescope=$dir/rocescope
+cp target/release/rocescope "$rocescope"
+build="git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+changed=$(git status --porcelain --untracked-files=no 2>/dev/null | awk '{print $2}' | tr '\n' ' ')
+[ -z "$changed" ] || build="$build + uncommitted changes to: $changed"
+file=$dir/synth-$FRAMES-$QPS-$SEED.pcap
+if [ ! -s "$file" ]; then
+    echo "generating $file"
+    target/release/examples/synth --frames "$FRAMES" --qps "$QPS" --seed "$SEED" --loss "$LOSS" --mtu "$MTU" \
+        --out "$file.part" --truth "${file%.pcap}.truth.json"
+    mv "$file.part" "$file"
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Into the page cache first, so that every tool reads it from memory.
+cat "$file" >/dev/null
+
+rows=()
+# measure NAME FRAMES COMMAND...: runs COMMAND with its standard output to /dev/null.
+measure() {
+    local name=$1 frames=$2
+    shift 2
+    echo "running: $* > /dev/null" >&2
+    if ! /usr/bin/time -f '%e %M' -o "$tmp/time" "$@" >/dev/null 2>"$tmp/err"; then
+        echo "$name failed:" >&2
+        tail -n 5 "$tmp/err" >&2
+        exit 1
+    fi
+    local secs kb
+    read -r secs kb <"$tmp/time"
+    rows+=("$name|$frames|$secs|$kb")
+}
+
+tshark_frames=$FRAMES
+tshark_count=()
+if [ "$TSHARK_FRAMES" -gt 0 ] && [ "$TSHARK_FRAMES" -lt "$FRAMES" ]; then
+    tshark_frames=$TSHARK_FRAMES
+    tshark_count=(-c "$TSHARK_FRAMES")
+fi
+
+measure "cat" "$FRAMES" cat "$file"
+measure "rocescope analyze --json" "$FRAMES" "$rocescope" analyze "$file" --json --no-progress
+measure "rocescope dissect" "$FRAMES" "$rocescope" dissect "$file"
+measure "tcpdump -nn -r" "$FRAMES" tcpdump -nn -r "$file"
+measure "tshark -T fields" "$tshark_frames" tshark -r "$file" "${tshark_count[@]}" -T fields \
+    -e infiniband.bth.destqp -e infiniband.bth.psn
+
+echo
+echo "$file: $FRAMES frames, $(($(stat -c %s "$file") / 1000000)) MB, $QPS RC connections, loss $LOSS, MTU $MTU"
+echo "rocescope: release build of $build"
+echo "$(nproc) cores; $(uname -r); $(tshark --version 2>/dev/null | head -n 1); $(tcpdump --version 2>&1 | head -n 1)"
+echo
+printf '%s\n' "${rows[@]}" | awk -F'|' -v tshark_part="$tshark_frames" -v all="$FRAMES" '
+    {
+        name[NR] = $1; frames[NR] = $2; secs[NR] = $3; mb[NR] = $4 / 1024
+        rate[NR] = $3 > 0 ? $2 / $3 : 0
+        by[$1] = NR
+    }
+    END {
+        printf "%-26s %10s %9s %14s %9s\n", "tool", "frames", "seconds", "frames/s", "peak MB"
+        for (i = 1; i <= NR; i++)
+            printf "%-26s %10d %9.2f %14.0f %9.1f\n", name[i], frames[i], secs[i], rate[i], mb[i]
+        r = by["rocescope analyze --json"]; t = by["tshark -T fields"]; d = by["tcpdump -nn -r"]; c = by["cat"]
+        print ""
+        if (tshark_part < all)
+            printf "tshark ran on the first %d frames (-c %d); scaled to the whole file: %.1f s\n",
+                tshark_part, tshark_part, secs[t] * all / tshark_part
+        if (rate[t] > 0)
+            printf "rocescope analyze vs tshark:   %.1fx the frames/s\n", rate[r] / rate[t]
+        if (rate[d] > 0)
+            printf "rocescope analyze vs tcpdump:  %.1fx the frames/s\n", rate[r] / rate[d]
+        if (secs[c] > 0)
+            printf "rocescope analyze time / cat time: %.1f\n", secs[r] / secs[c]
+        else
+            printf "rocescope analyze time / cat time: cat took under 0.01 s\n"
+        print "peak MB is the peak resident set (%M of /usr/bin/time): for a tool that memory-maps the file it"
+        print "includes the mapped pages of the file (page cache), not only its own allocations."
+    }'
