@@ -122,10 +122,7 @@ fn main() -> ExitCode {
             let opts = analyze::Options {
                 file,
                 json,
-                parse: parsers::Config {
-                    roce_port: port,
-                    ..Default::default()
-                },
+                parse: parsers::Config { roce_port: port },
                 analysis: rocescope::analysis::Config {
                     mtu,
                     link_speed_bps: link_speed,
@@ -181,10 +178,7 @@ fn main() -> ExitCode {
                     opcodes: opcode.map(|o| *o.0),
                     count,
                 },
-                config: parsers::Config {
-                    roce_port: port,
-                    ..Default::default()
-                },
+                config: parsers::Config { roce_port: port },
             };
             match dissect::run(&opts) {
                 Ok(t) => {

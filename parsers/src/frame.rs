@@ -33,38 +33,12 @@ pub const LINKTYPE_IPV6: u16 = 229;
 pub struct Config {
     /// UDP destination port of RoCEv2 (4791 unless a fabric uses another).
     pub roce_port: u16,
-    /// Leave the ICRC check to [`Frame::check_icrc`] (another thread may do it).
-    pub defer_icrc: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             roce_port: udp::ROCEV2_PORT,
-            defer_icrc: false,
-        }
-    }
-}
-
-/// The bytes an ICRC covers, kept when its check is deferred.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IcrcCover<'a> {
-    net: NetHeader<'a>,
-    udp: Option<&'a [u8]>,
-    transport: &'a [u8],
-    found: u32,
-}
-
-impl IcrcCover<'_> {
-    fn status(&self) -> IcrcStatus {
-        let expected = icrc::compute(self.net, self.udp, self.transport);
-        if expected == self.found {
-            IcrcStatus::Valid
-        } else {
-            IcrcStatus::Bad {
-                expected,
-                found: self.found,
-            }
         }
     }
 }
@@ -130,8 +104,6 @@ pub struct Roce<'a> {
     pub icrc: Option<u32>,
     /// `None` when the frame broke before the ICRC could be located.
     pub icrc_status: Option<IcrcStatus>,
-    /// What the ICRC covers, while its check is deferred ([`Config::defer_icrc`]).
-    pub icrc_pending: Option<IcrcCover<'a>>,
 }
 
 /// A parsed frame: every layer that parsed, and the damage if parsing stopped early.
@@ -158,12 +130,31 @@ pub struct Frame<'a> {
 }
 
 impl<'a> Frame<'a> {
-    /// Checks the ICRC if parsing deferred it ([`Config::defer_icrc`]); otherwise does nothing.
-    pub fn check_icrc(&mut self) {
-        if let Some(r) = &mut self.roce
-            && let Some(cover) = r.icrc_pending.take()
-        {
-            r.icrc_status = Some(cover.status());
+    /// The frame without its bytes (`data` and `payload` empty; lengths, fields and the ICRC verdict kept),
+    /// to hand to another thread while the capture buffer moves on. `is_snapped` is not meaningful on it.
+    pub fn detached(&self) -> Frame<'static> {
+        let roce = self.roce.map(|r| Roce {
+            grh: r.grh,
+            bth: r.bth,
+            ext: r.ext,
+            payload: &[],
+            payload_len: r.payload_len,
+            icrc: r.icrc,
+            icrc_status: r.icrc_status,
+        });
+        Frame {
+            data: &[],
+            orig_len: self.orig_len,
+            link: self.link,
+            vlans: self.vlans,
+            ethertype: self.ethertype,
+            mac_control: self.mac_control,
+            ip: self.ip,
+            fragment: self.fragment,
+            udp: self.udp,
+            to_roce: self.to_roce,
+            roce,
+            malformed: self.malformed,
         }
     }
 
@@ -371,7 +362,6 @@ struct Cursor<'a> {
     pos: usize,
     /// Where the current layer ends on the wire (absolute offset).
     end: usize,
-    defer_icrc: bool,
 }
 
 impl<'a> Cursor<'a> {
@@ -449,7 +439,6 @@ pub fn parse_frame<'a>(linktype: u16, data: &'a [u8], orig_len: usize, cfg: &Con
         orig_len,
         pos: 0,
         end: orig_len,
-        defer_icrc: cfg.defer_icrc,
     };
     if let Err(m) = walk(&mut frame, &mut cur, linktype, cfg) {
         frame.malformed = Some(m);
@@ -615,7 +604,6 @@ fn walk_transport<'a>(
         payload_len: None,
         icrc: None,
         icrc_status: None,
-        icrc_pending: None,
     });
     let headers = bth.op().headers();
     let e = &mut roce.ext;
@@ -666,21 +654,16 @@ fn walk_transport<'a>(
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
         .map(u32::from_be_bytes);
     roce.icrc = found;
-    match found {
+    roce.icrc_status = Some(match found {
         Some(found) => {
-            let cover = IcrcCover {
-                net,
-                udp,
-                transport: cur.slice(start, icrc_at),
-                found,
-            };
-            if cur.defer_icrc {
-                roce.icrc_pending = Some(cover);
+            let expected = icrc::compute(net, udp, cur.slice(start, icrc_at));
+            if expected == found {
+                IcrcStatus::Valid
             } else {
-                roce.icrc_status = Some(cover.status());
+                IcrcStatus::Bad { expected, found }
             }
         }
-        None => roce.icrc_status = Some(IcrcStatus::Unverifiable),
-    }
+        None => IcrcStatus::Unverifiable,
+    });
     Ok(())
 }

@@ -467,29 +467,13 @@ fn other_ports_and_protocols() {
     assert_eq!(f.udp.unwrap().dst_port, 4792);
     assert!(!f.is_roce());
     // A fabric that runs RoCE on 4792.
-    let f = parse_frame(
-        1,
-        &data,
-        data.len(),
-        &Config {
-            roce_port: 4792,
-            ..Config::default()
-        },
-    );
+    let f = parse_frame(1, &data, data.len(), &Config { roce_port: 4792 });
     assert_eq!(f.malformed, None);
     assert_eq!(status(&f), Some(IcrcStatus::Valid));
     assert_eq!(f.roce.unwrap().bth.psn, 5_454_385);
     // ...and then 4791 is not RoCE.
     let original = hex(WRITE_BW_ACK);
-    let f = parse_frame(
-        1,
-        &original,
-        62,
-        &Config {
-            roce_port: 4792,
-            ..Config::default()
-        },
-    );
+    let f = parse_frame(1, &original, 62, &Config { roce_port: 4792 });
     assert!(!f.is_roce());
     // The source port alone does not make RoCE.
     let mut swapped = hex(WRITE_BW_ACK);

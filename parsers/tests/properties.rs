@@ -527,7 +527,7 @@ proptest! {
         extra in prop_oneof![Just(0usize), 0..2000usize],
         port in prop_oneof![Just(4791u16), any::<u16>()],
     ) {
-        let f = parse_frame(lt, &data, data.len() + extra, &Config { roce_port: port, ..Config::default() });
+        let f = parse_frame(lt, &data, data.len() + extra, &Config { roce_port: port });
         prop_assert_eq!(f.orig_len, data.len() + extra);
         prop_assert_eq!(f.data, &data[..]);
         let mut sink = Sink::default();

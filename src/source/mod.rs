@@ -13,7 +13,6 @@
 
 mod error;
 
-use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -69,11 +68,10 @@ pub enum CaptureFormat {
     PcapNg,
 }
 
-/// A streaming reader of a pcap or pcapng file or of standard input; `'m` is the lifetime of the bytes
-/// when it reads a capture already in memory ([`FileSource::from_slice`], e.g. a memory-mapped file).
-pub struct FileSource<'m> {
+/// A streaming reader of a pcap or pcapng file or of standard input.
+pub struct FileSource {
     name: String,
-    input: Input<'m>,
+    input: Input,
     state: State,
     /// Packets returned so far.
     packets: u64,
@@ -81,7 +79,7 @@ pub struct FileSource<'m> {
     done: bool,
 }
 
-impl std::fmt::Debug for FileSource<'_> {
+impl std::fmt::Debug for FileSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileSource")
             .field("name", &self.name)
@@ -92,12 +90,12 @@ impl std::fmt::Debug for FileSource<'_> {
     }
 }
 
-impl FileSource<'static> {
+impl FileSource {
     /// Opens a capture file; `path` "-" means standard input. Detects pcap
     /// (microsecond and nanosecond magics, both byte orders; also the
     /// little-endian "modified" format 0xa1b2cd34) or pcapng (both byte orders)
     /// from the first bytes, and reads the file header.
-    pub fn open(path: &Path) -> Result<FileSource<'static>, SourceError> {
+    pub fn open(path: &Path) -> Result<FileSource, SourceError> {
         if path == Path::new("-") {
             return FileSource::from_reader("-".to_string(), Box::new(io::stdin()));
         }
@@ -113,22 +111,10 @@ impl FileSource<'static> {
     pub fn from_reader(
         name: String,
         reader: Box<dyn Read + Send>,
-    ) -> Result<FileSource<'static>, SourceError> {
-        FileSource::start(name, Input::new(reader))
-    }
-}
-
-impl<'m> FileSource<'m> {
-    /// Reads a capture that is already in memory, without copying it: see [`SliceSource`].
-    pub fn from_slice(name: String, bytes: &'m [u8]) -> Result<SliceSource<'m>, SourceError> {
-        let inner = FileSource::start(name, Input::borrowed(bytes))?;
-        Ok(SliceSource { inner, bytes })
-    }
-
-    fn start(name: String, input: Input<'m>) -> Result<FileSource<'m>, SourceError> {
+    ) -> Result<FileSource, SourceError> {
         let mut src = FileSource {
             name,
-            input,
+            input: Input::new(reader),
             state: State::Pcap(PcapState::default()),
             packets: 0,
             done: false,
@@ -164,10 +150,6 @@ impl<'m> FileSource<'m> {
     ///
     /// After an error, or once the end is reached, every further call returns `Ok(None)`.
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, SourceError> {
-        Ok(self.next_found()?.map(|p| p.packet(&self.input.buf)))
-    }
-
-    fn next_found(&mut self) -> Result<Option<Found>, SourceError> {
         if self.done {
             return Ok(None);
         }
@@ -178,7 +160,13 @@ impl<'m> FileSource<'m> {
         match found {
             Ok(Some(p)) => {
                 self.packets += 1;
-                Ok(Some(p))
+                Ok(Some(Packet {
+                    ts_nanos: p.ts_nanos,
+                    linktype: p.linktype,
+                    interface: p.interface,
+                    data: &self.input.buf[p.start..p.start + p.len],
+                    orig_len: p.orig_len,
+                }))
             }
             Ok(None) => {
                 self.done = true;
@@ -312,42 +300,6 @@ struct Found {
     orig_len: u32,
 }
 
-impl Found {
-    /// The packet, its bytes in `buf` (the input buffer it was found in).
-    fn packet(self, buf: &[u8]) -> Packet<'_> {
-        Packet {
-            ts_nanos: self.ts_nanos,
-            linktype: self.linktype,
-            interface: self.interface,
-            data: buf
-                .get(self.start..self.start + self.len)
-                .unwrap_or_default(),
-            orig_len: self.orig_len,
-        }
-    }
-}
-
-/// A capture in memory (such as a memory-mapped file), read without copying: its packets borrow the
-/// bytes for `'m`, not the reader, so they can be kept and handed to another thread while reading goes on.
-pub struct SliceSource<'m> {
-    inner: FileSource<'m>,
-    bytes: &'m [u8],
-}
-
-impl<'m> SliceSource<'m> {
-    pub fn next_packet(&mut self) -> Result<Option<Packet<'m>>, SourceError> {
-        Ok(self.inner.next_found()?.map(|p| p.packet(self.bytes)))
-    }
-
-    pub fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    pub fn bytes_read(&self) -> u64 {
-        self.inner.bytes_read()
-    }
-}
-
 enum State {
     Pcap(PcapState),
     PcapNg(NgState),
@@ -378,44 +330,28 @@ struct Interface {
 }
 
 /// The read buffer over the reader. `buf[start..end]` holds unconsumed bytes;
-/// `offset` is the position in the input of `buf[start]`. A borrowed buffer is the whole input: nothing to
-/// read, never moved.
-struct Input<'m> {
+/// `offset` is the position in the input of `buf[start]`.
+struct Input {
     reader: Box<dyn Read + Send>,
-    buf: Cow<'m, [u8]>,
+    buf: Vec<u8>,
     start: usize,
     end: usize,
     eof: bool,
     offset: u64,
 }
 
-impl<'m> Input<'m> {
-    fn borrowed(bytes: &'m [u8]) -> Input<'m> {
-        Input {
-            reader: Box::new(io::empty()),
-            buf: Cow::Borrowed(bytes),
-            start: 0,
-            end: bytes.len(),
-            eof: true,
-            offset: 0,
-        }
-    }
-}
-
-impl Input<'static> {
-    fn new(reader: Box<dyn Read + Send>) -> Input<'static> {
+impl Input {
+    fn new(reader: Box<dyn Read + Send>) -> Input {
         Input {
             reader,
-            buf: Cow::Owned(vec![0; BUFFER_SIZE]),
+            buf: vec![0; BUFFER_SIZE],
             start: 0,
             end: 0,
             eof: false,
             offset: 0,
         }
     }
-}
 
-impl Input<'_> {
     fn available(&self) -> &[u8] {
         &self.buf[self.start..self.end]
     }
@@ -424,33 +360,31 @@ impl Input<'_> {
     /// Returns false if the input ends first.
     fn fill(&mut self, n: usize) -> io::Result<bool> {
         debug_assert!(n <= MAX_BLOCK_SIZE);
-        let Cow::Owned(buf) = &mut self.buf else {
-            return Ok(self.end - self.start >= n);
-        };
-        if buf.len() > BUFFER_SIZE && n <= BUFFER_SIZE && self.end - self.start <= BUFFER_SIZE {
+        if self.buf.len() > BUFFER_SIZE && n <= BUFFER_SIZE && self.end - self.start <= BUFFER_SIZE
+        {
             // The oversized block is gone: back to the normal size. (Not done in
             // `consume`, as the packet returned last may still point at the bytes.)
-            compact(buf, &mut self.start, &mut self.end);
-            buf.truncate(BUFFER_SIZE);
-            buf.shrink_to_fit();
+            self.compact();
+            self.buf.truncate(BUFFER_SIZE);
+            self.buf.shrink_to_fit();
         }
         while self.end - self.start < n {
             if self.eof {
                 return Ok(false);
             }
-            if self.start > 0 && self.start + n > buf.len() {
-                compact(buf, &mut self.start, &mut self.end);
+            if self.start > 0 && self.start + n > self.buf.len() {
+                self.compact();
             }
-            if self.end == buf.len() {
+            if self.end == self.buf.len() {
                 // Only reached when start == 0 and n > buf.len(): grow, at most
                 // doubling, so the allocation follows the data actually read.
-                let len = buf.len();
-                buf.resize(n.min(len.saturating_mul(2)), 0);
+                let len = self.buf.len();
+                self.buf.resize(n.min(len.saturating_mul(2)), 0);
             }
-            match self.reader.read(&mut buf[self.end..]) {
+            match self.reader.read(&mut self.buf[self.end..]) {
                 Ok(0) => self.eof = true,
                 // min(): never trust a reader to report more than it was given.
-                Ok(k) => self.end = (self.end + k).min(buf.len()),
+                Ok(k) => self.end = (self.end + k).min(self.buf.len()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -458,23 +392,23 @@ impl Input<'_> {
         Ok(true)
     }
 
+    /// Moves the unconsumed bytes to the front.
+    fn compact(&mut self) {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+    }
+
     fn consume(&mut self, n: usize) {
         debug_assert!(n <= self.end - self.start);
         self.start += n;
         self.offset += n as u64;
-        if self.start == self.end && matches!(self.buf, Cow::Owned(_)) {
+        if self.start == self.end {
             // Bytes stay in place: a packet returned just before may still point at them.
             self.start = 0;
             self.end = 0;
         }
     }
-}
-
-/// Moves the unconsumed bytes `buf[start..end]` to the front.
-fn compact(buf: &mut [u8], start: &mut usize, end: &mut usize) {
-    buf.copy_within(*start..*end, 0);
-    *end -= *start;
-    *start = 0;
 }
 
 fn u32_at(b: &[u8], at: usize, big_endian: bool) -> u32 {
@@ -819,7 +753,7 @@ mod tests {
     use super::*;
     use std::io::Cursor;
 
-    fn input(bytes: Vec<u8>) -> Input<'static> {
+    fn input(bytes: Vec<u8>) -> Input {
         Input::new(Box::new(Cursor::new(bytes)))
     }
 
