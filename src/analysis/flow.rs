@@ -257,15 +257,4 @@ impl Flow {
             None => self.opcodes.push((opcode, 1)),
         }
     }
-
-    /// How much is wrong with this flow, for sorting the report: gaps and NAKs first, then retransmissions.
-    pub fn trouble(&self) -> (u64, u64, u64, u64) {
-        let naks = self.resp.naks.total() + self.resp.rnr_naks;
-        (
-            self.psn.gap_events + naks,
-            self.psn.retransmitted,
-            self.icrc_bad + self.malformed + self.resp.implied_naks,
-            self.ce_without_cnp + self.ecn[3],
-        )
-    }
 }
