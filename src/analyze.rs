@@ -1,11 +1,12 @@
 //! `rocescope analyze`: the analysis engine over a capture file, as a text report or a JSON document.
 use std::io::{self, BufWriter, IsTerminal, Write};
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, sync_channel};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use parsers::{Frame, parse_frame};
+use parsers::{Frame, parse_frame_deferred};
 
 use crate::analysis::{Config, Engine};
 use crate::report::{CONDITIONS, Report, text};
@@ -57,8 +58,8 @@ pub fn parse_speed(s: &str) -> Result<u64, String> {
 
 /// Runs the analysis; returns the report (the caller decides the exit status).
 ///
-/// Two threads: this one reads the capture, parses the frames and checks their ICRCs; the other feeds the
-/// engine, in capture order (frames go over in batches, without their bytes).
+/// Two threads: this one reads the capture and parses the frames; the other checks their ICRCs (on a copy
+/// of the bytes, which is cheaper than the check) and feeds the engine, in capture order, batch by batch.
 pub fn run(opts: &Options) -> Result<Report, String> {
     let mut source = FileSource::open(&opts.file).map_err(|e| e.to_string())?;
     let len = std::fs::metadata(&opts.file).map(|m| m.len()).unwrap_or(0);
@@ -71,7 +72,13 @@ pub fn run(opts: &Options) -> Result<Report, String> {
             let mut engine = Engine::new(analysis);
             for mut batch in full_rx {
                 // In place: a frame is a few hundred bytes, not worth moving again.
-                for (number, ts, frame) in &batch {
+                for (number, ts, frame, bytes) in batch.frames.iter_mut() {
+                    if let Some(r) = &mut frame.roce
+                        && let Some(cover) = r.icrc_deferred.take()
+                    {
+                        r.icrc_status =
+                            Some(cover.check(batch.bytes.get(bytes.clone()).unwrap_or_default()));
+                    }
                     engine.ingest(*number, *ts, frame);
                 }
                 batch.clear();
@@ -81,21 +88,29 @@ pub fn run(opts: &Options) -> Result<Report, String> {
             engine
         });
         let mut number = 0u64;
-        let mut batch: Batch = Vec::with_capacity(BATCH);
+        let mut batch = Batch::default();
         let read = loop {
             match source.next_packet() {
                 Ok(Some(p)) => {
                     number += 1;
-                    let frame = parse_frame(p.linktype, p.data, p.orig_len as usize, &opts.parse);
-                    batch.push((number, p.ts_nanos, frame.detached()));
+                    let frame =
+                        parse_frame_deferred(p.linktype, p.data, p.orig_len as usize, &opts.parse);
+                    let bytes = if frame.roce.is_some_and(|r| r.icrc_deferred.is_some()) {
+                        let at = batch.bytes.len();
+                        batch.bytes.extend_from_slice(p.data);
+                        at..batch.bytes.len()
+                    } else {
+                        0..0
+                    };
+                    batch
+                        .frames
+                        .push((number, p.ts_nanos, frame.detached(), bytes));
                 }
                 Ok(None) => break Ok(()),
                 Err(e) => break Err(e.to_string()),
             }
-            if batch.len() == BATCH {
-                let next = empty_rx
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            if batch.frames.len() == BATCH {
+                let next = empty_rx.try_recv().unwrap_or_default();
                 if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
                     break Err("the analysis thread stopped".to_string());
                 }
@@ -126,8 +141,20 @@ pub fn run(opts: &Options) -> Result<Report, String> {
 /// Frames handed from the reading thread to the engine thread at a time.
 const BATCH: usize = 1024;
 
-/// (frame number, time, frame without its bytes).
-type Batch = Vec<(u64, u64, Frame<'static>)>;
+/// Frames going to the engine thread: (frame number, time, frame without its bytes, where its bytes are
+/// in `bytes` when its ICRC is still to check).
+#[derive(Default)]
+struct Batch {
+    frames: Vec<(u64, u64, Frame<'static>, Range<usize>)>,
+    bytes: Vec<u8>,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.frames.clear();
+        self.bytes.clear();
+    }
+}
 
 fn progress_bar(opts: &Options, len: u64) -> Option<ProgressBar> {
     (opts.progress && io::stderr().is_terminal() && len > 64 << 20).then(|| {

@@ -19,6 +19,7 @@ use crate::opcode::Headers;
 use crate::rdeth::Rdeth;
 use crate::reth::Reth;
 use crate::sll::{self, SllHeader};
+use crate::udp::UdpHeader as Udp;
 use crate::udp::{self, UdpHeader};
 use crate::vlan::VlanTag;
 use crate::xrceth::Xrceth;
@@ -33,6 +34,55 @@ pub const LINKTYPE_IPV6: u16 = 229;
 pub struct Config {
     /// UDP destination port of RoCEv2 (4791 unless a fabric uses another).
     pub roce_port: u16,
+}
+
+/// Where the network header of a RoCE packet lies in its frame.
+#[derive(Debug, Clone, Copy)]
+struct NetSpan {
+    start: usize,
+    len: usize,
+    ipv4: bool,
+}
+
+/// Where the bytes an ICRC covers lie in the frame, and the ICRC found: enough to check it later, from the
+/// frame's bytes or a copy of them, without the parsed frame borrowing them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IcrcCover {
+    net_start: u32,
+    net_len: u8,
+    ipv4: bool,
+    udp_start: Option<u32>,
+    /// BTH to the end of the pad.
+    transport: (u32, u32),
+    found: u32,
+}
+
+impl IcrcCover {
+    /// Checks the ICRC against `data`, the frame's bytes.
+    pub fn check(&self, data: &[u8]) -> IcrcStatus {
+        let at = |from: u32, len: usize| {
+            data.get(from as usize..from as usize + len)
+                .unwrap_or_default()
+        };
+        let net = at(self.net_start, usize::from(self.net_len));
+        let net = if self.ipv4 {
+            NetHeader::Ipv4(net)
+        } else {
+            NetHeader::Ipv6(net)
+        };
+        let udp = self.udp_start.map(|u| at(u, Udp::LEN));
+        let (from, to) = self.transport;
+        let transport = data.get(from as usize..to as usize).unwrap_or_default();
+        let expected = icrc::compute(net, udp, transport);
+        if expected == self.found {
+            IcrcStatus::Valid
+        } else {
+            IcrcStatus::Bad {
+                expected,
+                found: self.found,
+            }
+        }
+    }
 }
 
 impl Default for Config {
@@ -102,8 +152,10 @@ pub struct Roce<'a> {
     pub payload_len: Option<usize>,
     /// The ICRC as found on the wire (read big-endian), when captured.
     pub icrc: Option<u32>,
-    /// `None` when the frame broke before the ICRC could be located.
+    /// `None` when the frame broke before the ICRC could be located, or its check is deferred.
     pub icrc_status: Option<IcrcStatus>,
+    /// The ICRC check left for later ([`parse_frame_deferred`]).
+    pub icrc_deferred: Option<IcrcCover>,
 }
 
 /// A parsed frame: every layer that parsed, and the damage if parsing stopped early.
@@ -141,6 +193,7 @@ impl<'a> Frame<'a> {
             payload_len: r.payload_len,
             icrc: r.icrc,
             icrc_status: r.icrc_status,
+            icrc_deferred: r.icrc_deferred,
         });
         Frame {
             data: &[],
@@ -362,6 +415,7 @@ struct Cursor<'a> {
     pos: usize,
     /// Where the current layer ends on the wire (absolute offset).
     end: usize,
+    defer_icrc: bool,
 }
 
 impl<'a> Cursor<'a> {
@@ -419,6 +473,27 @@ impl<'a> Cursor<'a> {
 
 /// Parses one captured frame. `orig_len` is its length on the wire (`data.len()` if unknown).
 pub fn parse_frame<'a>(linktype: u16, data: &'a [u8], orig_len: usize, cfg: &Config) -> Frame<'a> {
+    parse(linktype, data, orig_len, cfg, false)
+}
+
+/// Parses one frame but leaves its ICRC check for later (`Roce::icrc_deferred`, [`IcrcCover::check`]),
+/// for example to another thread with a copy of the bytes.
+pub fn parse_frame_deferred<'a>(
+    linktype: u16,
+    data: &'a [u8],
+    orig_len: usize,
+    cfg: &Config,
+) -> Frame<'a> {
+    parse(linktype, data, orig_len, cfg, true)
+}
+
+fn parse<'a>(
+    linktype: u16,
+    data: &'a [u8],
+    orig_len: usize,
+    cfg: &Config,
+    defer_icrc: bool,
+) -> Frame<'a> {
     let orig_len = orig_len.max(data.len());
     let mut frame = Frame {
         data,
@@ -439,6 +514,7 @@ pub fn parse_frame<'a>(linktype: u16, data: &'a [u8], orig_len: usize, cfg: &Con
         orig_len,
         pos: 0,
         end: orig_len,
+        defer_icrc,
     };
     if let Err(m) = walk(&mut frame, &mut cur, linktype, cfg) {
         frame.malformed = Some(m);
@@ -523,7 +599,11 @@ fn walk_ipv4<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Resul
     if ip.protocol != ipv4::PROTO_UDP {
         return Ok(());
     }
-    let net = NetHeader::Ipv4(cur.slice(start, start + header_len));
+    let net = NetSpan {
+        start,
+        len: header_len,
+        ipv4: true,
+    };
     walk_udp(f, cur, cfg, net)
 }
 
@@ -543,7 +623,11 @@ fn walk_ipv6<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Resul
     if ip.next_header != ipv4::PROTO_UDP {
         return Ok(());
     }
-    let net = NetHeader::Ipv6(cur.slice(start, start + Ipv6Header::LEN));
+    let net = NetSpan {
+        start,
+        len: Ipv6Header::LEN,
+        ipv4: false,
+    };
     walk_udp(f, cur, cfg, net)
 }
 
@@ -551,7 +635,7 @@ fn walk_udp<'a>(
     f: &mut Frame<'a>,
     cur: &mut Cursor<'a>,
     cfg: &Config,
-    net: NetHeader<'a>,
+    net: NetSpan,
 ) -> Result<(), Malformed> {
     let start = cur.pos;
     let udp = cur.take(UdpHeader::parse)?;
@@ -571,8 +655,7 @@ fn walk_udp<'a>(
         return Ok(());
     }
     f.to_roce = true;
-    let udp_bytes = cur.slice(start, start + UdpHeader::LEN);
-    walk_transport(f, cur, None, net, Some(udp_bytes))
+    walk_transport(f, cur, None, net, Some(start))
 }
 
 fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>) -> Result<(), Malformed> {
@@ -583,7 +666,11 @@ fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>) -> Result<(), Malfor
     if grh.0.next_header != grh::NEXT_HEADER_BTH {
         return Ok(());
     }
-    let net = NetHeader::Ipv6(cur.slice(start, start + Grh::LEN));
+    let net = NetSpan {
+        start,
+        len: Grh::LEN,
+        ipv4: false,
+    };
     walk_transport(f, cur, Some(grh), net, None)
 }
 
@@ -591,8 +678,8 @@ fn walk_transport<'a>(
     f: &mut Frame<'a>,
     cur: &mut Cursor<'a>,
     grh: Option<Grh>,
-    net: NetHeader<'a>,
-    udp: Option<&'a [u8]>,
+    net: NetSpan,
+    udp: Option<usize>,
 ) -> Result<(), Malformed> {
     let start = cur.pos;
     let bth = cur.take(Bth::parse)?;
@@ -604,6 +691,7 @@ fn walk_transport<'a>(
         payload_len: None,
         icrc: None,
         icrc_status: None,
+        icrc_deferred: None,
     });
     let headers = bth.op().headers();
     let e = &mut roce.ext;
@@ -654,16 +742,23 @@ fn walk_transport<'a>(
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
         .map(u32::from_be_bytes);
     roce.icrc = found;
-    roce.icrc_status = Some(match found {
+    match found {
         Some(found) => {
-            let expected = icrc::compute(net, udp, cur.slice(start, icrc_at));
-            if expected == found {
-                IcrcStatus::Valid
+            let cover = IcrcCover {
+                net_start: net.start as u32,
+                net_len: net.len as u8,
+                ipv4: net.ipv4,
+                udp_start: udp.map(|u| u as u32),
+                transport: (start as u32, icrc_at as u32),
+                found,
+            };
+            if cur.defer_icrc {
+                roce.icrc_deferred = Some(cover);
             } else {
-                IcrcStatus::Bad { expected, found }
+                roce.icrc_status = Some(cover.check(cur.data));
             }
         }
-        None => IcrcStatus::Unverifiable,
-    });
+        None => roce.icrc_status = Some(IcrcStatus::Unverifiable),
+    }
     Ok(())
 }

@@ -42,4 +42,4 @@ mod be;
 
 pub use error::{Layer, Malformed, MalformedKind};
 pub use fields::{Field, Value, Visitor};
-pub use frame::{Config, Frame, parse_frame};
+pub use frame::{Config, Frame, parse_frame, parse_frame_deferred};
