@@ -71,6 +71,24 @@ enum Command {
         /// No progress bar (it shows only on a terminal, for files over 64 MiB).
         #[arg(long)]
         no_progress: bool,
+        /// Also write SVG pictures to DIR: an overview of throughput and, per requester flow, its PSN
+        /// timeline (requests, gaps, retransmissions, NAKs) and throughput.
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
+    },
+    /// Live capture (libpcap) with the same analysis as `analyze`, optionally written to a file and
+    /// optionally around a command (`-- COMMAND ARGS...`).
+    Capture(rocescope::capture::CaptureArgs),
+    /// Terminal UI over a capture: flows, a flow's PSN chart and events, packets with their tree and hex.
+    Tui {
+        /// Capture file (pcap or pcapng).
+        file: PathBuf,
+        /// Path MTU in bytes (256, 512, 1024, 2048, 4096); inferred by default.
+        #[arg(long, value_parser = parse_mtu)]
+        mtu: Option<u32>,
+        /// UDP destination port of RoCEv2.
+        #[arg(long, default_value_t = parsers::udp::ROCEV2_PORT)]
+        port: u16,
     },
 }
 
@@ -109,6 +127,24 @@ fn parse_opcode(s: &str) -> Result<OpcodeSet, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Capture(args) => rocescope::capture::main(args),
+        Command::Tui { file, mtu, port } => {
+            let opts = rocescope::tui::Options {
+                file,
+                parse: parsers::Config { roce_port: port },
+                analysis: rocescope::analysis::Config {
+                    mtu,
+                    ..Default::default()
+                },
+            };
+            match rocescope::tui::run(&opts) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("rocescope: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Command::Analyze {
             file,
             json,
@@ -118,6 +154,7 @@ fn main() -> ExitCode {
             fail_on,
             port,
             no_progress,
+            plot,
         } => {
             let opts = analyze::Options {
                 file,
@@ -142,6 +179,20 @@ fn main() -> ExitCode {
             if let Err(e) = analyze::write(&report, json) {
                 eprintln!("rocescope: {e}");
                 return ExitCode::from(1);
+            }
+            if let Some(dir) = plot {
+                match rocescope::tui::plot::write_for_file(
+                    &opts.file,
+                    opts.parse,
+                    opts.analysis,
+                    &dir,
+                ) {
+                    Ok(files) => eprintln!("wrote {} pictures to {}", files.len(), dir.display()),
+                    Err(e) => {
+                        eprintln!("rocescope: cannot write the pictures: {e}");
+                        return ExitCode::from(1);
+                    }
+                }
             }
             let present = report.present();
             if opts.fail_on.iter().any(|c| present.contains(c)) {

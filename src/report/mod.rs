@@ -23,6 +23,10 @@ pub struct Report {
     pub events: Vec<EventReport>,
     pub events_dropped: u64,
     pub verdict: Verdict,
+    /// Live capture only (`rocescope capture`): libpcap's counters, what was written, the wrapped command.
+    /// Absent for a capture file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_stats: Option<crate::capture::CaptureStats>,
 }
 
 #[derive(Debug, Serialize)]
@@ -304,6 +308,7 @@ impl Report {
                 problems: Vec::new(),
                 text: String::new(),
             },
+            capture_stats: None,
         };
         report.verdict = verdict(&report);
         report

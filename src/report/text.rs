@@ -44,6 +44,9 @@ pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
             "  path MTU unknown (no full-size segment; --mtu sets it)"
         )?,
     }
+    if let Some(s) = &r.capture_stats {
+        s.write_text(out)?;
+    }
     writeln!(out)?;
     let mut order: Vec<&FlowReport> = r.flows.iter().collect();
     order.sort_by(|a, b| trouble(b).cmp(&trouble(a)).then(a.id.cmp(&b.id)));

@@ -1,0 +1,816 @@
+//! The Elm architecture's model and update: the view state and a snapshot of the analysis, the messages
+//! (keys, ticks, new snapshots, data read for a view), and `update`, which changes the model and returns
+//! the commands (reads) the runtime should run; it never draws and never does I/O.
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::data::{FlowSeries, PacketDetail, PacketRow};
+use crate::analysis::events::Severity;
+use crate::report::{FlowReport, Report};
+
+/// The screens, in Tab order (the flow detail is reached with Enter from the flows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Flows,
+    Detail,
+    Packets,
+    Events,
+}
+
+/// The flows table's sortable columns, in the order `s` cycles through them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Trouble,
+    Id,
+    Endpoints,
+    Qp,
+    Role,
+    Packets,
+    Throughput,
+    Gaps,
+    Missing,
+    Retransmitted,
+    Naks,
+    Rnr,
+    Cnp,
+    Ce,
+    Icrc,
+    P50,
+    P99,
+}
+
+pub const SORT_KEYS: [SortKey; 17] = [
+    SortKey::Trouble,
+    SortKey::Id,
+    SortKey::Endpoints,
+    SortKey::Qp,
+    SortKey::Role,
+    SortKey::Packets,
+    SortKey::Throughput,
+    SortKey::Gaps,
+    SortKey::Missing,
+    SortKey::Retransmitted,
+    SortKey::Naks,
+    SortKey::Rnr,
+    SortKey::Cnp,
+    SortKey::Ce,
+    SortKey::Icrc,
+    SortKey::P50,
+    SortKey::P99,
+];
+
+impl SortKey {
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Trouble => "trouble",
+            SortKey::Id => "id",
+            SortKey::Endpoints => "endpoints",
+            SortKey::Qp => "QP",
+            SortKey::Role => "role",
+            SortKey::Packets => "packets",
+            SortKey::Throughput => "throughput",
+            SortKey::Gaps => "gaps",
+            SortKey::Missing => "missing",
+            SortKey::Retransmitted => "retx",
+            SortKey::Naks => "NAK",
+            SortKey::Rnr => "RNR",
+            SortKey::Cnp => "CNP",
+            SortKey::Ce => "CE",
+            SortKey::Icrc => "ICRC",
+            SortKey::P50 => "p50",
+            SortKey::P99 => "p99",
+        }
+    }
+
+    /// Text columns sort ascending by default, figures descending (largest first).
+    fn descending_by_default(self) -> bool {
+        !matches!(
+            self,
+            SortKey::Id | SortKey::Endpoints | SortKey::Qp | SortKey::Role
+        )
+    }
+}
+
+/// How much trouble a flow shows: loss and damage first, then congestion.
+pub fn trouble(f: &FlowReport) -> u64 {
+    let hard = f.psn.gap_events
+        + f.psn.missing
+        + f.psn.retransmitted
+        + f.naks.total()
+        + f.rnr_naks
+        + f.icrc_bad
+        + f.malformed;
+    let soft = f.ecn.ce + f.cnp + f.ce_without_cnp;
+    hard.saturating_mul(1_000_000).saturating_add(soft)
+}
+
+/// Health of a flow, for its colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    Good,
+    /// Congestion signals (CE, CNP, FECN/BECN) but no loss.
+    Congested,
+    /// Loss, NAKs, retransmissions or damage.
+    Bad,
+}
+
+pub fn health(f: &FlowReport) -> Health {
+    let t = trouble(f);
+    if t >= 1_000_000 {
+        Health::Bad
+    } else if t > 0 || f.fecn + f.becn > 0 {
+        Health::Congested
+    } else {
+        Health::Good
+    }
+}
+
+/// Bytes per second over the flow's life.
+pub fn throughput(f: &FlowReport) -> f64 {
+    let d = f.last_time - f.first_time;
+    if d > 0.0 { f.bytes as f64 / d } else { 0.0 }
+}
+
+fn sort_value(f: &FlowReport, key: SortKey) -> (u64, f64, String) {
+    let n = |v: u64| (v, 0.0, String::new());
+    let x = |v: f64| (0, v, String::new());
+    match key {
+        SortKey::Trouble => n(trouble(f)),
+        SortKey::Id => n(u64::from(f.id)),
+        SortKey::Endpoints => (0, 0.0, format!("{} {}", f.src, f.dst)),
+        SortKey::Qp => n(u64::from(f.dest_qp)),
+        SortKey::Role => (0, 0.0, format!("{:?}", f.role)),
+        SortKey::Packets => n(f.packets),
+        SortKey::Throughput => x(throughput(f)),
+        SortKey::Gaps => n(f.psn.gap_events),
+        SortKey::Missing => n(f.psn.missing),
+        SortKey::Retransmitted => n(f.psn.retransmitted),
+        SortKey::Naks => n(f.naks.total()),
+        SortKey::Rnr => n(f.rnr_naks),
+        SortKey::Cnp => n(f.cnp),
+        SortKey::Ce => n(f.ecn.ce),
+        SortKey::Icrc => n(f.icrc_bad),
+        SortKey::P50 => x(f.latency_us.map_or(-1.0, |l| l.p50)),
+        SortKey::P99 => x(f.latency_us.map_or(-1.0, |l| l.p99)),
+    }
+}
+
+/// What the loading pass has done so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Progress {
+    pub frames: u64,
+    pub bytes: u64,
+    pub total_bytes: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct FlowsState {
+    pub selected: usize,
+    pub sort: usize,
+    pub descending: bool,
+    pub filter: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DetailState {
+    pub flow: u32,
+    /// The PSN points and frames, once read.
+    pub series: Option<Arc<FlowSeries>>,
+    /// Selected event of the flow's event list.
+    pub event: usize,
+}
+
+/// Which frames the packet list shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    /// A flow and its paired flow (the frames read with its detail).
+    Flow(u32),
+}
+
+#[derive(Debug, Clone)]
+pub struct PacketsState {
+    pub scope: Scope,
+    /// Position in the list (not the frame number).
+    pub selected: usize,
+    /// First list position on screen.
+    pub offset: usize,
+    /// Rows read so far, by frame number (a bounded cache: cleared when it grows past a few screens).
+    pub rows: HashMap<u64, PacketRow>,
+    /// The selected packet is open: its tree and hex show under the list.
+    pub open: bool,
+    pub detail: Option<PacketDetail>,
+    /// Lines the tree is scrolled by.
+    pub tree_scroll: u16,
+    /// Lines the hex dump is scrolled by.
+    pub hex_scroll: u16,
+}
+
+impl Default for PacketsState {
+    fn default() -> Self {
+        PacketsState {
+            scope: Scope::All,
+            selected: 0,
+            offset: 0,
+            rows: HashMap::new(),
+            open: false,
+            detail: None,
+            tree_scroll: 0,
+            hex_scroll: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct EventsState {
+    pub selected: usize,
+    /// Only events of this severity or worse.
+    pub min_severity: Option<Severity>,
+    pub filter: String,
+}
+
+/// Where the typed text of a `/` filter goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Editing {
+    Flows,
+    Events,
+}
+
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// The file name or interface, for the header.
+    pub source: String,
+    /// The latest analysis snapshot (a file gives one; a live capture would send one every second).
+    pub report: Option<Arc<Report>>,
+    /// Frames the random-access index holds (the packet list's length in `Scope::All`).
+    pub indexed: u64,
+    pub loading: Option<Progress>,
+    pub error: Option<String>,
+    pub view: View,
+    /// Where Esc goes back to.
+    pub back: Vec<View>,
+    pub help: bool,
+    pub flows: FlowsState,
+    pub detail: Option<DetailState>,
+    pub packets: PacketsState,
+    pub events: EventsState,
+    pub editing: Option<Editing>,
+    /// Terminal size, for the list heights (updated by `Msg::Resize`).
+    pub width: u16,
+    pub height: u16,
+    pub color: bool,
+    pub quit: bool,
+}
+
+/// Everything that can happen.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Key(KeyEvent),
+    Resize(u16, u16),
+    Tick,
+    Progress(Progress),
+    /// A new analysis snapshot, and how many frames the index holds.
+    Snapshot(Arc<Report>, u64),
+    Series(Arc<FlowSeries>),
+    Rows(Vec<PacketRow>),
+    Packet(PacketDetail),
+    Error(String),
+    /// SIGTERM or another request to stop.
+    Quit,
+}
+
+/// Reads for the runtime to do; their results come back as messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cmd {
+    /// Read the flow's PSN points and frames -> `Msg::Series`.
+    LoadSeries(u32),
+    /// Read these frames' list rows -> `Msg::Rows`.
+    LoadRows(Vec<u64>),
+    /// Read one frame's tree and hex -> `Msg::Packet`.
+    LoadPacket(u64),
+}
+
+/// Rows kept in the packet-row cache before it is cleared.
+const ROW_CACHE: usize = 4096;
+
+impl Model {
+    pub fn new(source: String, color: bool) -> Model {
+        Model {
+            source,
+            report: None,
+            indexed: 0,
+            loading: Some(Progress::default()),
+            error: None,
+            view: View::Flows,
+            back: Vec::new(),
+            help: false,
+            flows: FlowsState {
+                descending: true,
+                ..Default::default()
+            },
+            detail: None,
+            packets: PacketsState::default(),
+            events: EventsState::default(),
+            editing: None,
+            width: 80,
+            height: 24,
+            color,
+            quit: false,
+        }
+    }
+
+    pub fn sort_key(&self) -> SortKey {
+        SORT_KEYS[self.flows.sort % SORT_KEYS.len()]
+    }
+
+    /// The flows shown, filtered and sorted (indices into `report.flows`).
+    pub fn visible_flows(&self) -> Vec<usize> {
+        let Some(r) = &self.report else {
+            return Vec::new();
+        };
+        let filter = self.flows.filter.to_lowercase();
+        let mut ids: Vec<usize> = r
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| filter.is_empty() || flow_text(f).contains(&filter))
+            .map(|(i, _)| i)
+            .collect();
+        let key = self.sort_key();
+        let desc = self.flows.descending;
+        ids.sort_by(|&a, &b| {
+            let (va, vb) = (sort_value(&r.flows[a], key), sort_value(&r.flows[b], key));
+            let ord =
+                va.0.cmp(&vb.0)
+                    .then(va.1.total_cmp(&vb.1))
+                    .then(va.2.cmp(&vb.2));
+            let ord = if desc { ord.reverse() } else { ord };
+            ord.then(a.cmp(&b))
+        });
+        ids
+    }
+
+    /// The flow under the cursor in the flows view.
+    pub fn selected_flow(&self) -> Option<u32> {
+        self.visible_flows()
+            .get(self.flows.selected)
+            .map(|&i| i as u32)
+    }
+
+    /// The events shown (indices into `report.events`): the severity and text filters applied.
+    pub fn visible_events(&self) -> Vec<usize> {
+        let Some(r) = &self.report else {
+            return Vec::new();
+        };
+        let filter = self.events.filter.to_lowercase();
+        r.events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| self.events.min_severity.is_none_or(|m| e.severity >= m))
+            .filter(|(_, e)| {
+                filter.is_empty()
+                    || e.message.to_lowercase().contains(&filter)
+                    || e.kind.contains(&filter)
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// The events of the open flow (and of its paired flow).
+    pub fn detail_events(&self) -> Vec<usize> {
+        let (Some(r), Some(d)) = (&self.report, &self.detail) else {
+            return Vec::new();
+        };
+        let pair = r.flows.get(d.flow as usize).and_then(|f| f.paired_with);
+        r.events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.flow.is_some() && (e.flow == Some(d.flow) || e.flow == pair))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Length of the packet list.
+    pub fn packet_count(&self) -> usize {
+        match self.packets.scope {
+            Scope::All => self.indexed as usize,
+            Scope::Flow(f) => self.flow_frames(f).map_or(0, |v| v.len()),
+        }
+    }
+
+    fn flow_frames(&self, flow: u32) -> Option<&[u64]> {
+        self.detail
+            .as_ref()
+            .filter(|d| d.flow == flow)
+            .and_then(|d| d.series.as_ref())
+            .map(|s| s.frames.as_slice())
+    }
+
+    /// Frame number at a list position.
+    pub fn packet_at(&self, pos: usize) -> Option<u64> {
+        match self.packets.scope {
+            Scope::All => (pos < self.indexed as usize).then_some(pos as u64 + 1),
+            Scope::Flow(f) => self.flow_frames(f)?.get(pos).copied(),
+        }
+    }
+
+    /// Rows of the packet list on screen (the view uses the same figure).
+    pub fn packet_list_height(&self) -> usize {
+        // Header bar (2), footer (1), block borders (2), column titles (1).
+        let body = usize::from(self.height).saturating_sub(6);
+        if self.packets.open {
+            (body / 3).clamp(1, 10)
+        } else {
+            body.max(1)
+        }
+    }
+
+    /// The reads the current view still needs: rows on screen not read yet, the open packet.
+    pub fn wanted(&self) -> Vec<Cmd> {
+        let mut cmds = Vec::new();
+        if self.report.is_none() {
+            return cmds;
+        }
+        if self.view == View::Detail
+            && let Some(d) = &self.detail
+            && d.series.is_none()
+        {
+            cmds.push(Cmd::LoadSeries(d.flow));
+        }
+        if self.view == View::Packets {
+            if let Scope::Flow(f) = self.packets.scope
+                && self.flow_frames(f).is_none()
+            {
+                cmds.push(Cmd::LoadSeries(f));
+                return cmds;
+            }
+            let h = self.packet_list_height();
+            let missing: Vec<u64> = (self.packets.offset..self.packets.offset + h)
+                .filter_map(|pos| self.packet_at(pos))
+                .filter(|n| !self.packets.rows.contains_key(n))
+                .collect();
+            if !missing.is_empty() {
+                cmds.push(Cmd::LoadRows(missing));
+            }
+            if self.packets.open
+                && let Some(n) = self.packet_at(self.packets.selected)
+                && self.packets.detail.as_ref().is_none_or(|d| d.number != n)
+            {
+                cmds.push(Cmd::LoadPacket(n));
+            }
+        }
+        cmds
+    }
+
+    fn go(&mut self, view: View) {
+        if self.view != view {
+            self.back.push(self.view);
+            self.view = view;
+        }
+    }
+
+    /// Opens the flow detail of `flow`.
+    fn open_detail(&mut self, flow: u32) {
+        if self.detail.as_ref().is_none_or(|d| d.flow != flow) {
+            self.detail = Some(DetailState {
+                flow,
+                series: None,
+                event: 0,
+            });
+        }
+        self.go(View::Detail);
+    }
+
+    /// Shows frame `number` in the packet list (all frames), opened.
+    fn jump_to_packet(&mut self, number: u64) {
+        self.packets.scope = Scope::All;
+        let pos = number.saturating_sub(1) as usize;
+        self.packets.selected = pos.min(self.packet_count().saturating_sub(1));
+        self.packets.open = true;
+        self.packets.tree_scroll = 0;
+        self.packets.hex_scroll = 0;
+        self.center_packets();
+        self.go(View::Packets);
+    }
+
+    /// Scrolls so the selection is on screen, with some context above it.
+    fn center_packets(&mut self) {
+        let h = self.packet_list_height();
+        let sel = self.packets.selected;
+        if sel < self.packets.offset || sel >= self.packets.offset + h {
+            self.packets.offset = sel.saturating_sub(h / 3);
+        }
+    }
+
+    fn move_packets(&mut self, delta: isize) {
+        let n = self.packet_count();
+        if n == 0 {
+            return;
+        }
+        let sel = (self.packets.selected as isize + delta).clamp(0, n as isize - 1) as usize;
+        self.packets.selected = sel;
+        self.packets.tree_scroll = 0;
+        self.packets.hex_scroll = 0;
+        let h = self.packet_list_height();
+        if sel < self.packets.offset {
+            self.packets.offset = sel;
+        } else if sel >= self.packets.offset + h {
+            self.packets.offset = sel + 1 - h;
+        }
+    }
+
+    fn move_selection(&mut self, delta: isize) {
+        let page = self.packet_list_height() as isize;
+        let delta = match delta {
+            PAGE => page,
+            d if d == -PAGE => -page,
+            d => d,
+        };
+        let clamp = |v: usize, len: usize| -> usize {
+            (v as isize + delta).clamp(0, len.saturating_sub(1) as isize) as usize
+        };
+        match self.view {
+            View::Flows => {
+                let n = self.visible_flows().len();
+                self.flows.selected = clamp(self.flows.selected, n);
+            }
+            View::Detail => {
+                let n = self.detail_events().len();
+                if let Some(d) = &mut self.detail {
+                    d.event = clamp(d.event, n);
+                }
+            }
+            View::Events => {
+                let n = self.visible_events().len();
+                self.events.selected = clamp(self.events.selected, n);
+            }
+            View::Packets => self.move_packets(delta),
+        }
+    }
+
+    fn key(&mut self, k: KeyEvent) -> Vec<Cmd> {
+        if k.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
+            self.quit = true;
+            return Vec::new();
+        }
+        if let Some(target) = self.editing {
+            let text = match target {
+                Editing::Flows => &mut self.flows.filter,
+                Editing::Events => &mut self.events.filter,
+            };
+            match k.code {
+                KeyCode::Enter => self.editing = None,
+                KeyCode::Esc => {
+                    text.clear();
+                    self.editing = None;
+                }
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                KeyCode::Char(c) => text.push(c),
+                _ => {}
+            }
+            self.flows.selected = 0;
+            self.events.selected = 0;
+            return Vec::new();
+        }
+        if self.error.is_some() && self.report.is_some() {
+            // A failed read: any key dismisses its message.
+            self.error = None;
+            return Vec::new();
+        }
+        if self.help {
+            // Any key closes the help; q still quits.
+            self.help = false;
+            if k.code == KeyCode::Char('q') {
+                self.quit = true;
+            }
+            return Vec::new();
+        }
+        match k.code {
+            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Char('?') | KeyCode::F(1) => self.help = true,
+            KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
+            KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
+            KeyCode::PageUp => self.move_selection(-PAGE),
+            KeyCode::PageDown | KeyCode::Char(' ') => self.move_selection(PAGE),
+            KeyCode::Home | KeyCode::Char('g') => self.move_selection(-BIG),
+            KeyCode::End | KeyCode::Char('G') => self.move_selection(BIG),
+            KeyCode::Tab => {
+                let next = match self.view {
+                    View::Flows | View::Detail => View::Packets,
+                    View::Packets => View::Events,
+                    View::Events => View::Flows,
+                };
+                self.go(next);
+            }
+            KeyCode::BackTab => {
+                let next = match self.view {
+                    View::Flows | View::Detail => View::Events,
+                    View::Packets => View::Flows,
+                    View::Events => View::Packets,
+                };
+                self.go(next);
+            }
+            KeyCode::Esc | KeyCode::Left | KeyCode::Char('h') | KeyCode::Backspace => {
+                if self.view == View::Packets && self.packets.open {
+                    self.packets.open = false;
+                } else if let Some(v) = self.back.pop() {
+                    self.view = v;
+                } else if self.view != View::Flows {
+                    self.view = View::Flows;
+                }
+            }
+            KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => self.enter(),
+            KeyCode::Char('/') => match self.view {
+                View::Flows => self.editing = Some(Editing::Flows),
+                View::Events => self.editing = Some(Editing::Events),
+                _ => {}
+            },
+            KeyCode::Char('s') if self.view == View::Flows => {
+                self.flows.sort = (self.flows.sort + 1) % SORT_KEYS.len();
+                self.flows.descending = self.sort_key().descending_by_default();
+                self.flows.selected = 0;
+            }
+            KeyCode::Char('S') if self.view == View::Flows => {
+                self.flows.descending = !self.flows.descending;
+                self.flows.selected = 0;
+            }
+            KeyCode::Char('v') if self.view == View::Events => {
+                self.events.min_severity = match self.events.min_severity {
+                    None => Some(Severity::Warning),
+                    Some(Severity::Warning) => Some(Severity::Error),
+                    Some(_) => None,
+                };
+                self.events.selected = 0;
+            }
+            KeyCode::Char('p') => match self.view {
+                View::Flows => {
+                    if let Some(f) = self.selected_flow() {
+                        self.show_flow_packets(f);
+                    }
+                }
+                View::Detail => {
+                    if let Some(f) = self.detail.as_ref().map(|d| d.flow) {
+                        self.show_flow_packets(f);
+                    }
+                }
+                _ => {}
+            },
+            KeyCode::Char('a') if self.view == View::Packets => {
+                self.packets.scope = Scope::All;
+                self.packets.selected = 0;
+                self.packets.offset = 0;
+            }
+            KeyCode::Char('J') if self.view == View::Packets => {
+                self.packets.tree_scroll = self.packets.tree_scroll.saturating_add(1)
+            }
+            KeyCode::Char('K') if self.view == View::Packets => {
+                self.packets.tree_scroll = self.packets.tree_scroll.saturating_sub(1)
+            }
+            KeyCode::Char(']') if self.view == View::Packets => {
+                self.packets.hex_scroll = self.packets.hex_scroll.saturating_add(1)
+            }
+            KeyCode::Char('[') if self.view == View::Packets => {
+                self.packets.hex_scroll = self.packets.hex_scroll.saturating_sub(1)
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn show_flow_packets(&mut self, flow: u32) {
+        if self.detail.as_ref().is_none_or(|d| d.flow != flow) {
+            self.detail = Some(DetailState {
+                flow,
+                series: None,
+                event: 0,
+            });
+        }
+        self.packets.scope = Scope::Flow(flow);
+        self.packets.selected = 0;
+        self.packets.offset = 0;
+        self.packets.open = false;
+        self.go(View::Packets);
+    }
+
+    fn enter(&mut self) {
+        match self.view {
+            View::Flows => {
+                if let Some(f) = self.selected_flow() {
+                    self.open_detail(f);
+                }
+            }
+            View::Detail => {
+                let events = self.detail_events();
+                let sel = self.detail.as_ref().map_or(0, |d| d.event);
+                let frame = events
+                    .get(sel)
+                    .and_then(|&i| self.report.as_ref().map(|r| r.events[i].frame));
+                match frame {
+                    Some(n) => self.jump_to_packet(n),
+                    None => {
+                        if let Some(f) = self.detail.as_ref().map(|d| d.flow) {
+                            self.show_flow_packets(f);
+                        }
+                    }
+                }
+            }
+            View::Events => {
+                let frame = self
+                    .visible_events()
+                    .get(self.events.selected)
+                    .and_then(|&i| self.report.as_ref().map(|r| r.events[i].frame));
+                if let Some(n) = frame {
+                    self.jump_to_packet(n);
+                }
+            }
+            View::Packets => {
+                if self.packet_count() > 0 {
+                    self.packets.open = true;
+                    self.packets.tree_scroll = 0;
+                    self.packets.hex_scroll = 0;
+                    self.center_packets();
+                }
+            }
+        }
+    }
+}
+
+/// Selection moves of a page, and to either end.
+const PAGE: isize = isize::MAX / 4;
+const BIG: isize = isize::MAX / 2;
+
+fn flow_text(f: &FlowReport) -> String {
+    format!(
+        "{} {} 0x{:06x} {} {:?}",
+        f.src, f.dst, f.dest_qp, f.dest_qp, f.role
+    )
+    .to_lowercase()
+}
+
+/// The Elm update: applies one message to the model and returns the reads it needs now.
+pub fn update(model: &mut Model, msg: Msg) -> Vec<Cmd> {
+    match msg {
+        Msg::Key(k) => {
+            let mut cmds = model.key(k);
+            if !model.quit {
+                cmds.extend(model.wanted());
+            }
+            cmds
+        }
+        Msg::Resize(w, h) => {
+            model.width = w;
+            model.height = h;
+            model.wanted()
+        }
+        Msg::Tick => Vec::new(),
+        Msg::Progress(p) => {
+            model.loading = Some(p);
+            Vec::new()
+        }
+        Msg::Snapshot(r, indexed) => {
+            model.report = Some(r);
+            model.indexed = indexed;
+            model.loading = None;
+            let n = model.visible_flows().len();
+            model.flows.selected = model.flows.selected.min(n.saturating_sub(1));
+            model.wanted()
+        }
+        Msg::Series(s) => {
+            if let Some(d) = &mut model.detail
+                && d.flow == s.flow
+            {
+                d.series = Some(s);
+            }
+            model.wanted()
+        }
+        Msg::Rows(rows) => {
+            if model.packets.rows.len() + rows.len() > ROW_CACHE {
+                model.packets.rows.clear();
+            }
+            for r in rows {
+                model.packets.rows.insert(r.number, r);
+            }
+            Vec::new()
+        }
+        Msg::Packet(p) => {
+            model.packets.detail = Some(p);
+            Vec::new()
+        }
+        Msg::Error(e) => {
+            model.error = Some(e);
+            model.loading = None;
+            Vec::new()
+        }
+        Msg::Quit => {
+            model.quit = true;
+            Vec::new()
+        }
+    }
+}

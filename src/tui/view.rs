@@ -1,0 +1,957 @@
+//! The Elm view: draws the model into a frame and changes nothing.
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{
+    Axis, Block, Borders, Cell, Chart, Clear, Dataset, GraphType, Paragraph, Row, Sparkline, Table,
+    Wrap,
+};
+
+use super::data::PointKind;
+use super::model::{Editing, Health, Model, SORT_KEYS, Scope, SortKey, View, health, throughput};
+use crate::analysis::events::Severity;
+use crate::analysis::flow::Role;
+use crate::report::{FlowReport, Report};
+
+/// Smallest terminal drawn; below it a one-line notice.
+pub const MIN_WIDTH: u16 = 40;
+pub const MIN_HEIGHT: u16 = 10;
+
+/// Lines of the header bar.
+pub const HEADER_LINES: u16 = 2;
+
+struct Theme {
+    color: bool,
+}
+
+impl Theme {
+    fn fg(&self, c: Color) -> Style {
+        if self.color {
+            Style::default().fg(c)
+        } else {
+            Style::default()
+        }
+    }
+
+    fn bold(&self) -> Style {
+        Style::default().add_modifier(Modifier::BOLD)
+    }
+
+    fn selected(&self) -> Style {
+        Style::default().add_modifier(Modifier::REVERSED)
+    }
+
+    fn health(&self, h: Health) -> Style {
+        match h {
+            Health::Good => self.fg(Color::Green),
+            Health::Congested => self.fg(Color::Yellow),
+            Health::Bad => self.fg(Color::Red),
+        }
+    }
+
+    fn severity(&self, s: Severity) -> Style {
+        match s {
+            Severity::Note => self.fg(Color::Cyan),
+            Severity::Warning => self.fg(Color::Yellow),
+            Severity::Error => self.fg(Color::Red),
+        }
+    }
+}
+
+pub fn view(model: &Model, frame: &mut Frame) {
+    let area = frame.area();
+    let theme = Theme { color: model.color };
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let msg = format!(
+            "too small: {}x{} (min {MIN_WIDTH}x{MIN_HEIGHT}); q quits",
+            area.width, area.height
+        );
+        frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
+        return;
+    }
+    let [header, body, footer] = Layout::vertical([
+        Constraint::Length(HEADER_LINES),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_header(model, &theme, frame, header);
+    match (&model.report, &model.error) {
+        (_, Some(e)) => {
+            let p = Paragraph::new(format!("error: {e}"))
+                .style(theme.fg(Color::Red))
+                .wrap(Wrap { trim: false })
+                .block(Block::default().borders(Borders::ALL).title("Error"));
+            frame.render_widget(p, body);
+        }
+        (None, None) => {
+            let p = model.loading.unwrap_or_default();
+            let pct = (p.bytes.saturating_mul(100))
+                .checked_div(p.total_bytes)
+                .map_or(String::new(), |v| format!(" ({v}%)"));
+            let text = format!("Reading {}: {} frames{pct}", model.source, p.frames);
+            frame.render_widget(
+                Paragraph::new(text).block(Block::default().borders(Borders::ALL)),
+                body,
+            );
+        }
+        (Some(r), None) => match model.view {
+            View::Flows => draw_flows(model, r, &theme, frame, body),
+            View::Detail => draw_detail(model, r, &theme, frame, body),
+            View::Packets => draw_packets(model, &theme, frame, body),
+            View::Events => draw_events(model, r, &theme, frame, body),
+        },
+    }
+    draw_footer(model, &theme, frame, footer);
+    if model.help {
+        draw_help(frame, area);
+    }
+}
+
+fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
+    let tab = |v: View, name: &'static str| {
+        let active = model.view == v || (v == View::Flows && model.view == View::Detail);
+        if active {
+            Span::styled(
+                format!("[{name}]"),
+                theme.bold().add_modifier(Modifier::REVERSED),
+            )
+        } else {
+            Span::raw(format!(" {name} "))
+        }
+    };
+    let mut l1 = vec![
+        Span::styled("rocescope ", theme.bold()),
+        tab(View::Flows, "Flows"),
+        tab(View::Packets, "Packets"),
+        tab(View::Events, "Events"),
+        Span::raw("  "),
+        Span::raw(model.source.clone()),
+    ];
+    let mut l2 = Vec::new();
+    if let Some(r) = &model.report {
+        let c = &r.capture;
+        l1.push(Span::raw(format!(
+            "  {} frames ({} RoCE) {:.6}s {} flows",
+            c.frames,
+            c.roce_frames,
+            c.duration_s,
+            r.flows.len()
+        )));
+        let fail = r.verdict.status == "fail";
+        l2.push(Span::styled(
+            if fail { "FAIL" } else { "PASS" },
+            theme
+                .fg(if fail { Color::Red } else { Color::Green })
+                .add_modifier(Modifier::BOLD),
+        ));
+        l2.push(Span::raw(format!(
+            "  malformed {} ICRC bad {}",
+            c.malformed, c.icrc_bad
+        )));
+        if r.pfc.is_empty() && r.link_pause.is_none() {
+            l2.push(Span::raw("  PFC none"));
+        }
+        for p in &r.pfc {
+            l2.push(Span::styled(
+                format!(
+                    "  PFC p{}: {} XOFF {} XON {:.1}us",
+                    p.priority, p.xoff, p.xon, p.pause_us
+                ),
+                theme.fg(Color::Yellow),
+            ));
+        }
+        if let Some(p) = &r.link_pause {
+            l2.push(Span::styled(
+                format!("  PAUSE: {} XOFF {:.1}us", p.xoff, p.pause_us),
+                theme.fg(Color::Yellow),
+            ));
+        }
+    }
+    frame.render_widget(Paragraph::new(vec![Line::from(l1), Line::from(l2)]), area);
+}
+
+fn footer_keys(model: &Model) -> &'static str {
+    if model.help {
+        return "any key closes the help";
+    }
+    match model.view {
+        View::Flows => {
+            "↑↓/jk move  Enter detail  p packets  s sort  S reverse  / filter  Tab view  ? help  q quit"
+        }
+        View::Detail => {
+            "↑↓ event  Enter its packet  p flow packets  Esc back  Tab view  ? help  q quit"
+        }
+        View::Packets => {
+            "↑↓ move  Enter open  J/K tree  [/] hex  a all  Esc back  Tab view  ? help  q quit"
+        }
+        View::Events => {
+            "↑↓ move  Enter its packet  v severity  / filter  Esc back  Tab view  ? help  q quit"
+        }
+    }
+}
+
+fn draw_footer(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
+    let line = match model.editing {
+        Some(e) => {
+            let text = match e {
+                Editing::Flows => &model.flows.filter,
+                Editing::Events => &model.events.filter,
+            };
+            Line::from(vec![
+                Span::styled("filter: ", theme.bold()),
+                Span::raw(format!("{text}_")),
+                Span::raw("   Enter keep  Esc clear"),
+            ])
+        }
+        None => Line::from(Span::styled(footer_keys(model), theme.fg(Color::DarkGray))),
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+const HELP: &[&str] = &[
+    "rocescope tui: keys",
+    "",
+    "  ↑ ↓  k j        move the selection (PgUp/PgDn a page, g/G the ends)",
+    "  Enter → l       drill down: flow -> detail -> packet; event -> its packet",
+    "  Esc ← h         back",
+    "  Tab / S-Tab     next / previous view: Flows, Packets, Events",
+    "  /               filter by text (flows, events); Enter keeps it, Esc clears",
+    "  s / S           flows: sort by the next column / reverse the order",
+    "  p               packets of the selected flow (and its pair)",
+    "  a               packets: every frame of the capture",
+    "  J / K           packets: scroll the open packet's tree",
+    "  ] / [           packets: scroll the open packet's hex dump",
+    "  v               events: severity shown (all, warning+, error)",
+    "  ?               this help",
+    "  q  Ctrl-C       quit",
+    "",
+    "Colours: red loss/NAK/damage, yellow congestion (CE, CNP), green clean.",
+    "NO_COLOR turns colours off.",
+];
+
+fn draw_help(frame: &mut Frame, area: Rect) {
+    let w = (HELP.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u16 + 4).min(area.width);
+    let h = (HELP.len() as u16 + 2).min(area.height);
+    let r = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    frame.render_widget(Clear, r);
+    let lines: Vec<Line> = HELP.iter().map(|l| Line::raw(*l)).collect();
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title("Help")),
+        r,
+    );
+}
+
+/// Bits per second, short.
+pub fn rate(bytes_per_s: f64) -> String {
+    let bits = bytes_per_s * 8.0;
+    let (v, unit) = if bits >= 1e9 {
+        (bits / 1e9, "Gb/s")
+    } else if bits >= 1e6 {
+        (bits / 1e6, "Mb/s")
+    } else if bits >= 1e3 {
+        (bits / 1e3, "kb/s")
+    } else {
+        (bits, "b/s")
+    };
+    format!("{v:.1}{unit}")
+}
+
+/// A duration, short.
+fn duration(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2}s")
+    } else if s >= 1e-3 {
+        format!("{:.2}ms", s * 1e3)
+    } else {
+        format!("{:.1}µs", s * 1e6)
+    }
+}
+
+/// A text sparkline of `values` in `width` cells (each cell the largest value it covers).
+pub fn spark(values: &[u64], width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    if values.is_empty() || width == 0 {
+        return String::new();
+    }
+    let cells = values.len().min(width);
+    let per = values.len().div_ceil(cells);
+    let maxes: Vec<u64> = values
+        .chunks(per)
+        .map(|c| c.iter().copied().max().unwrap_or(0))
+        .collect();
+    let top = maxes.iter().copied().max().unwrap_or(0).max(1);
+    maxes
+        .iter()
+        .map(|&v| {
+            if v == 0 {
+                ' '
+            } else {
+                BARS[((v * 7) / top) as usize]
+            }
+        })
+        .collect()
+}
+
+fn role(r: Role) -> &'static str {
+    match r {
+        Role::Requester => "requester",
+        Role::Responder => "responder",
+        Role::Both => "both",
+        Role::Datagram => "datagram",
+        Role::Cnp => "cnp",
+        Role::Unknown => "unknown",
+    }
+}
+
+fn lat(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v >= 1000.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+        None => "-".to_string(),
+    }
+}
+
+/// A flows-table column: title, width, sort key, drop order (lower stays longer), cell.
+struct Col {
+    title: &'static str,
+    width: u16,
+    key: SortKey,
+    keep: u8,
+    cell: fn(&FlowReport) -> String,
+}
+
+fn columns(endpoints: u16) -> Vec<Col> {
+    fn c(
+        title: &'static str,
+        width: u16,
+        key: SortKey,
+        keep: u8,
+        cell: fn(&FlowReport) -> String,
+    ) -> Col {
+        Col {
+            title,
+            width,
+            key,
+            keep,
+            cell,
+        }
+    }
+    vec![
+        c("id", 5, SortKey::Id, 0, |f| f.id.to_string()),
+        c("endpoints", endpoints, SortKey::Endpoints, 0, |f| {
+            format!("{} → {}", f.src, f.dst)
+        }),
+        c("QP", 8, SortKey::Qp, 0, |f| format!("0x{:06x}", f.dest_qp)),
+        c("role", 9, SortKey::Role, 3, |f| {
+            let short = match f.role {
+                Role::Requester => "req",
+                Role::Responder => "resp",
+                Role::Both => "both",
+                Role::Datagram => "ud",
+                Role::Cnp => "cnp",
+                Role::Unknown => "?",
+            };
+            match f.paired_with {
+                Some(p) => format!("{short}↔{p}"),
+                None => short.to_string(),
+            }
+        }),
+        c("pkts", 12, SortKey::Packets, 1, |f| f.packets.to_string()),
+        c("throughput", 18, SortKey::Throughput, 5, |f| {
+            format!("{} {}", rate(throughput(f)), spark(&f.series.bytes, 6))
+        }),
+        c("gaps", 9, SortKey::Gaps, 0, |f| {
+            f.psn.gap_events.to_string()
+        }),
+        c("miss", 9, SortKey::Missing, 1, |f| {
+            f.psn.missing.to_string()
+        }),
+        c("retx", 9, SortKey::Retransmitted, 1, |f| {
+            f.psn.retransmitted.to_string()
+        }),
+        c("NAK", 8, SortKey::Naks, 1, |f| f.naks.total().to_string()),
+        c("RNR", 8, SortKey::Rnr, 2, |f| f.rnr_naks.to_string()),
+        c("CNP", 9, SortKey::Cnp, 2, |f| f.cnp.to_string()),
+        c("CE", 9, SortKey::Ce, 2, |f| f.ecn.ce.to_string()),
+        c("ICRC", 8, SortKey::Icrc, 2, |f| f.icrc_bad.to_string()),
+        c("p50µs", 8, SortKey::P50, 4, |f| {
+            lat(f.latency_us.map(|l| l.p50))
+        }),
+        c("p99µs", 8, SortKey::P99, 4, |f| {
+            lat(f.latency_us.map(|l| l.p99))
+        }),
+    ]
+}
+
+/// The columns that fit in `width`: the least needed go first.
+/// Each column as wide as its title (and sort arrow) or its widest cell on screen, at most its nominal
+/// width; then the least needed columns go until the rest fit in `width`.
+fn fitting(width: u16, endpoints: u16, shown: &[&FlowReport], sort: SortKey) -> Vec<Col> {
+    let mut cols = columns(endpoints);
+    for c in &mut cols {
+        let title = c.title.chars().count() + usize::from(c.key == sort);
+        let widest = shown
+            .iter()
+            .map(|f| (c.cell)(f).chars().count() + usize::from(c.key == SortKey::Id))
+            .max()
+            .unwrap_or(0);
+        let need = widest.max(title) as u16;
+        c.width = need.min(c.width.max(title as u16));
+    }
+    let total = |cols: &[Col]| cols.iter().map(|c| c.width + 1).sum::<u16>();
+    while total(&cols) > width {
+        let Some((i, _)) = cols
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.keep > 0)
+            .max_by_key(|(i, c)| (c.keep, *i))
+        else {
+            break;
+        };
+        cols.remove(i);
+    }
+    let all = total(&cols);
+    if all > width
+        && let Some(ep) = cols.iter_mut().find(|c| c.key == SortKey::Endpoints)
+    {
+        // Still too wide: the endpoints give up room (and are cut).
+        let others = all - (ep.width + 1);
+        ep.width = width.saturating_sub(others + 1).max(9);
+    }
+    cols
+}
+
+fn draw_flows(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area: Rect) {
+    let ids = model.visible_flows();
+    let key = model.sort_key();
+    let endpoints = r
+        .flows
+        .iter()
+        .map(|f| f.src.chars().count() + f.dst.chars().count() + 3)
+        .max()
+        .unwrap_or(9)
+        .clamp(9, 45) as u16;
+    let h = usize::from(area.height.saturating_sub(3)).max(1);
+    let offset = model.flows.selected.saturating_sub(h - 1);
+    let shown: Vec<&FlowReport> = ids
+        .iter()
+        .skip(offset)
+        .take(h)
+        .map(|&i| &r.flows[i])
+        .collect();
+    let cols = fitting(area.width.saturating_sub(2), endpoints, &shown, key);
+    let arrow = if model.flows.descending { "↓" } else { "↑" };
+    let header = Row::new(cols.iter().map(|c| {
+        let t = if c.key == key {
+            format!("{}{arrow}", c.title)
+        } else {
+            c.title.to_string()
+        };
+        Cell::from(t).style(theme.bold())
+    }));
+    let rows = ids
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(h)
+        .map(|(pos, &i)| {
+            let f = &r.flows[i];
+            let style = if pos == model.flows.selected {
+                theme.health(health(f)).patch(theme.selected())
+            } else {
+                theme.health(health(f))
+            };
+            let mark = if pos == model.flows.selected {
+                "▶"
+            } else {
+                " "
+            };
+            Row::new(cols.iter().map(|c| {
+                let text = (c.cell)(f);
+                Cell::from(if c.key == SortKey::Id {
+                    format!("{mark}{text}")
+                } else {
+                    text
+                })
+            }))
+            .style(style)
+        });
+    let filter = if model.flows.filter.is_empty() {
+        String::new()
+    } else {
+        format!(" filter \"{}\"", model.flows.filter)
+    };
+    let title = format!(
+        "Flows {}/{}  sort: {} {arrow}{filter}",
+        ids.len(),
+        r.flows.len(),
+        key.name()
+    );
+    let table = Table::new(rows, cols.iter().map(|c| Constraint::Length(c.width)))
+        .header(header)
+        .block(Block::default().borders(Borders::ALL).title(title));
+    frame.render_widget(table, area);
+    let _ = SORT_KEYS;
+}
+
+fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area: Rect) {
+    let Some(d) = &model.detail else { return };
+    let Some(f) = r.flows.get(d.flow as usize) else {
+        return;
+    };
+    let events = model.detail_events();
+    let ev_h = (events.len() as u16 + 2).clamp(3, (area.height / 4).clamp(3, 8));
+    let [summary, chart, thr, ev] = Layout::vertical([
+        Constraint::Length(3),
+        Constraint::Min(6),
+        Constraint::Length(3),
+        Constraint::Length(ev_h),
+    ])
+    .areas(area);
+    // Summary.
+    let pair = f.paired_with.map_or(String::new(), |p| format!(" ↔#{p}"));
+    let latency = |name: &str, l: Option<crate::report::Latency>| match l {
+        Some(l) => format!(
+            "{name} µs p50 {} p90 {} p99 {} max {} ({})",
+            lat(Some(l.p50)),
+            lat(Some(l.p90)),
+            lat(Some(l.p99)),
+            lat(Some(l.max)),
+            l.samples
+        ),
+        None => format!("{name} -"),
+    };
+    let lines = vec![
+        Line::from(vec![
+            Span::styled(
+                format!(
+                    "#{} {} → {} QP 0x{:06x} {}{pair}",
+                    f.id,
+                    f.src,
+                    f.dst,
+                    f.dest_qp,
+                    role(f.role)
+                ),
+                theme.health(health(f)).add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(format!(
+                "  {} pkts {} B {}",
+                f.packets,
+                f.bytes,
+                rate(throughput(f))
+            )),
+        ]),
+        Line::raw(format!(
+            "gaps {} miss {} retx {} dup {} epis {}  NAK {} RNR {}  CNP {} CE {}  ICRC {}",
+            f.psn.gap_events,
+            f.psn.missing,
+            f.psn.retransmitted,
+            f.psn.duplicates,
+            f.psn.retransmission_episodes,
+            f.naks.total(),
+            f.rnr_naks,
+            f.cnp,
+            f.ecn.ce,
+            f.icrc_bad
+        )),
+        Line::raw(format!(
+            "latency {}  {}",
+            latency("ack", f.latency_us),
+            latency("read", f.read_latency_us)
+        )),
+    ];
+    frame.render_widget(Paragraph::new(lines), summary);
+    draw_chart(model, r, theme, frame, chart);
+    // Throughput: from the re-read (fine slices of the flow's life), else the report's series.
+    let width = usize::from(thr.width.saturating_sub(2)).max(1);
+    let (values, bucket_s): (&[u64], f64) = match d.series.as_ref() {
+        Some(s) if !s.throughput.is_empty() => (&s.throughput, s.bucket_s),
+        _ => (&f.series.bytes, f.series.bucket_seconds as f64),
+    };
+    let per = values.len().div_ceil(width).max(1);
+    let data: Vec<u64> = values
+        .chunks(per)
+        .map(|c| c.iter().sum::<u64>() / per as u64)
+        .collect();
+    let peak = values.iter().copied().max().unwrap_or(0) as f64 / bucket_s.max(1e-9);
+    frame.render_widget(
+        Sparkline::default()
+            .data(&data)
+            .style(theme.fg(Color::Cyan))
+            .block(Block::default().borders(Borders::ALL).title(format!(
+                "Throughput over the flow's life ({} per slice, peak {})",
+                duration(bucket_s * per as f64),
+                rate(peak)
+            ))),
+        thr,
+    );
+    // Events.
+    let h = usize::from(ev.height.saturating_sub(2)).max(1);
+    let offset = d.event.saturating_sub(h - 1);
+    let rows = events
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(h)
+        .map(|(pos, &i)| {
+            let e = &r.events[i];
+            let mut style = theme.severity(e.severity);
+            if pos == d.event {
+                style = style.patch(theme.selected());
+            }
+            let mark = if pos == d.event { "▶" } else { " " };
+            Row::new(vec![
+                Cell::from(format!("{mark}{:?}", e.severity).to_lowercase()),
+                Cell::from(format!(
+                    "{:.6}",
+                    e.time - r.capture.first_time.unwrap_or(0.0)
+                )),
+                Cell::from(format!("frame {}", e.frame)),
+                Cell::from(e.message.clone()),
+            ])
+            .style(style)
+        });
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(8),
+            Constraint::Length(11),
+            Constraint::Length(12),
+            Constraint::Min(10),
+        ],
+    )
+    .block(
+        Block::default()
+            .borders(Borders::ALL)
+            .title(format!("Events of this flow ({})", events.len())),
+    );
+    frame.render_widget(table, ev);
+}
+
+fn draw_chart(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area: Rect) {
+    let Some(d) = &model.detail else { return };
+    let block = Block::default().borders(Borders::ALL);
+    let Some(s) = &d.series else {
+        frame.render_widget(
+            Paragraph::new("reading the flow's PSNs…").block(block.title("PSN vs time")),
+            area,
+        );
+        return;
+    };
+    let pts = |k: PointKind| -> Vec<(f64, f64)> {
+        s.points
+            .iter()
+            .filter(|p| p.kind == k)
+            .map(|p| (p.t, p.psn as f64))
+            .collect()
+    };
+    let (req, gap, retx, nak) = (
+        pts(PointKind::Request),
+        pts(PointKind::Gap),
+        pts(PointKind::Retransmission),
+        pts(PointKind::Nak),
+    );
+    let title = format!(
+        "PSN vs time: {} requests, {} gaps, {} retransmissions, {} NAKs{}",
+        req.len(),
+        gap.len(),
+        retx.len(),
+        nak.len(),
+        if s.stride > 1 {
+            format!(" (1 request in {} shown)", s.stride)
+        } else {
+            String::new()
+        }
+    );
+    if s.points.is_empty() {
+        frame.render_widget(
+            Paragraph::new("no requests in this flow (responses, CNPs or datagrams only)")
+                .block(block.title(title)),
+            area,
+        );
+        return;
+    }
+    let (mut t0, mut t1, mut p0, mut p1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for p in &s.points {
+        t0 = t0.min(p.t);
+        t1 = t1.max(p.t);
+        p0 = p0.min(p.psn as f64);
+        p1 = p1.max(p.psn as f64);
+    }
+    if t1 <= t0 {
+        t1 = t0 + 1e-6;
+    }
+    if p1 <= p0 {
+        p1 = p0 + 1.0;
+    }
+    let (tp, pp) = ((t1 - t0) * 0.02, ((p1 - p0) * 0.05).max(0.5));
+    let mut sets = vec![
+        Dataset::default()
+            .name("requests")
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Scatter)
+            .style(theme.fg(Color::Cyan))
+            .data(&req),
+    ];
+    for (name, data, color, marker) in [
+        ("gaps", &gap, Color::Yellow, Marker::Block),
+        ("retransmissions", &retx, Color::Red, Marker::Dot),
+        ("NAKs", &nak, Color::Magenta, Marker::Bar),
+    ] {
+        if !data.is_empty() {
+            sets.push(
+                Dataset::default()
+                    .name(name)
+                    .marker(marker)
+                    .graph_type(GraphType::Scatter)
+                    .style(theme.fg(color).add_modifier(Modifier::BOLD))
+                    .data(data),
+            );
+        }
+    }
+    let _ = r;
+    let chart = Chart::new(sets)
+        .block(block.title(title))
+        .x_axis(
+            Axis::default()
+                .title("s")
+                .bounds([t0 - tp, t1 + tp])
+                .labels([format!("{t0:.6}"), format!("{t1:.6}")]),
+        )
+        .y_axis(
+            Axis::default()
+                .title("PSN")
+                .bounds([p0 - pp, p1 + pp])
+                .labels([format!("{p0:.0}"), format!("{p1:.0}")]),
+        )
+        .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)));
+    frame.render_widget(chart, area);
+}
+
+fn draw_packets(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
+    let n = model.packet_count();
+    let list_h = model.packet_list_height() as u16;
+    let (list, rest) = if model.packets.open {
+        let [a, b] =
+            Layout::vertical([Constraint::Length(list_h + 3), Constraint::Min(1)]).areas(area);
+        (a, Some(b))
+    } else {
+        (area, None)
+    };
+    let scope = match model.packets.scope {
+        Scope::All => "all frames".to_string(),
+        Scope::Flow(f) => {
+            let cut = model
+                .detail
+                .as_ref()
+                .and_then(|d| d.series.as_ref())
+                .is_some_and(|s| s.frames_truncated);
+            format!(
+                "flow #{f} and its pair{}",
+                if cut { " (the first frames only)" } else { "" }
+            )
+        }
+    };
+    let loading_series = matches!(model.packets.scope, Scope::Flow(f)
+        if model.detail.as_ref().is_none_or(|d| d.flow != f || d.series.is_none()));
+    let title = if loading_series {
+        format!("Packets: {scope} (reading…)")
+    } else {
+        format!(
+            "Packets: {scope}  {}/{}",
+            (model.packets.selected + 1).min(n),
+            n
+        )
+    };
+    let header = Row::new(
+        [
+            "No.",
+            "Time",
+            "Source",
+            "Destination",
+            "QP",
+            "Opcode",
+            "PSN",
+            "Info",
+        ]
+        .map(|t| Cell::from(t).style(theme.bold())),
+    );
+    let mark = |pos: usize| {
+        if pos == model.packets.selected {
+            "▶"
+        } else {
+            " "
+        }
+    };
+    let rows = (model.packets.offset..model.packets.offset + usize::from(list_h))
+        .filter_map(|pos| model.packet_at(pos).map(|num| (pos, num)))
+        .map(|(pos, num)| {
+            let row = match model.packets.rows.get(&num) {
+                Some(r) => {
+                    let style = if r.bad {
+                        theme.fg(Color::Red)
+                    } else {
+                        Style::default()
+                    };
+                    Row::new(vec![
+                        Cell::from(format!("{}{num}", mark(pos))),
+                        Cell::from(format!("{:.6}", r.time)),
+                        Cell::from(r.src.clone()),
+                        Cell::from(r.dst.clone()),
+                        Cell::from(r.qp.map_or(String::new(), |q| format!("0x{q:06x}"))),
+                        Cell::from(r.opcode.clone()),
+                        Cell::from(r.psn.map_or(String::new(), |p| p.to_string())),
+                        Cell::from(r.info.clone()),
+                    ])
+                    .style(style)
+                }
+                None => Row::new(vec![
+                    Cell::from(format!("{}{num}", mark(pos))),
+                    Cell::from("…"),
+                ]),
+            };
+            if pos == model.packets.selected {
+                row.style(theme.selected())
+            } else {
+                row
+            }
+        });
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(8),
+            Constraint::Length(10),
+            Constraint::Length(15),
+            Constraint::Length(15),
+            Constraint::Length(8),
+            Constraint::Length(18),
+            Constraint::Length(8),
+            Constraint::Min(6),
+        ],
+    )
+    .header(header)
+    .block(Block::default().borders(Borders::ALL).title(title));
+    frame.render_widget(table, list);
+    let Some(rest) = rest else { return };
+    let Some(d) = model
+        .packets
+        .detail
+        .as_ref()
+        .filter(|d| Some(d.number) == model.packet_at(model.packets.selected))
+    else {
+        frame.render_widget(
+            Paragraph::new("reading the packet…").block(Block::default().borders(Borders::ALL)),
+            rest,
+        );
+        return;
+    };
+    let hex_h = (d.hex.len() as u16 + 2).min(rest.height / 3).max(3);
+    let [tree, hex] = Layout::vertical([Constraint::Min(3), Constraint::Length(hex_h)]).areas(rest);
+    let lines: Vec<Line> = d
+        .tree
+        .iter()
+        .map(|(head, t)| {
+            if *head {
+                Line::styled(t.clone(), theme.bold())
+            } else {
+                Line::raw(format!("    {t}"))
+            }
+        })
+        .collect();
+    frame.render_widget(
+        Paragraph::new(lines)
+            .scroll((model.packets.tree_scroll, 0))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(format!("Frame {} (-V)", d.number)),
+            ),
+        tree,
+    );
+    let hex_lines: Vec<Line> = d.hex.iter().map(|l| Line::raw(l.clone())).collect();
+    frame.render_widget(
+        Paragraph::new(hex_lines)
+            .scroll((model.packets.hex_scroll, 0))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(format!("Hex ({} lines)", d.hex.len())),
+            ),
+        hex,
+    );
+}
+
+fn draw_events(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area: Rect) {
+    let ids = model.visible_events();
+    let h = usize::from(area.height.saturating_sub(3)).max(1);
+    let offset = model.events.selected.saturating_sub(h - 1);
+    let first = r.capture.first_time.unwrap_or(0.0);
+    let rows = ids
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(h)
+        .map(|(pos, &i)| {
+            let e = &r.events[i];
+            let mut style = theme.severity(e.severity);
+            if pos == model.events.selected {
+                style = style.patch(theme.selected());
+            }
+            let mark = if pos == model.events.selected {
+                "▶"
+            } else {
+                " "
+            };
+            Row::new(vec![
+                Cell::from(format!("{mark}{:?}", e.severity).to_lowercase()),
+                Cell::from(format!("{:.6}", e.time - first)),
+                Cell::from(e.frame.to_string()),
+                Cell::from(e.flow.map_or("-".into(), |f| format!("#{f}"))),
+                Cell::from(e.message.clone()),
+            ])
+            .style(style)
+        });
+    let sev = match model.events.min_severity {
+        None => "all",
+        Some(Severity::Note) => "note+",
+        Some(Severity::Warning) => "warning+",
+        Some(Severity::Error) => "error",
+    };
+    let filter = if model.events.filter.is_empty() {
+        String::new()
+    } else {
+        format!(" filter \"{}\"", model.events.filter)
+    };
+    let dropped = if r.events_dropped > 0 {
+        format!(" ({} more dropped)", r.events_dropped)
+    } else {
+        String::new()
+    };
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(8),
+            Constraint::Length(11),
+            Constraint::Length(8),
+            Constraint::Length(5),
+            Constraint::Min(10),
+        ],
+    )
+    .header(Row::new(
+        ["sev", "time", "frame", "flow", "event"].map(|t| Cell::from(t).style(theme.bold())),
+    ))
+    .block(Block::default().borders(Borders::ALL).title(format!(
+        "Events {}/{}  severity: {sev}{filter}{dropped}",
+        ids.len(),
+        r.events.len()
+    )));
+    frame.render_widget(table, area);
+}

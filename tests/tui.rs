@@ -1,0 +1,640 @@
+//! The TUI without a terminal: `update` driven by messages, and `view` drawn on ratatui's TestBackend,
+//! checked against the hand-worked figures of testdata/analysis/*.expected.json.
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::Color;
+use serde_json::Value;
+
+use rocescope::analysis::events::Severity;
+use rocescope::tui::data::{self, Index, PointKind};
+use rocescope::tui::model::{Cmd, Model, Msg, Scope, SortKey, View, update};
+use rocescope::tui::view;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Analyses a capture and hands the snapshot to a new model, as the runtime does.
+fn load(rel: &str, w: u16, h: u16) -> (Model, Index) {
+    let path = root().join(rel);
+    let (report, index) = data::analyze(
+        &path,
+        parsers::Config::default(),
+        Default::default(),
+        |_, _| true,
+    )
+    .unwrap();
+    let mut m = Model::new(rel.to_string(), true);
+    update(&mut m, Msg::Resize(w, h));
+    let cmds = update(&mut m, Msg::Snapshot(Arc::new(report), index.len()));
+    settle(&mut m, &index, cmds);
+    (m, index)
+}
+
+/// Runs the commands like the runtime, synchronously, until none is left.
+fn settle(m: &mut Model, index: &Index, mut cmds: Vec<Cmd>) {
+    while let Some(cmd) = cmds.pop() {
+        let msg = match cmd {
+            Cmd::LoadSeries(f) => {
+                let r = m.report.clone().unwrap();
+                Msg::Series(Arc::new(data::flow_series(index, &r, f).unwrap()))
+            }
+            Cmd::LoadRows(n) => Msg::Rows(data::rows(index, &n).unwrap()),
+            Cmd::LoadPacket(n) => Msg::Packet(data::detail(index, n).unwrap()),
+        };
+        cmds.extend(update(m, msg));
+    }
+}
+
+fn key(m: &mut Model, index: &Index, code: KeyCode) {
+    let cmds = update(m, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    settle(m, index, cmds);
+}
+
+fn keys(m: &mut Model, index: &Index, text: &str) {
+    for c in text.chars() {
+        key(m, index, KeyCode::Char(c));
+    }
+}
+
+fn render(m: &Model) -> Vec<String> {
+    let mut t = Terminal::new(TestBackend::new(m.width, m.height)).unwrap();
+    t.draw(|f| view::view(m, f)).unwrap();
+    let buf = t.backend().buffer().clone();
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+fn screen(lines: &[String]) -> String {
+    lines.join("\n")
+}
+
+/// The cell under column `title` in the row that contains `row_text`: the header gives the column's x.
+fn cell(lines: &[String], row_text: &str, title: &str) -> String {
+    let header = lines
+        .iter()
+        .find(|l| l.contains(" gaps") || l.contains("gaps↓") || l.contains("gaps↑"))
+        .unwrap_or_else(|| panic!("no header in\n{}", screen(lines)));
+    let chars: Vec<char> = header.chars().collect();
+    let t: Vec<char> = title.chars().collect();
+    let x = (0..chars.len())
+        .find(|&i| {
+            chars[i..].starts_with(&t)
+                && (i == 0 || chars[i - 1] == ' ' || chars[i - 1] == '│')
+                && chars
+                    .get(i + t.len())
+                    .is_none_or(|c| matches!(c, ' ' | '↓' | '↑'))
+        })
+        .unwrap_or_else(|| panic!("no column {title} in {header}"));
+    let row = lines
+        .iter()
+        .find(|l| l.contains(row_text))
+        .unwrap_or_else(|| panic!("no row {row_text} in\n{}", screen(lines)));
+    row.chars()
+        .skip(x)
+        .take_while(|c| *c != ' ')
+        .collect::<String>()
+}
+
+fn expected(name: &str) -> Value {
+    let p = root().join(format!("testdata/analysis/{name}.expected.json"));
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn flows_view_shows_the_gap_in_the_requesters_row() {
+    let (m, _) = load("testdata/analysis/gap_nak_go_back_n.pcap", 120, 40);
+    let lines = render(&m);
+    let row = "10.0.0.1 → 10.0.0.2 0x000011";
+    let exp = expected("gap_nak_go_back_n");
+    let req = &exp["flows"][0];
+    assert_eq!(
+        cell(&lines, row, "gaps"),
+        req["psn"]["gap_events"].to_string()
+    );
+    assert_eq!(cell(&lines, row, "miss"), req["psn"]["missing"].to_string());
+    assert_eq!(cell(&lines, row, "gaps"), "1");
+    assert_eq!(cell(&lines, row, "miss"), "2");
+    assert_eq!(
+        cell(&lines, row, "retx"),
+        req["psn"]["retransmitted"].to_string()
+    );
+    assert_eq!(cell(&lines, row, "pkts"), req["packets"].to_string());
+    let resp = "10.0.0.2 → 10.0.0.1 0x000022";
+    assert_eq!(cell(&lines, resp, "NAK"), "1");
+    assert_eq!(cell(&lines, resp, "pkts"), "3");
+    let s = screen(&lines);
+    assert!(s.contains("FAIL"), "{s}");
+    assert!(s.contains("11 frames (11 RoCE)"), "{s}");
+    assert!(s.contains("PFC none"), "{s}");
+    assert!(s.contains("q quit"), "footer: {s}");
+}
+
+/// Every flow of every hand-worked capture: its row shows the expected figures.
+#[test]
+fn flows_view_matches_every_expected_json() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root().join("testdata/analysis")).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".expected.json"))
+        else {
+            continue;
+        };
+        let exp = expected(name);
+        let (m, _) = load(&format!("testdata/analysis/{name}.pcap"), 170, 40);
+        let lines = render(&m);
+        for f in exp["flows"].as_array().unwrap() {
+            let row = format!(
+                "{} → {} 0x{:06x}",
+                f["src"].as_str().unwrap(),
+                f["dst"].as_str().unwrap(),
+                f["dest_qp"].as_u64().unwrap()
+            );
+            let figures = [
+                ("pkts", &f["packets"]),
+                ("gaps", &f["psn"]["gap_events"]),
+                ("miss", &f["psn"]["missing"]),
+                ("retx", &f["psn"]["retransmitted"]),
+                ("RNR", &f["rnr_naks"]),
+                ("CNP", &f["cnp"]),
+                ("CE", &f["ecn"]["ce"]),
+                ("ICRC", &f["icrc_bad"]),
+            ];
+            for (title, v) in figures {
+                if let Some(v) = v.as_u64() {
+                    assert_eq!(
+                        cell(&lines, &row, title),
+                        v.to_string(),
+                        "{name}: {row} {title}\n{}",
+                        screen(&lines)
+                    );
+                    checked += 1;
+                }
+            }
+            if let Some(naks) = f["naks"].as_object() {
+                let total: u64 = naks.values().filter_map(Value::as_u64).sum();
+                assert_eq!(cell(&lines, &row, "NAK"), total.to_string(), "{name}");
+                checked += 1;
+            }
+        }
+        if let Some(pfc) = exp["pfc"].as_array() {
+            let s = screen(&lines);
+            for p in pfc {
+                let want = format!("PFC p{}: {} XOFF", p["priority"], p["xoff"]);
+                assert!(s.contains(&want), "{name}: {want}\n{s}");
+            }
+        }
+    }
+    assert!(checked > 30, "only {checked} figures checked");
+}
+
+#[test]
+fn sort_cycles_and_puts_the_worst_flow_first() {
+    let (mut m, idx) = load("testdata/analysis/psn_wrap.pcap", 120, 40);
+    assert_eq!(m.sort_key(), SortKey::Trouble);
+    // Sort by gaps: s until the gaps column.
+    while m.sort_key() != SortKey::Gaps {
+        keys(&mut m, &idx, "s");
+    }
+    let r = m.report.clone().unwrap();
+    let order = m.visible_flows();
+    assert!(r.flows[order[0]].psn.gap_events >= r.flows[order[1]].psn.gap_events);
+    assert_eq!(r.flows[order[0]].dest_qp, 18, "the flow with the gap first");
+    let s = screen(&render(&m));
+    assert!(s.contains("sort: gaps ↓"), "{s}");
+    keys(&mut m, &idx, "S");
+    let rev = m.visible_flows();
+    assert_eq!(rev[rev.len() - 1], order[0], "the gap flow last");
+    assert!(screen(&render(&m)).contains("sort: gaps ↑"));
+    // A full cycle comes back to the first key.
+    for _ in 0..rocescope::tui::model::SORT_KEYS.len() {
+        keys(&mut m, &idx, "s");
+    }
+    assert_eq!(m.sort_key(), SortKey::Gaps);
+}
+
+#[test]
+fn text_filter_narrows_the_flows() {
+    let (mut m, idx) = load("testdata/analysis/same_qpn_two_hosts.pcap", 120, 40);
+    assert_eq!(m.visible_flows().len(), 4);
+    keys(&mut m, &idx, "/10.0.0.3");
+    assert!(screen(&render(&m)).contains("filter: 10.0.0.3_"));
+    key(&mut m, &idx, KeyCode::Enter);
+    assert_eq!(m.visible_flows().len(), 2);
+    let s = screen(&render(&m));
+    assert!(s.contains("Flows 2/4"), "{s}");
+    assert!(!s.contains("10.0.0.1 → 10.0.0.2"), "{s}");
+    // q while typing is text, not quit.
+    keys(&mut m, &idx, "/q");
+    assert!(!m.quit);
+    assert_eq!(m.visible_flows().len(), 0);
+    key(&mut m, &idx, KeyCode::Esc);
+    assert_eq!(m.flows.filter, "");
+    assert_eq!(m.visible_flows().len(), 4);
+}
+
+#[test]
+fn detail_reads_the_flows_psns_and_shows_chart_and_events() {
+    let (mut m, idx) = load("testdata/analysis/gap_nak_go_back_n.pcap", 120, 40);
+    // Before the PSNs are read the detail asks for them.
+    let cmds = update(&mut m, Msg::Key(KeyEvent::from(KeyCode::Enter)));
+    assert_eq!(m.view, View::Detail);
+    assert_eq!(cmds, vec![Cmd::LoadSeries(0)]);
+    assert!(screen(&render(&m)).contains("reading the flow's PSNs"));
+    settle(&mut m, &idx, cmds);
+    let s = m.detail.as_ref().unwrap().series.clone().unwrap();
+    let count = |k| s.points.iter().filter(|p| p.kind == k).count();
+    assert_eq!(count(PointKind::Gap), 1);
+    assert_eq!(count(PointKind::Retransmission), 3);
+    assert_eq!(count(PointKind::Nak), 1);
+    assert_eq!(s.frames, (1..=11).collect::<Vec<u64>>());
+    let gap = s.points.iter().find(|p| p.kind == PointKind::Gap).unwrap();
+    assert_eq!((gap.psn, gap.frame), (105, 5));
+    let screen = screen(&render(&m));
+    assert!(
+        screen.contains("PSN vs time: 4 requests, 1 gaps, 3 retransmissions, 1 NAKs"),
+        "{screen}"
+    );
+    for t in expected("gap_nak_go_back_n")["events_text"]
+        .as_array()
+        .unwrap()
+    {
+        assert!(screen.contains(t.as_str().unwrap()), "{t}\n{screen}");
+    }
+    assert!(screen.contains("ack µs p50 100.0"), "{screen}");
+    assert!(screen.contains("Throughput"), "{screen}");
+    // Esc goes back to the flows.
+    key(&mut m, &idx, KeyCode::Esc);
+    assert_eq!(m.view, View::Flows);
+}
+
+#[test]
+fn event_jumps_to_its_packet_with_tree_and_hex() {
+    let (mut m, idx) = load("testdata/analysis/gap_nak_go_back_n.pcap", 120, 40);
+    key(&mut m, &idx, KeyCode::Enter); // detail of flow 0
+    key(&mut m, &idx, KeyCode::Down); // second event: the NAK, frame 6
+    key(&mut m, &idx, KeyCode::Enter);
+    assert_eq!(m.view, View::Packets);
+    assert_eq!(m.packets.scope, Scope::All);
+    assert_eq!(m.packets.selected, 5);
+    assert!(m.packets.open);
+    assert_eq!(m.packets.detail.as_ref().unwrap().number, 6);
+    let s = screen(&render(&m));
+    assert!(s.contains("▶6 "), "{s}");
+    assert!(s.contains("NAK(PSN sequence error)"), "{s}");
+    assert!(s.contains("Frame 6: "), "{s}");
+    assert!(s.contains("Ethernet II  [bytes 0..14]"), "{s}");
+    assert!(s.contains("0000  02 00 00 00 00 0"), "{s}");
+    // Down moves the open packet along.
+    key(&mut m, &idx, KeyCode::Down);
+    assert_eq!(m.packets.detail.as_ref().unwrap().number, 7);
+    // Esc closes the packet, then goes back to the detail.
+    key(&mut m, &idx, KeyCode::Esc);
+    assert!(!m.packets.open);
+    key(&mut m, &idx, KeyCode::Esc);
+    assert_eq!(m.view, View::Detail);
+}
+
+#[test]
+fn packet_list_reads_only_the_rows_on_screen() {
+    let (mut m, idx) = load("testdata/lab/write_loss.pcap", 100, 24);
+    key(&mut m, &idx, KeyCode::Tab);
+    assert_eq!(m.view, View::Packets);
+    assert_eq!(m.packet_count(), 310);
+    let h = m.packet_list_height();
+    assert_eq!(h, 18);
+    assert_eq!(m.packets.rows.len(), h, "only the visible rows are read");
+    key(&mut m, &idx, KeyCode::End);
+    assert_eq!(m.packets.selected, 309);
+    assert!(m.packets.rows.contains_key(&310));
+    assert!(!m.packets.rows.contains_key(&200));
+    let s = screen(&render(&m));
+    assert!(s.contains("▶310 "), "{s}");
+    assert!(s.contains("310/310"), "{s}");
+    // Random access gives the same rows as a sequential read.
+    let seq = {
+        let mut src =
+            rocescope::source::FileSource::open(&root().join("testdata/lab/write_loss.pcap"))
+                .unwrap();
+        let mut out = Vec::new();
+        let mut n = 0;
+        while let Some(p) = src.next_packet().unwrap() {
+            n += 1;
+            let f =
+                parsers::parse_frame(p.linktype, p.data, p.orig_len as usize, &Default::default());
+            out.push(data::packet_row(n, &p, &f, idx.first_ts));
+        }
+        out
+    };
+    let picked = data::rows(&idx, &[1, 2, 150, 309, 310]).unwrap();
+    for r in picked {
+        assert_eq!(r, seq[r.number as usize - 1]);
+    }
+}
+
+/// write_loss.pcap rewritten as pcapng: section header, one interface, enhanced packet blocks.
+fn pcapng_copy() -> PathBuf {
+    let mut src =
+        rocescope::source::FileSource::open(&root().join("testdata/lab/write_loss.pcap")).unwrap();
+    let block = |t: u32, body: &[u8]| {
+        let len = (12 + body.len().div_ceil(4) * 4) as u32;
+        let mut b = Vec::new();
+        b.extend_from_slice(&t.to_le_bytes());
+        b.extend_from_slice(&len.to_le_bytes());
+        b.extend_from_slice(body);
+        b.resize(len as usize - 4, 0);
+        b.extend_from_slice(&len.to_le_bytes());
+        b
+    };
+    let mut out = Vec::new();
+    let mut shb = Vec::new();
+    shb.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
+    shb.extend_from_slice(&1u16.to_le_bytes());
+    shb.extend_from_slice(&0u16.to_le_bytes());
+    shb.extend_from_slice(&(-1i64).to_le_bytes());
+    out.extend(block(0x0A0D_0D0A, &shb));
+    let mut idb = Vec::new();
+    idb.extend_from_slice(&1u16.to_le_bytes()); // Ethernet
+    idb.extend_from_slice(&0u16.to_le_bytes());
+    idb.extend_from_slice(&0u32.to_le_bytes());
+    // if_tsresol = 9 (nanoseconds), then the end of options.
+    idb.extend_from_slice(&[9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0]);
+    out.extend(block(1, &idb));
+    while let Some(p) = src.next_packet().unwrap() {
+        let mut epb = Vec::new();
+        epb.extend_from_slice(&0u32.to_le_bytes());
+        epb.extend_from_slice(&((p.ts_nanos >> 32) as u32).to_le_bytes());
+        epb.extend_from_slice(&(p.ts_nanos as u32).to_le_bytes());
+        epb.extend_from_slice(&(p.data.len() as u32).to_le_bytes());
+        epb.extend_from_slice(&p.orig_len.to_le_bytes());
+        epb.extend_from_slice(p.data);
+        out.extend(block(6, &epb));
+    }
+    let path = std::env::temp_dir().join(format!("rocescope-tui-{}.pcapng", std::process::id()));
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+#[test]
+fn pcapng_frames_are_read_from_their_offsets() {
+    let ng = pcapng_copy();
+    let (_, idx) = data::analyze(&ng, Default::default(), Default::default(), |_, _| true).unwrap();
+    let (_, pcap) = data::analyze(
+        &root().join("testdata/lab/write_loss.pcap"),
+        Default::default(),
+        Default::default(),
+        |_, _| true,
+    )
+    .unwrap();
+    assert!(idx.random_access());
+    assert!(pcap.random_access());
+    assert_eq!(idx.len(), 310);
+    let picks = [1, 2, 38, 200, 310];
+    assert_eq!(
+        data::rows(&idx, &picks).unwrap(),
+        data::rows(&pcap, &picks).unwrap()
+    );
+    assert_eq!(
+        data::detail(&idx, 38).unwrap().hex,
+        data::detail(&pcap, 38).unwrap().hex
+    );
+    std::fs::remove_file(ng).unwrap();
+}
+
+#[test]
+fn pcapng_frames_are_read_too() {
+    let rel = "testdata/edge/multi_interface.pcapng";
+    let (report, idx) = data::analyze(
+        &root().join(rel),
+        Default::default(),
+        Default::default(),
+        |_, _| true,
+    )
+    .unwrap();
+    assert!(idx.len() >= 2);
+    let rows = data::rows(&idx, &[1, idx.len()]).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1].number, idx.len());
+    let d = data::detail(&idx, 1).unwrap();
+    assert!(d.tree[0].1.starts_with("Frame 1: "));
+    assert_eq!(report.capture.frames, idx.len());
+}
+
+#[test]
+fn events_view_filters_by_severity_and_text() {
+    let (mut m, idx) = load("testdata/lab/write_loss.pcap", 120, 40);
+    key(&mut m, &idx, KeyCode::BackTab);
+    assert_eq!(m.view, View::Events);
+    let r = m.report.clone().unwrap();
+    let all = r.events.len();
+    assert_eq!(m.visible_events().len(), all);
+    keys(&mut m, &idx, "v");
+    assert_eq!(m.events.min_severity, Some(Severity::Warning));
+    keys(&mut m, &idx, "v");
+    let errors = r
+        .events
+        .iter()
+        .filter(|e| e.severity == Severity::Error)
+        .count();
+    assert_eq!(m.visible_events().len(), errors);
+    let s = screen(&render(&m));
+    assert!(
+        s.contains(&format!("Events {errors}/{all}  severity: error")),
+        "{s}"
+    );
+    assert!(!s.contains("go-back-N"), "{s}");
+    keys(&mut m, &idx, "v/nak");
+    key(&mut m, &idx, KeyCode::Enter);
+    let is_nak = |e: &&rocescope::report::EventReport| {
+        e.kind.contains("nak") || e.message.to_lowercase().contains("nak")
+    };
+    let naks = r.events.iter().filter(is_nak).count();
+    assert!(naks > 0 && naks < all);
+    assert_eq!(m.visible_events().len(), naks);
+    // Enter on an event opens its packet.
+    key(&mut m, &idx, KeyCode::Enter);
+    assert_eq!(m.view, View::Packets);
+    let first_nak = r.events.iter().find(is_nak).unwrap().frame;
+    assert_eq!(m.packets.detail.as_ref().unwrap().number, first_nak);
+}
+
+#[test]
+fn help_quit_and_signals() {
+    let (mut m, idx) = load("testdata/analysis/gap_nak_go_back_n.pcap", 80, 24);
+    keys(&mut m, &idx, "?");
+    assert!(m.help);
+    assert!(screen(&render(&m)).contains("Enter → l       drill down"));
+    keys(&mut m, &idx, "x");
+    assert!(!m.help && !m.quit);
+    keys(&mut m, &idx, "q");
+    assert!(m.quit);
+    let (mut m, _) = load("testdata/analysis/gap_nak_go_back_n.pcap", 80, 24);
+    update(&mut m, Msg::Quit);
+    assert!(m.quit);
+    let (mut m, idx) = load("testdata/analysis/gap_nak_go_back_n.pcap", 80, 24);
+    let cmds = update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+    );
+    settle(&mut m, &idx, cmds);
+    assert!(m.quit);
+}
+
+#[test]
+fn small_terminals_degrade() {
+    let (mut m, idx) = load("testdata/analysis/gap_nak_go_back_n.pcap", 80, 24);
+    let s = screen(&render(&m));
+    // 80x24: the essential columns stay.
+    for t in ["endpoints", "QP", "gaps", "miss", "retx", "NAK"] {
+        assert!(s.contains(t), "{t}\n{s}");
+    }
+    assert_eq!(cell(&render(&m), "10.0.0.1 → 10.0.0.2", "gaps"), "1");
+    for v in ["\t", "\t", "\t"] {
+        let _ = v;
+        key(&mut m, &idx, KeyCode::Tab);
+        let _ = render(&m);
+    }
+    key(&mut m, &idx, KeyCode::Enter);
+    let _ = render(&m);
+    // Tiny: a notice, no panic.
+    update(&mut m, Msg::Resize(30, 8));
+    assert!(screen(&render(&m)).contains("too small"));
+    update(&mut m, Msg::Resize(40, 10));
+    let _ = render(&m);
+}
+
+#[test]
+fn no_color_draws_without_colours() {
+    let (mut m, idx) = load("testdata/analysis/gap_nak_go_back_n.pcap", 120, 40);
+    let colours = |m: &Model| {
+        let mut t = Terminal::new(TestBackend::new(m.width, m.height)).unwrap();
+        t.draw(|f| view::view(m, f)).unwrap();
+        t.backend()
+            .buffer()
+            .content
+            .iter()
+            .filter(|c| c.fg != Color::Reset || c.bg != Color::Reset)
+            .count()
+    };
+    assert!(colours(&m) > 0, "colours by default");
+    m.color = false;
+    key(&mut m, &idx, KeyCode::Enter);
+    assert_eq!(colours(&m), 0);
+    key(&mut m, &idx, KeyCode::Esc);
+    assert_eq!(colours(&m), 0);
+    key(&mut m, &idx, KeyCode::Tab);
+    assert_eq!(colours(&m), 0);
+}
+
+#[test]
+fn loading_and_errors_are_shown() {
+    let mut m = Model::new("x.pcap".into(), true);
+    update(&mut m, Msg::Resize(80, 24));
+    update(
+        &mut m,
+        Msg::Progress(rocescope::tui::model::Progress {
+            frames: 4096,
+            bytes: 50,
+            total_bytes: 100,
+        }),
+    );
+    assert!(screen(&render(&m)).contains("Reading x.pcap: 4096 frames (50%)"));
+    // Keys before the snapshot do not panic.
+    for c in [
+        KeyCode::Enter,
+        KeyCode::Tab,
+        KeyCode::Down,
+        KeyCode::Char('s'),
+    ] {
+        let cmds = update(&mut m, Msg::Key(KeyEvent::from(c)));
+        assert!(cmds.is_empty());
+    }
+    update(&mut m, Msg::Error("x.pcap: not a capture".into()));
+    assert!(screen(&render(&m)).contains("error: x.pcap: not a capture"));
+}
+
+#[test]
+fn a_later_snapshot_replaces_the_report() {
+    // A live source sends snapshots again and again: the selection survives within range.
+    let (mut m, idx) = load("testdata/analysis/same_qpn_two_hosts.pcap", 120, 40);
+    keys(&mut m, &idx, "jjj");
+    assert_eq!(m.flows.selected, 3);
+    let (r, i) = data::analyze(
+        Path::new(&root().join("testdata/analysis/gap_nak_go_back_n.pcap")),
+        Default::default(),
+        Default::default(),
+        |_, _| true,
+    )
+    .unwrap();
+    update(&mut m, Msg::Snapshot(Arc::new(r), i.len()));
+    assert_eq!(m.flows.selected, 1);
+    assert_eq!(m.indexed, 11);
+}
+
+#[test]
+fn p_lists_the_flow_and_its_pair() {
+    let (mut m, idx) = load("testdata/analysis/rnr_storm.pcap", 120, 40);
+    let r = m.report.clone().unwrap();
+    let f = m.selected_flow().unwrap();
+    let pair = r.flows[f as usize].paired_with.unwrap();
+    keys(&mut m, &idx, "p");
+    assert_eq!(m.view, View::Packets);
+    assert_eq!(m.packets.scope, Scope::Flow(f));
+    let want = r.flows[f as usize].packets + r.flows[pair as usize].packets;
+    assert_eq!(m.packet_count() as u64, want);
+    let s = screen(&render(&m));
+    assert!(
+        s.contains(&format!("Packets: flow #{f} and its pair  1/{want}")),
+        "{s}"
+    );
+    assert!(s.contains("RNR-NAK 1.28ms"), "{s}");
+    // a: every frame of the capture.
+    keys(&mut m, &idx, "a");
+    assert_eq!(m.packets.scope, Scope::All);
+    assert_eq!(m.packet_count() as u64, r.capture.frames);
+}
+
+#[test]
+fn svg_plots_mark_gaps_retransmissions_and_naks() {
+    let dir = std::env::temp_dir().join(format!("rocescope-plots-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let files = rocescope::tui::plot::write_for_file(
+        &root().join("testdata/analysis/gap_nak_go_back_n.pcap"),
+        Default::default(),
+        Default::default(),
+        &dir,
+    )
+    .unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    // The responder flow has no requests: no PSN chart for it.
+    assert_eq!(names, ["throughput.svg", "flow-0.svg"]);
+    let svg = std::fs::read_to_string(dir.join("flow-0.svg")).unwrap();
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.ends_with("</svg>\n"));
+    let count = |class: &str| svg.matches(&format!("class=\"{class}\"")).count();
+    assert_eq!(count("req"), 4);
+    assert_eq!(count("gap"), 1);
+    assert_eq!(count("retx"), 3);
+    assert_eq!(count("nak"), 1);
+    assert_eq!(count("throughput"), 1);
+    assert!(svg.contains("1 gaps (2 missing), 3 retransmitted, 1 NAKs"));
+    let thr = std::fs::read_to_string(dir.join("throughput.svg")).unwrap();
+    assert_eq!(thr.matches("class=\"flow\"").count(), 2);
+    assert!(thr.contains("10.0.0.1 → 10.0.0.2 QP 0x000011"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

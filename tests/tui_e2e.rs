@@ -1,0 +1,217 @@
+//! The real binary in tmux: open a lossy capture, sort by gaps, open the worst flow (chart, events), jump to
+//! a packet, quit; the terminal must come back (alternate screen left, cooked mode, shell prompt), also
+//! after SIGTERM and after a panic. Needs tmux (scripts/test installs it): without it this test fails.
+use std::path::Path;
+use std::process::Command;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rocescope");
+const PROMPT: &str = "e2e$ ";
+
+/// A tmux server of our own (its own socket), killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str) -> Tmux {
+        let ok = Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            ok,
+            "tmux is missing: install it (scripts/test does: apt-get install tmux)"
+        );
+        let t = Tmux {
+            socket: format!("rocescope-{name}-{}", std::process::id()),
+        };
+        let root = env!("CARGO_MANIFEST_DIR");
+        t.run(&[
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-c",
+            root,
+            &format!(
+                "env -i PATH=/usr/bin:/bin HOME=/tmp TERM=xterm-256color PS1='{PROMPT}' \
+                 bash --norc --noprofile"
+            ),
+        ]);
+        t.wait_for(PROMPT.trim_end());
+        t
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    fn type_line(&self, line: &str) {
+        self.run(&["send-keys", "-t", "0", "-l", line]);
+        self.keys(&["Enter"]);
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "0"])
+    }
+
+    fn alternate_on(&self) -> bool {
+        self.run(&["display", "-p", "-t", "0", "#{alternate_on}"])
+            .trim()
+            == "1"
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(text) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "waited for {text:?}; screen:\n{s}"
+            );
+            sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The shell is back: prompt after our marker line, cooked mode (icanon, echo), main screen.
+    fn assert_restored(&self, marker: &str) {
+        self.type_line(&format!("stty -a | tr ' ' '\\n' | grep -x -e -icanon -e icanon -e echo -e -echo | tr '\\n' ' '; echo; echo {marker}"));
+        let s = self.wait_for(&format!("\n{marker}"));
+        assert!(!self.alternate_on(), "alternate screen still on:\n{s}");
+        let line = s
+            .lines()
+            .rev()
+            .find(|l| l.contains("icanon"))
+            .unwrap_or_else(|| panic!("no stty output:\n{s}"));
+        assert!(
+            line.split_whitespace().any(|w| w == "icanon")
+                && line.split_whitespace().any(|w| w == "echo"),
+            "terminal left in raw mode: {line}\n{s}"
+        );
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+#[test]
+fn browse_a_lossy_capture_and_quit() {
+    let t = Tmux::start("browse");
+    let file = "testdata/lab/write_loss.pcap";
+    assert!(Path::new(env!("CARGO_MANIFEST_DIR")).join(file).exists());
+    t.type_line(&format!("{BIN} tui {file}; echo EXIT=$?"));
+    let s = t.wait_for("Flows 2/2");
+    assert!(t.alternate_on(), "the TUI uses the alternate screen");
+    assert!(s.contains("FAIL"), "{s}");
+    // Sort by gaps: s until the title says so.
+    let mut s = s;
+    for _ in 0..30 {
+        if s.contains("sort: gaps ↓") {
+            break;
+        }
+        t.keys(&["s"]);
+        sleep(Duration::from_millis(150));
+        s = t.screen();
+    }
+    assert!(s.contains("sort: gaps ↓"), "{s}");
+    let first = s
+        .lines()
+        .find(|l| l.contains("│▶"))
+        .unwrap_or_else(|| panic!("no selected row:\n{s}"));
+    assert!(
+        first.contains("10.0.0.1 → 10.0.0.2"),
+        "worst flow first: {first}\n{s}"
+    );
+    // Open it: chart, throughput, events.
+    t.keys(&["Enter"]);
+    let s = t.wait_for("retransmissions, ");
+    assert!(s.contains("PSN vs time: "), "{s}");
+    assert!(s.contains("10 gaps, 59 retransmissions, 11 NAKs"), "{s}");
+    assert!(s.contains("Throughput over the flow's life"), "{s}");
+    assert!(s.contains("Events of this flow (34)"), "{s}");
+    assert!(s.contains("PSN gap: 1 missing after 0x8080a9"), "{s}");
+    // The first event's packet, with its tree and hex.
+    t.keys(&["Enter"]);
+    let s = t.wait_for("Frame 38: ");
+    assert!(s.contains("Packets: all frames  38/310"), "{s}");
+    assert!(s.contains("│▶38 "), "{s}");
+    assert!(s.contains("Ethernet II  [bytes 0..14]"), "{s}");
+    assert!(s.contains("[eth.dst]"), "{s}");
+    // The tree scrolls to the transport header.
+    for _ in 0..12 {
+        t.keys(&["J"]);
+    }
+    t.wait_for("[infiniband.bth.opcode]");
+    t.keys(&["]", "]"]);
+    t.wait_for("0020  00 02 c1 b9");
+    assert!(s.contains("┌Hex"), "{s}");
+    // Help, then quit.
+    t.keys(&["?"]);
+    t.wait_for("drill down");
+    t.keys(&["Escape"]);
+    sleep(Duration::from_millis(200));
+    t.keys(&["q"]);
+    let s = t.wait_for("EXIT=0");
+    assert!(!s.contains("Flows 2/2"), "the TUI's screen is gone:\n{s}");
+    t.assert_restored("AFTER-QUIT");
+}
+
+#[test]
+fn sigterm_and_panic_restore_the_terminal() {
+    let t = Tmux::start("signals");
+    let pidfile = std::env::temp_dir().join(format!("rocescope-e2e-{}.pid", std::process::id()));
+    let _ = std::fs::remove_file(&pidfile);
+    t.type_line(&format!(
+        "sh -c 'echo $$ > {}; exec {BIN} tui testdata/analysis/gap_nak_go_back_n.pcap'; echo EXIT=$?",
+        pidfile.display()
+    ));
+    t.wait_for("Flows 2/2");
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let _ = std::fs::remove_file(&pidfile);
+    let killed = Command::new("kill")
+        .args(["-TERM", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    t.wait_for("EXIT=0");
+    t.assert_restored("AFTER-TERM");
+
+    t.type_line(&format!(
+        "ROCESCOPE_TUI_TEST_PANIC=1 {BIN} tui testdata/analysis/gap_nak_go_back_n.pcap; echo EXIT=$?"
+    ));
+    let s = t.wait_for("EXIT=101");
+    assert!(
+        s.contains("ROCESCOPE_TUI_TEST_PANIC is set"),
+        "panic message shown:\n{s}"
+    );
+    t.assert_restored("AFTER-PANIC");
+}
