@@ -215,3 +215,54 @@ fn sigterm_and_panic_restore_the_terminal() {
     );
     t.assert_restored("AFTER-PANIC");
 }
+
+/// A terminal that goes away (window closed, ssh dropped) ends the TUI: it must not stay behind spinning.
+/// Started from the interactive shell, as a person would (the shell passes the hang-up on to it).
+#[test]
+fn a_closed_terminal_ends_the_tui() {
+    let pid = {
+        let t = Tmux::start("hangup");
+        t.type_line(&format!(
+            "{BIN} tui testdata/analysis/gap_nak_go_back_n.pcap"
+        ));
+        t.wait_for("Flows");
+        let shell = t
+            .run(&["list-panes", "-F", "#{pane_pid}"])
+            .trim()
+            .to_string();
+        // Idle a moment, waiting for keys, as a person's session is when the window closes.
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        children_named(&shell, "rocescope")
+            .pop()
+            .expect("the TUI runs under the pane's shell")
+        // Dropping `t` kills the tmux server: the TUI's terminal hangs up.
+    };
+    let proc_dir = Path::new("/proc").join(&pid);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let running = || {
+        let stat = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
+        !stat.is_empty() && stat.split_whitespace().nth(2) != Some("Z")
+    };
+    while running() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        !running(),
+        "rocescope tui (pid {pid}) still runs 3 s after its terminal closed"
+    );
+}
+
+/// Pids of the processes named `name` whose parent is `parent`.
+fn children_named(parent: &str, name: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // pid (comm) state ppid ...
+            let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            let ppid = rest.split_whitespace().nth(1)?;
+            (comm == name && ppid == parent).then(|| e.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}

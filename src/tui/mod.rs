@@ -65,6 +65,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
     }
     // Fail early on an unreadable file, before the screen changes.
     std::fs::File::open(&opts.file).map_err(|e| format!("{}: {e}", opts.file.display()))?;
+    let keys = KeyInput::open()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGTERM,
@@ -103,14 +104,19 @@ pub fn run(opts: &Options) -> Result<(), String> {
             panic!("ROCESCOPE_TUI_TEST_PANIC is set");
         }
         let mut msgs = Vec::new();
-        if event::poll(Duration::from_millis(100)).map_err(|e| format!("tui: {e}"))? {
-            match event::read().map_err(|e| format!("tui: {e}"))? {
-                Event::Key(k) => msgs.push(Msg::Key(k)),
-                Event::Resize(w, h) => msgs.push(Msg::Resize(w, h)),
-                _ => {}
+        match terminal_input(&keys, 100) {
+            // The terminal is gone (its window closed, ssh dropped): nothing to draw on, quit.
+            Input::HungUp => msgs.push(Msg::Quit),
+            Input::Ready => {
+                while event::poll(Duration::ZERO).map_err(|e| format!("tui: {e}"))? {
+                    match event::read().map_err(|e| format!("tui: {e}"))? {
+                        Event::Key(k) => msgs.push(Msg::Key(k)),
+                        Event::Resize(w, h) => msgs.push(Msg::Resize(w, h)),
+                        _ => {}
+                    }
+                }
             }
-        } else {
-            msgs.push(Msg::Tick);
+            Input::Idle => msgs.push(Msg::Tick),
         }
         drain(&rx, &mut msgs, &mut index, &mut series_pending);
         if stop.load(Ordering::Relaxed) {
@@ -123,6 +129,55 @@ pub fn run(opts: &Options) -> Result<(), String> {
     }
     stop.store(true, Ordering::Relaxed);
     Ok(())
+}
+
+enum Input {
+    Ready,
+    Idle,
+    HungUp,
+}
+
+/// The terminal crossterm reads keys from: standard input when it is a terminal, else /dev/tty.
+struct KeyInput {
+    fd: std::os::fd::RawFd,
+    _tty: Option<std::fs::File>,
+}
+
+impl KeyInput {
+    fn open() -> Result<KeyInput, String> {
+        use std::os::fd::AsRawFd;
+        if io::stdin().is_terminal() {
+            return Ok(KeyInput {
+                fd: libc::STDIN_FILENO,
+                _tty: None,
+            });
+        }
+        let tty = std::fs::File::open("/dev/tty")
+            .map_err(|e| format!("tui: no terminal to read keys from: {e}"))?;
+        Ok(KeyInput {
+            fd: tty.as_raw_fd(),
+            _tty: Some(tty),
+        })
+    }
+}
+
+/// Waits up to `timeout_ms` for keys. Polled here rather than with crossterm's `poll`, which spins forever
+/// once the terminal hangs up (each read returns end of file).
+fn terminal_input(keys: &KeyInput, timeout_ms: i32) -> Input {
+    let mut fd = libc::pollfd {
+        fd: keys.fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, for the duration of the call.
+    let n = unsafe { libc::poll(&mut fd, 1, timeout_ms) };
+    if n > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        Input::HungUp
+    } else if n > 0 {
+        Input::Ready
+    } else {
+        Input::Idle
+    }
 }
 
 fn drain(
