@@ -7,8 +7,13 @@ RUN_DIR holds data.txt (the guest's data channel, CRs removed) and cable-all.pca
 cable). The guest sends a marker ping 10.0.0.1 -> 10.0.0.2 before and after each scenario: ICMP echo request
 with 1200 + 2*index (+1 for the end marker) data bytes filled with 0xa5. Frames strictly between the two
 markers of a scenario (echo replies to markers excluded) go to OUT_DIR/<scenario>/cable.pcap; the data
-channel's lines between "@@@ LAB-BEGIN i name" and "@@@ LAB-END i name" go to OUT_DIR/<scenario>/perftest.log.
+channel's lines between "@@@ LAB-BEGIN i name" and "@@@ LAB-END i name" go to OUT_DIR/<scenario>/perftest.log,
+except files the scenario sent back (lab_return in guest/scenarios.sh: "@@@ LAB-FILE name size md5", gzip +
+base64 lines, "@@@ LAB-FILE-END name"), which are decoded, checked and written to OUT_DIR/<scenario>/<name>.
 """
+import base64
+import gzip
+import hashlib
 import os
 import struct
 import sys
@@ -100,9 +105,20 @@ def main():
     for i, name in enumerate(scenarios):
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
+        for old in os.listdir(d):  # nothing stale from an earlier run may pass for this run's result
+            if os.path.isfile(os.path.join(d, old)):
+                os.remove(os.path.join(d, old))
         log = logs.get(i, [])
         end = [l for l in log if l.startswith("@@@ LAB-END")]
         rc = end[0].split("rc=")[1].split()[0] if end else "missing"
+        log, files, errors = extract_files(log)
+        for fname, data in files.items():
+            with open(os.path.join(d, fname), "wb") as f:
+                f.write(data)
+            print(f"  {name:12s} returned {fname} ({len(data)} bytes)")
+        for e in errors:
+            print(f"  {name:12s} {e}")
+            ok = False
         with open(os.path.join(d, "perftest.log"), "w") as f:
             f.write("\n".join(head) + "\n")
             f.write(f"@@@ host qemu: {qemu_cmd}\n")
@@ -121,6 +137,44 @@ def main():
         if rc != "0":
             ok = False
     return 0 if ok else 1
+
+
+def extract_files(log):
+    """Splits the files sent back by lab_return out of a scenario's log: (log lines, {name: bytes}, errors)."""
+    rest, files, errors = [], {}, []
+    cur = None
+    for l in log:
+        if cur is None:
+            if l.startswith("@@@ LAB-FILE "):
+                p = l.split()
+                if len(p) != 5 or not p[3].isdigit():
+                    errors.append(f"bad file header: {l!r}")
+                    continue
+                cur = (p[2], int(p[3]), p[4], [])
+                rest.append(f"{l} (returned to the host)")
+            else:
+                rest.append(l)
+        elif l == f"@@@ LAB-FILE-END {cur[0]}":
+            fname, size, md5, body = cur
+            cur = None
+            try:
+                data = gzip.decompress(base64.b64decode("".join(body)))
+            except Exception as e:  # noqa: BLE001 - any decoding error is reported the same way
+                errors.append(f"file {fname}: cannot decode: {e}")
+                continue
+            if len(data) != size or hashlib.md5(data).hexdigest() != md5:
+                errors.append(f"file {fname}: {len(data)} bytes (md5 {hashlib.md5(data).hexdigest()}), "
+                              f"the guest sent {size} (md5 {md5})")
+                continue
+            if os.sep in fname or fname in ("", ".", "..", "perftest.log", "cable.pcap"):
+                errors.append(f"file {fname}: refused name")
+                continue
+            files[fname] = data
+        else:
+            cur[3].append(l.strip())
+    if cur is not None:
+        errors.append(f"file {cur[0]}: no end line (the guest stopped while sending it)")
+    return rest, files, errors
 
 
 def is_roce(frame):

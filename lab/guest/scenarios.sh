@@ -4,6 +4,9 @@
 #       runs the perftest TOOL as server on rxe1 and client on rxe0 (RoCEv2 GID index 1, out-of-band
 #       exchange over 127.0.0.1) and prints both command lines and outputs.
 #   netem DEV ARGS...   adds a root netem qdisc on DEV (removed after the scenario)
+#   PT_WRAP="PROGRAM ARGS --"   (set before perf_pair) runs the client command under PROGRAM
+#   lab_return FILE     sends FILE back to the host: lab/out/<scenario>/<basename> (gzip + base64 on the data
+#                       channel between "@@@ LAB-FILE name size md5" and "@@@ LAB-FILE-END name" lines)
 # The client (rxe0, 10.0.0.1, eth0) is the requester; the host-side capture is taken on eth0's cable end.
 # run_scenario sends marker pings (10.0.0.1 -> 10.0.0.2, payload size 1200+2*index (+1 at the end), pattern
 # 0xa5) around each scenario so that the host can cut the cable capture into one file per scenario.
@@ -23,6 +26,24 @@ sc_write_ecn()  { netem eth0 loss 5% ecn && perf_pair ib_write_bw "-s 4096 -n 32
 # a tiny receive queue on the receiver (-r 1; perftest 4.5 reports "RX depth: 2"): SENDs that find no
 # receive WQE posted get RNR NAKs
 sc_send_rnr()   { perf_pair ib_send_bw "-s 1024 -n 50 -t 4" "-r 1"; }
+# the write scenario under the project's own live capture, taken inside the guest on eth0 (the requester's end
+# of the cable; needs EXTRA_BINARIES=.../rocescope): returns own.pcapng (rocescope's -w), capture.json (its
+# --json report) and client.log (ib_write_bw's output) next to the host's cable.pcap of the same cable.
+sc_capture_write() {
+    local r f
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p /tmp/ret
+    # rocescope's stdout gets ib_write_bw's output (the command inherits it), then the JSON report ("{" alone
+    # on a line, serde's pretty printer); -q: no status lines on stderr to interleave with ib_write_bw's output.
+    PT_WRAP="/usr/local/bin/rocescope capture -i eth0 -q -w /tmp/ret/own.pcapng --json --"
+    perf_pair ib_write_bw "-s 4096 -n 32"
+    r=$?
+    PT_WRAP=""
+    awk '/^\{$/ { j = 1 } { print > (j ? "/tmp/ret/capture.json" : "/tmp/ret/client.log") }' /tmp/client.log
+    for f in own.pcapng capture.json client.log; do lab_return /tmp/ret/$f || r=1; done
+    rm -rf /tmp/ret
+    return $r
+}
 # no traffic: devices, GIDs, and the --version of every extra binary (lab/build-initramfs EXTRA_BINARIES)
 sc_info() {
     for c in "ibv_devices" "ibv_devinfo" "/usr/bin/rdma link" "/usr/bin/rdma dev"; do echo "+ $c"; $c; done
@@ -72,7 +93,8 @@ perf_pair() {
         sleep 0.05
     done
     t0=$(cut -d' ' -f1 /proc/uptime)
-    timeout 120 $ccmd > /tmp/client.log 2>&1
+    [ -n "${PT_WRAP:-}" ] && echo "+ client wrapped: $PT_WRAP $ccmd"
+    timeout 120 ${PT_WRAP:-} $ccmd > /tmp/client.log 2>&1
     crc=$?
     n=0
     while kill -0 $spid 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
@@ -84,6 +106,15 @@ perf_pair() {
     echo "--- client output (exit $crc)"; cat /tmp/client.log
     echo "--- guest time for the pair: $(echo "$t1 $t0" | awk '{ printf "%.2f s", $1 - $2 }')"
     [ $crc -eq 0 ] && [ $src -eq 0 ]
+}
+
+lab_return() {   # lab_return FILE: to the host as lab/out/<scenario>/<basename of FILE>
+    local base
+    [ -f "$1" ] || { echo "lab_return: no file $1"; return 1; }
+    base=$(basename "$1")
+    echo "@@@ LAB-FILE $base $(wc -c < "$1") $(md5sum < "$1" | cut -d' ' -f1)"
+    gzip -c "$1" | base64
+    echo "@@@ LAB-FILE-END $base"
 }
 
 counters() {   # "rxeN counter value" lines (one grep: forks are slow in an emulated guest)
