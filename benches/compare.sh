@@ -5,7 +5,8 @@
 #
 # Generates (once) target/bench/synth-FRAMES-QPS-SEED.pcap with the synth example (2,000,000 frames, 64 RC
 # connections, 0.03 % loss by default) and its ground truth beside it, then runs each tool once on that file,
-# with /usr/bin/time -f '%e %M' (wall seconds, peak RSS), the file already in the page cache:
+# RUNS times (3 by default; the median time and the largest peak RSS are shown) with /usr/bin/time -f '%e %M'
+# (wall seconds, peak RSS), the file already in the page cache:
 #   cat FILE > /dev/null                                 reading the file, the floor
 #   rocescope analyze FILE --json > /dev/null            (release build)
 #   rocescope dissect FILE > /dev/null                   one line per frame, for comparison with tcpdump
@@ -14,7 +15,7 @@
 # tshark runs on the first TSHARK_FRAMES frames (-c; 200,000 by default, 0 = the whole file): its frames/s is
 # measured on those, and its whole-file time is estimated by scaling.
 #
-# Environment: FRAMES, QPS, SEED, LOSS, MTU, TSHARK_FRAMES. Installs time, tcpdump and tshark with apt-get when
+# Environment: FRAMES, QPS, SEED, LOSS, MTU, TSHARK_FRAMES, RUNS. Installs time, tcpdump and tshark with apt-get when
 # missing (via sudo when not root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,7 @@ SEED=${SEED:-1}
 LOSS=${LOSS:-0.0003}
 MTU=${MTU:-1024}
 TSHARK_FRAMES=${TSHARK_FRAMES:-200000}
+RUNS=${RUNS:-3}
 
 missing=()
 [ -x /usr/bin/time ] || missing+=(time)
@@ -62,18 +64,24 @@ trap 'rm -rf "$tmp"' EXIT
 cat "$file" >/dev/null
 
 rows=()
-# measure NAME FRAMES COMMAND...: runs COMMAND with its standard output to /dev/null.
+# measure NAME FRAMES COMMAND...: runs COMMAND RUNS times with its standard output to /dev/null; keeps the
+# median time and the largest peak RSS.
 measure() {
     local name=$1 frames=$2
     shift 2
-    echo "running: $* > /dev/null" >&2
-    if ! /usr/bin/time -f '%e %M' -o "$tmp/time" "$@" >/dev/null 2>"$tmp/err"; then
-        echo "$name failed:" >&2
-        tail -n 5 "$tmp/err" >&2
-        exit 1
-    fi
+    echo "running ($RUNS times): $* > /dev/null" >&2
+    : >"$tmp/runs"
+    for _ in $(seq "$RUNS"); do
+        if ! /usr/bin/time -f '%e %M' -o "$tmp/time" "$@" >/dev/null 2>"$tmp/err"; then
+            echo "$name failed:" >&2
+            tail -n 5 "$tmp/err" >&2
+            exit 1
+        fi
+        cat "$tmp/time" >>"$tmp/runs"
+    done
     local secs kb
-    read -r secs kb <"$tmp/time"
+    secs=$(sort -n "$tmp/runs" | awk '{ s[NR] = $1 } END { print s[int((NR + 1) / 2)] }')
+    kb=$(sort -k2 -n "$tmp/runs" | tail -n 1 | awk '{ print $2 }')
     rows+=("$name|$frames|$secs|$kb")
 }
 
