@@ -701,3 +701,45 @@ fn any_interface_uses_linux_cooked_capture() {
     assert_eq!(f["psn"]["gap_events"], 1);
     assert_eq!(f["psn"]["missing"], 1);
 }
+
+/// Headers-only capture (`--snaplen`, as on a 100G mirror port): the frames are cut inside the payload
+/// (each is 122 bytes: 14 Ethernet + 20 IP + 8 UDP + 12 BTH + 64 payload + 4 ICRC; 100 are kept), so every
+/// ICRC is unverifiable, none bad, and the PSN analysis still sees the gap.
+#[test]
+fn snaplen_keeps_headers_and_marks_icrc_unverifiable() {
+    require_root();
+    let run = Running::start({
+        let mut c = Command::new(bin());
+        c.args([
+            "capture",
+            "-i",
+            "lo",
+            "--snaplen",
+            "100",
+            "-c",
+            "4",
+            "--duration",
+            "20",
+            "--json",
+        ]);
+        c
+    });
+    let lo = [127, 0, 0, 1];
+    let packets: Vec<Vec<u8>> = [1, 2, 5, 6]
+        .into_iter()
+        .map(|psn| packet(lo, lo, 4791, 0x12, psn, 2))
+        .collect();
+    send_raw(&packets);
+    let (status, out, stderr) = run.finish(Duration::from_secs(20));
+    assert!(status.success(), "{status}: {stderr:?}");
+    let r = json(&out, &stderr);
+    assert_eq!(r["capture"]["frames"], 4);
+    assert_eq!(r["capture"]["icrc_unverifiable"], 4);
+    assert_eq!(r["capture"]["icrc_bad"], 0);
+    assert_eq!(r["capture"]["malformed"], 0);
+    assert_eq!(r["capture_stats"]["snaplen"], 100);
+    let f = &r["flows"][0];
+    assert_eq!(f["psn"]["gap_events"], 1);
+    assert_eq!(f["psn"]["missing"], 2);
+    assert_eq!(f["icrc_unverifiable"], 4);
+}
