@@ -110,30 +110,52 @@ pub struct Timing {
     pub read: Option<Box<Latencies>>,
 }
 
-/// Latency samples in nanoseconds: a histogram for percentiles, exact extremes.
+/// Latency samples: a histogram for percentiles (10 ns units, two significant digits, 32-bit counts: about
+/// 9 KB, made on a flow's first sample), and the exact extremes in nanoseconds.
 #[derive(Debug, Clone)]
 pub struct Latencies {
-    pub histogram: Histogram<u64>,
+    histogram: Histogram<u32>,
     pub min: u64,
     pub max: u64,
+}
+
+impl Latencies {
+    const UNIT_NANOS: u64 = 10;
+
+    fn new() -> Latencies {
+        // Up to 100 s.
+        let histogram =
+            Histogram::new_with_bounds(1, 10_000_000_000, 2).expect("constant bounds are valid");
+        Latencies {
+            histogram,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    fn record(&mut self, nanos: u64) {
+        self.histogram
+            .saturating_record((nanos / Self::UNIT_NANOS).max(1));
+        self.min = self.min.min(nanos);
+        self.max = self.max.max(nanos);
+    }
+
+    pub fn samples(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    /// The `q` quantile in nanoseconds, within [min, max].
+    pub fn quantile(&self, q: f64) -> u64 {
+        (self.histogram.value_at_quantile(q) * Self::UNIT_NANOS).clamp(self.min, self.max)
+    }
 }
 
 impl Timing {
     pub const PENDING_LIMIT: usize = 4096;
 
     pub(crate) fn record(slot: &mut Option<Box<Latencies>>, nanos: u64) {
-        // 1 ns to 100 s at 2 significant digits: about 30 KB per histogram, created on the first sample.
-        let l = slot.get_or_insert_with(|| {
-            Box::new(Latencies {
-                histogram: Histogram::new_with_bounds(1, 100_000_000_000, 2)
-                    .expect("constant bounds are valid"),
-                min: u64::MAX,
-                max: 0,
-            })
-        });
-        l.histogram.saturating_record(nanos.max(1));
-        l.min = l.min.min(nanos);
-        l.max = l.max.max(nanos);
+        slot.get_or_insert_with(|| Box::new(Latencies::new()))
+            .record(nanos);
     }
 }
 

@@ -213,17 +213,16 @@ fn secs(nanos: u64) -> f64 {
     nanos as f64 / 1e9
 }
 
-/// Microseconds from the histogram: min and max exact, percentiles to the histogram's precision (two
-/// significant digits) and within [min, max].
+/// Microseconds: min and max exact, percentiles to the histogram's precision (two significant digits).
 fn latency(l: &Option<Box<crate::analysis::flow::Latencies>>) -> Option<Latency> {
     let l = l.as_ref()?;
-    let us = |v: u64| v.clamp(l.min, l.max) as f64 / 1000.0;
+    let us = |nanos: u64| nanos as f64 / 1000.0;
     Some(Latency {
-        samples: l.histogram.len(),
+        samples: l.samples(),
         min: us(l.min),
-        p50: us(l.histogram.value_at_quantile(0.50)),
-        p90: us(l.histogram.value_at_quantile(0.90)),
-        p99: us(l.histogram.value_at_quantile(0.99)),
+        p50: us(l.quantile(0.50)),
+        p90: us(l.quantile(0.90)),
+        p99: us(l.quantile(0.99)),
         max: us(l.max),
     })
 }
