@@ -79,17 +79,9 @@ enum Command {
     /// Live capture (libpcap) with the same analysis as `analyze`, optionally written to a file and
     /// optionally around a command (`-- COMMAND ARGS...`).
     Capture(rocescope::capture::CaptureArgs),
-    /// Terminal UI over a capture: flows, a flow's PSN chart and events, packets with their tree and hex.
-    Tui {
-        /// Capture file (pcap or pcapng).
-        file: PathBuf,
-        /// Path MTU in bytes (256, 512, 1024, 2048, 4096); inferred by default.
-        #[arg(long, value_parser = parse_mtu)]
-        mtu: Option<u32>,
-        /// UDP destination port of RoCEv2.
-        #[arg(long, default_value_t = parsers::udp::ROCEV2_PORT)]
-        port: u16,
-    },
+    /// Terminal UI over a capture file, or over a live capture (`-i IFACE`): flows, a flow's PSN chart and
+    /// events, packets with their tree and hex.
+    Tui(rocescope::tui::TuiArgs),
 }
 
 type FailOn = Vec<&'static str>;
@@ -128,23 +120,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Capture(args) => rocescope::capture::main(args),
-        Command::Tui { file, mtu, port } => {
-            let opts = rocescope::tui::Options {
-                file,
-                parse: parsers::Config { roce_port: port },
-                analysis: rocescope::analysis::Config {
-                    mtu,
-                    ..Default::default()
-                },
-            };
-            match rocescope::tui::run(&opts) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("rocescope: {e}");
-                    ExitCode::from(1)
-                }
-            }
-        }
+        Command::Tui(args) => rocescope::tui::main(args),
         Command::Analyze {
             file,
             json,

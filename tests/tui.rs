@@ -1,7 +1,7 @@
 //! The TUI without a terminal: `update` driven by messages, and `view` drawn on ratatui's TestBackend,
 //! checked against the hand-worked figures of testdata/analysis/*.expected.json.
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -45,6 +45,7 @@ fn settle(m: &mut Model, index: &Index, mut cmds: Vec<Cmd>) {
             }
             Cmd::LoadRows(n) => Msg::Rows(data::rows(index, &n).unwrap()),
             Cmd::LoadPacket(n) => Msg::Packet(data::detail(index, n).unwrap()),
+            Cmd::Save => panic!("a file has nothing to save"),
         };
         cmds.extend(update(m, msg));
     }
@@ -637,4 +638,396 @@ fn svg_plots_mark_gaps_retransmissions_and_naks() {
     assert_eq!(thr.matches("class=\"flow\"").count(), 2);
     assert!(thr.contains("10.0.0.1 → 10.0.0.2 QP 0x000011"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- Live capture: the model fed as the capture thread feeds it (no terminal, no interface) ----
+
+use rocescope::analysis::Engine;
+use rocescope::capture::ring::{self, Rec, Ring};
+use rocescope::report::Report;
+use rocescope::source::FileSource;
+
+/// Snapshots as the capture thread sends them: the report and the frames the ring holds.
+type Snapshots = Vec<(Arc<Report>, u64)>;
+
+/// Replays a capture file the way the live capture thread runs: each frame into the engine and the ring
+/// (bounded at `ring_frames`), and a snapshot (report, frames in the ring) after each of `cuts` frames.
+fn live_replay(rel: &str, ring_frames: usize, cuts: &[u64]) -> (Snapshots, Arc<Mutex<Ring>>) {
+    let mut src = FileSource::open(&root().join(rel)).unwrap();
+    let mut engine = Engine::new(Default::default());
+    let ring = Arc::new(Mutex::new(Ring::new(ring_frames, 64 << 20, 1, 65535, "lo")));
+    let mut snaps = Vec::new();
+    let mut n = 0u64;
+    let snapshot = |engine: &Engine, ring: &Mutex<Ring>| {
+        let mut r = Report::build(engine, "live capture on lo");
+        r.capture_stats = Some(rocescope::capture::CaptureStats {
+            interface: "lo".into(),
+            received: engine.totals.frames * 2,
+            dropped: 3,
+            ..Default::default()
+        });
+        (Arc::new(r), ring.lock().unwrap().len() as u64)
+    };
+    while let Some(p) = src.next_packet().unwrap() {
+        n += 1;
+        let frame =
+            parsers::parse_frame(p.linktype, p.data, p.orig_len as usize, &Default::default());
+        engine.ingest(n, p.ts_nanos, &frame);
+        ring.lock().unwrap().extend([Arc::new(Rec {
+            number: n,
+            ts_nanos: p.ts_nanos,
+            orig_len: p.orig_len,
+            data: p.data.into(),
+        })]);
+        if cuts.contains(&n) {
+            snaps.push(snapshot(&engine, &ring));
+        }
+    }
+    snaps.push(snapshot(&engine, &ring));
+    (snaps, ring)
+}
+
+/// Runs the commands as the live runtime does: rows and packets from the ring.
+fn settle_live(m: &mut Model, ring: &Mutex<Ring>, mut cmds: Vec<Cmd>) -> Vec<Cmd> {
+    let mut other = Vec::new();
+    while let Some(cmd) = cmds.pop() {
+        let msg = match cmd {
+            Cmd::LoadSeries(f) => {
+                let r = m.report.clone().unwrap();
+                Msg::Series(Arc::new(
+                    data::ring_series(ring, Default::default(), &r, f).unwrap(),
+                ))
+            }
+            Cmd::LoadRows(n) => Msg::Rows(data::ring_rows(ring, Default::default(), &n)),
+            Cmd::LoadPacket(n) => match data::ring_detail(ring, Default::default(), n) {
+                Ok(d) => Msg::Packet(d),
+                Err(e) => Msg::Error(e),
+            },
+            c @ Cmd::Save => {
+                other.push(c);
+                continue;
+            }
+        };
+        cmds.extend(update(m, msg));
+    }
+    other
+}
+
+fn live_key(m: &mut Model, ring: &Mutex<Ring>, code: KeyCode) -> Vec<Cmd> {
+    let cmds = update(m, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    settle_live(m, ring, cmds)
+}
+
+const LOSSY: &str = "testdata/lab/write_loss.pcap";
+
+#[test]
+fn live_snapshots_replace_each_other_and_pause_keeps_the_shown_one() {
+    let (snaps, ring) = live_replay(LOSSY, 1000, &[100, 200]);
+    let mut m = Model::new_live("lo", true);
+    update(&mut m, Msg::Resize(120, 40));
+    assert!(screen(&render(&m)).contains("Starting the capture (live on lo)"));
+    let cmds = update(&mut m, Msg::Snapshot(Arc::clone(&snaps[0].0), snaps[0].1));
+    settle_live(&mut m, &ring, cmds);
+    assert_eq!(m.report.as_ref().unwrap().capture.frames, 100);
+    let s = screen(&render(&m));
+    assert!(s.contains("LIVE live on lo  100 frames"), "{s}");
+    assert!(
+        s.contains("pcap received 200 dropped 3 if-dropped 0"),
+        "{s}"
+    );
+    assert!(s.contains("space pause  w save"), "{s}");
+    // The next snapshot replaces it.
+    let cmds = update(&mut m, Msg::Snapshot(Arc::clone(&snaps[1].0), snaps[1].1));
+    settle_live(&mut m, &ring, cmds);
+    assert_eq!(m.report.as_ref().unwrap().capture.frames, 200);
+    assert!(screen(&render(&m)).contains("200 frames"));
+    // Paused: snapshots keep coming and the shown one stays; resumed: the newest shows.
+    assert!(live_key(&mut m, &ring, KeyCode::Char(' ')).is_empty());
+    assert!(m.live.as_ref().unwrap().paused);
+    let cmds = update(&mut m, Msg::Snapshot(Arc::clone(&snaps[2].0), snaps[2].1));
+    assert!(cmds.is_empty());
+    assert_eq!(
+        m.report.as_ref().unwrap().capture.frames,
+        200,
+        "paused: the shown snapshot stays"
+    );
+    let s = screen(&render(&m));
+    assert!(s.contains("PAUSED live on lo  200 frames"), "{s}");
+    assert!(s.contains("space resume"), "{s}");
+    live_key(&mut m, &ring, KeyCode::Char(' '));
+    assert!(!m.live.as_ref().unwrap().paused);
+    assert_eq!(
+        m.report.as_ref().unwrap().capture.frames,
+        310,
+        "resumed: the newest snapshot"
+    );
+    assert!(screen(&render(&m)).contains("LIVE live on lo  310 frames"));
+    // The selected flow stays selected when a snapshot reorders the flows.
+    let sel = m.selected_flow();
+    let cmds = update(&mut m, Msg::Snapshot(Arc::clone(&snaps[1].0), snaps[1].1));
+    settle_live(&mut m, &ring, cmds);
+    assert_eq!(m.selected_flow(), sel);
+    // The capture's last snapshot says why it stopped (-c, --duration, an error).
+    let (mut again, _) = live_replay(LOSSY, 1000, &[]);
+    let (mut last, n) = again.pop().unwrap();
+    Arc::get_mut(&mut last)
+        .unwrap()
+        .capture_stats
+        .as_mut()
+        .unwrap()
+        .stopped_by = "count".into();
+    update(&mut m, Msg::Snapshot(last, n));
+    let s = screen(&render(&m));
+    assert!(s.contains("STOPPED (count) live on lo  310 frames"), "{s}");
+}
+
+#[test]
+fn w_asks_for_a_save_and_the_footer_says_where() {
+    let (snaps, ring) = live_replay(LOSSY, 1000, &[]);
+    let mut m = Model::new_live("lo", true);
+    update(&mut m, Msg::Resize(120, 40));
+    update(&mut m, Msg::Snapshot(Arc::clone(&snaps[0].0), snaps[0].1));
+    let cmds = update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Char('w'), KeyModifiers::NONE)),
+    );
+    assert_eq!(cmds, vec![Cmd::Save]);
+    assert!(screen(&render(&m)).contains("saving…"));
+    // A second w while the first is under way asks nothing more.
+    assert!(
+        update(
+            &mut m,
+            Msg::Key(KeyEvent::new(KeyCode::Char('w'), KeyModifiers::NONE))
+        )
+        .is_empty()
+    );
+    update(
+        &mut m,
+        Msg::Saved(Ok(
+            "310 frames saved to /tmp/x/rocescope-lo-20261129-180509Z.pcapng".into(),
+        )),
+    );
+    let s = screen(&render(&m));
+    assert!(
+        s.contains("w: 310 frames saved to /tmp/x/rocescope-lo-20261129-180509Z.pcapng"),
+        "{s}"
+    );
+    assert_eq!(live_key(&mut m, &ring, KeyCode::Char('w')), vec![Cmd::Save]);
+    update(
+        &mut m,
+        Msg::Saved(Err("cannot create x: Permission denied".into())),
+    );
+    assert!(screen(&render(&m)).contains("w failed: cannot create x: Permission denied"));
+    // A file has nothing to save, and space still pages.
+    let (mut f, idx) = load(LOSSY, 120, 40);
+    let cmds = update(
+        &mut f,
+        Msg::Key(KeyEvent::new(KeyCode::Char('w'), KeyModifiers::NONE)),
+    );
+    assert!(cmds.is_empty());
+    key(&mut f, &idx, KeyCode::Tab);
+    key(&mut f, &idx, KeyCode::Char(' '));
+    assert!(f.packets.selected > 0);
+}
+
+#[test]
+fn live_packet_list_reads_the_ring_and_follows_the_newest() {
+    // A ring of 50 frames: after 100 frames it holds 51..100, after 200 frames 151..200.
+    let (snaps, ring) = live_replay(LOSSY, 50, &[100, 200]);
+    // The ring now holds the last 50 of the 310 frames; snapshots 0 and 1 name what it held then.
+    let mut m = Model::new_live("lo", true);
+    update(&mut m, Msg::Resize(120, 40));
+    let (r310, n310) = snaps[2].clone();
+    let cmds = update(&mut m, Msg::Snapshot(r310, n310));
+    settle_live(&mut m, &ring, cmds);
+    assert_eq!((m.first_frame, m.indexed), (261, 50));
+    live_key(&mut m, &ring, KeyCode::Tab);
+    assert_eq!(m.view, View::Packets);
+    assert_eq!(m.packet_at(0), Some(261));
+    assert_eq!(m.packet_at(49), Some(310));
+    assert_eq!(m.packet_at(50), None);
+    let s = screen(&render(&m));
+    assert!(
+        s.contains("Packets: frames 261..310 (the newest, buffered)"),
+        "{s}"
+    );
+    // It follows the newest frame; the rows come from the ring.
+    assert!(s.contains("│▶310 "), "{s}");
+    assert!(s.contains("RC_"), "rows read from the ring:\n{s}");
+    live_key(&mut m, &ring, KeyCode::Home);
+    let s = screen(&render(&m));
+    assert!(s.contains("│▶261 "), "{s}");
+    // Open the last packet: its tree and hex, from the ring.
+    live_key(&mut m, &ring, KeyCode::End);
+    live_key(&mut m, &ring, KeyCode::Enter);
+    let s = screen(&render(&m));
+    assert!(s.contains("Frame 310: "), "{s}");
+    // A frame that has left the ring: its row says so, and an event pointing at it says why.
+    let rows = data::ring_rows(&ring, Default::default(), &[10, 300]);
+    assert!(
+        rows.iter()
+            .any(|r| r.number == 10 && r.opcode == "(left the buffer)")
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.number == 300 && r.opcode.starts_with("RC_"))
+    );
+    let e = data::ring_detail(&ring, Default::default(), 10).unwrap_err();
+    assert!(e.contains("frame 10 has left the capture buffer"), "{e}");
+}
+
+#[test]
+fn live_selection_stays_on_its_frame_as_the_ring_moves() {
+    // Snapshots as a growing capture gives them: the ring window moves from 51..100 to 151..200.
+    let path = root().join(LOSSY);
+    let mut m = Model::new_live("lo", true);
+    update(&mut m, Msg::Resize(120, 40));
+    let snap = |upto: u64| {
+        let mut src = FileSource::open(&path).unwrap();
+        let mut engine = Engine::new(Default::default());
+        let mut n = 0;
+        while n < upto {
+            let p = src.next_packet().unwrap().unwrap();
+            n += 1;
+            let frame =
+                parsers::parse_frame(p.linktype, p.data, p.orig_len as usize, &Default::default());
+            engine.ingest(n, p.ts_nanos, &frame);
+        }
+        Msg::Snapshot(Arc::new(Report::build(&engine, "live capture on lo")), 50)
+    };
+    update(&mut m, snap(100));
+    assert_eq!(m.first_frame, 51);
+    update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE)),
+    );
+    // Following the newest frame.
+    assert_eq!(m.packet_at(m.packets.selected), Some(100));
+    update(&mut m, snap(120));
+    assert_eq!(
+        m.packet_at(m.packets.selected),
+        Some(120),
+        "follows the newest"
+    );
+    // Moved up: the same frame stays selected while the list start moves.
+    for _ in 0..5 {
+        update(
+            &mut m,
+            Msg::Key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE)),
+        );
+    }
+    assert_eq!(m.packet_at(m.packets.selected), Some(115));
+    update(&mut m, snap(130));
+    assert_eq!(m.first_frame, 81);
+    assert_eq!(
+        m.packet_at(m.packets.selected),
+        Some(115),
+        "the selection stays on its frame"
+    );
+    // An event whose frame has left: the jump says so instead.
+    let cmds = update(&mut m, snap(310));
+    assert!(!cmds.is_empty());
+    m.view = View::Events;
+    let r = m.report.clone().unwrap();
+    let pos = m
+        .visible_events()
+        .iter()
+        .position(|&i| r.events[i].frame < m.first_frame)
+        .unwrap();
+    m.events.selected = pos;
+    update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+    );
+    let e = m.error.clone().unwrap();
+    assert!(
+        e.contains("has left the capture buffer (it holds frames 261 to 310)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn ring_reads_and_saves_the_same_as_the_file() {
+    let (snaps, ring) = live_replay(LOSSY, 100_000, &[]);
+    let report = Arc::clone(&snaps[0].0);
+    let (file_report, idx) = data::analyze(
+        &root().join(LOSSY),
+        Default::default(),
+        Default::default(),
+        |_, _| true,
+    )
+    .unwrap();
+    let numbers: Vec<u64> = vec![1, 38, 200, 310];
+    assert_eq!(
+        data::ring_rows(&ring, Default::default(), &numbers),
+        data::rows(&idx, &numbers).unwrap()
+    );
+    assert_eq!(
+        data::ring_detail(&ring, Default::default(), 38).unwrap(),
+        data::detail(&idx, 38).unwrap()
+    );
+    let worst = (0..report.flows.len() as u32)
+        .max_by_key(|&f| report.flows[f as usize].psn.gap_events)
+        .unwrap();
+    let a = data::ring_series(&ring, Default::default(), &report, worst).unwrap();
+    let b = data::flow_series(&idx, &file_report, worst).unwrap();
+    assert_eq!(a.points, b.points);
+    assert_eq!(a.frames, b.frames);
+    assert!(a.points.iter().any(|p| p.kind == PointKind::Gap));
+    // Saved to pcapng: the same analysis as the original file.
+    let dir = std::env::temp_dir().join(format!("rocescope-tui-ring-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = ring::timestamped_path(&dir, "lo", 1_795_975_509);
+    let (recs, lt) = {
+        let r = ring.lock().unwrap();
+        (r.all(), r.linktype)
+    };
+    assert_eq!(ring::save(&recs, &path, lt, 65535, "lo").unwrap(), 310);
+    let (saved, _) =
+        data::analyze(&path, Default::default(), Default::default(), |_, _| true).unwrap();
+    let flows = |r: &Report| serde_json::to_value(&r.flows).unwrap();
+    assert_eq!(flows(&saved), flows(&file_report));
+    assert_eq!(saved.capture.frames, 310);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The capture thread builds a snapshot every 250 ms: with 1,000 flows (and the full 10,000 events) it
+/// must stay a small part of that. Prints the time (run with --release for the real figure).
+#[test]
+fn a_snapshot_of_1000_flows_is_cheap() {
+    use parsers::builder::{Net, RoceFrame};
+    let mut engine = Engine::new(Default::default());
+    let mut n = 0u64;
+    for round in 0..40u32 {
+        for flow in 0..1000u32 {
+            let mut f = RoceFrame::new(0x04);
+            if let Net::V4(h) = &mut f.net {
+                h.src = [10, 0, (flow >> 8) as u8, flow as u8];
+                h.dst = [10, 1, 0, 1];
+            }
+            f.bth.dest_qp = 0x100 + flow;
+            // Every 4th round skips a PSN: gap events on every flow (the event list fills up).
+            f.bth.psn = round + round / 4;
+            f.payload = vec![0; 256];
+            let bytes = f.build();
+            let frame = parsers::parse_frame(1, &bytes, bytes.len(), &Default::default());
+            n += 1;
+            engine.ingest(n, n * 1000, &frame);
+        }
+    }
+    assert_eq!(engine.flows.len(), 1000);
+    let start = std::time::Instant::now();
+    let runs = 10;
+    let mut events = 0;
+    for _ in 0..runs {
+        let r = Report::build(&engine, "live capture on lo");
+        events = r.events.len();
+    }
+    let each = start.elapsed() / runs;
+    eprintln!("Report::build over 1000 flows, {events} events, {n} frames: {each:?} per snapshot");
+    assert!(events >= 9000, "{events}");
+    assert!(
+        each < std::time::Duration::from_millis(100),
+        "a snapshot takes {each:?}: too much of the 250 ms between snapshots"
+    );
 }

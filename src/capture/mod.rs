@@ -3,6 +3,8 @@
 //!
 //! The handle is non-blocking and waited on with poll(2) and a short timeout, so `--duration`, signals and
 //! the status line work with no traffic at all (libpcap's TPACKET_V3 read can otherwise block forever).
+pub mod live;
+pub mod ring;
 pub mod stats;
 pub mod writer;
 
@@ -74,6 +76,10 @@ pub struct CaptureArgs {
     /// retransmissions, ce, cnp, icrc, malformed.
     #[arg(long, value_name = "LIST", value_parser = crate::analyze::parse_fail_on)]
     pub fail_on: Option<FailOn>,
+    /// Show the capture in the terminal UI as it runs (the same as `rocescope tui -i IFACE`): space pauses
+    /// the display, w saves the frames.
+    #[arg(long, conflicts_with_all = ["json", "command", "fail_on", "quiet"])]
+    pub tui: bool,
     /// A command to run once the capture is active: the capture stops `--grace` seconds after it exits,
     /// and the exit status is the command's (unless --fail-on fires).
     #[arg(last = true, value_name = "COMMAND")]
@@ -164,6 +170,15 @@ fn now_nanos() -> u64 {
 
 /// Runs `rocescope capture`; returns the exit status. Errors are one line on standard error.
 pub fn main(args: CaptureArgs) -> ExitCode {
+    if args.tui {
+        return match crate::tui::run_live(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("rocescope: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     match run(&args) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

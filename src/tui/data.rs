@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use parsers::aeth::Syndrome;
 use parsers::fields::{Field, Value, Visitor};
@@ -12,6 +13,7 @@ use parsers::frame::Addr;
 use parsers::{Frame, parse_frame};
 
 use crate::analysis::{Config, Engine};
+use crate::capture::ring::{Rec, Ring};
 use crate::report::{FlowReport, Report};
 use crate::source::{CaptureFormat, FileSource, Packet};
 
@@ -277,6 +279,26 @@ fn psn_delta(a: u32, b: u32) -> i64 {
 /// Re-reads the capture for one flow: its request PSNs over time (gaps and retransmissions marked, like
 /// the analysis engine counts them), the NAKs of its paired flow, and the frame numbers of both.
 pub fn flow_series(index: &Index, report: &Report, flow: u32) -> Result<FlowSeries, String> {
+    flow_series_with(report, flow, index.first_ts, index.parse, |visit| {
+        let mut src = FileSource::open(&index.path).map_err(|e| e.to_string())?;
+        let mut number = 0u64;
+        while let Some(p) = src.next_packet().map_err(|e| e.to_string())? {
+            number += 1;
+            visit(number, &p);
+        }
+        Ok(())
+    })
+}
+
+/// [`flow_series`] over any source of frames: `packets` hands each frame, numbered, to the visitor it is
+/// given, in capture order (a file pass, or the live ring). `first_ts` is the capture's first time.
+pub fn flow_series_with(
+    report: &Report,
+    flow: u32,
+    first_ts: u64,
+    parse: parsers::Config,
+    packets: impl FnOnce(&mut dyn FnMut(u64, &Packet)) -> Result<(), String>,
+) -> Result<FlowSeries, String> {
     let f = report
         .flows
         .get(flow as usize)
@@ -296,16 +318,13 @@ pub fn flow_series(index: &Index, report: &Report, flow: u32) -> Result<FlowSeri
         bucket_s: life_ns / 1e9 / THROUGHPUT_BUCKETS as f64,
         ..Default::default()
     };
-    let mut src = FileSource::open(&index.path).map_err(|e| e.to_string())?;
-    let mut number = 0u64;
     // Unwrapped PSN of the last request, the highest request PSN (unwrapped) and the next expected.
     let mut last: Option<(u32, i64)> = None;
     let mut highest: Option<i64> = None;
     let mut normal_seen = 0u64;
-    while let Some(p) = src.next_packet().map_err(|e| e.to_string())? {
-        number += 1;
-        let frame = parse_frame(p.linktype, p.data, p.orig_len as usize, &index.parse);
-        let Some(r) = frame.roce else { continue };
+    let mut visit = |number: u64, p: &Packet| {
+        let frame = parse_frame(p.linktype, p.data, p.orig_len as usize, &parse);
+        let Some(r) = frame.roce else { return };
         let k = frame
             .src()
             .zip(frame.dst())
@@ -313,14 +332,14 @@ pub fn flow_series(index: &Index, report: &Report, flow: u32) -> Result<FlowSeri
         let is_mine = k.is_some() && k == mine;
         let is_pair = k.is_some() && k == pair;
         if !is_mine && !is_pair {
-            continue;
+            return;
         }
         if out.frames.len() < MAX_FLOW_FRAMES {
             out.frames.push(number);
         } else {
             out.frames_truncated = true;
         }
-        let t = p.ts_nanos.saturating_sub(index.first_ts) as f64 / 1e9;
+        let t = p.ts_nanos.saturating_sub(first_ts) as f64 / 1e9;
         if is_mine {
             let at = p.ts_nanos.saturating_sub(first_ns) as f64 / life_ns;
             let b = ((at * THROUGHPUT_BUCKETS as f64) as usize).min(THROUGHPUT_BUCKETS - 1);
@@ -353,7 +372,7 @@ pub fn flow_series(index: &Index, report: &Report, flow: u32) -> Result<FlowSeri
             if kind == PointKind::Request {
                 normal_seen += 1;
                 if !normal_seen.is_multiple_of(out.stride) {
-                    continue;
+                    return;
                 }
             }
             out.points.push(PsnPoint {
@@ -390,7 +409,8 @@ pub fn flow_series(index: &Index, report: &Report, flow: u32) -> Result<FlowSeri
                 out.points.truncate(MAX_POINTS / 2);
             }
         }
-    }
+    };
+    packets(&mut visit)?;
     Ok(out)
 }
 
@@ -603,4 +623,89 @@ pub fn detail(index: &Index, number: u64) -> Result<PacketDetail, String> {
     let mut out = None;
     index.read_frames(&[number], |n, p, f| out = Some(packet_detail(n, p, f)))?;
     out.ok_or_else(|| format!("frame {number} is not in the capture"))
+}
+
+/// Live capture: the frames of `numbers` still in the ring, with the ring's link type and first time (the
+/// lock is held only to take the frames, not to parse them).
+fn ring_frames(ring: &Mutex<Ring>, numbers: &[u64]) -> (Vec<Arc<Rec>>, u16, u64) {
+    let r = ring.lock().unwrap_or_else(|p| p.into_inner());
+    let recs = numbers.iter().filter_map(|&n| r.get(n)).collect();
+    (recs, r.linktype, r.first_ts.unwrap_or(0))
+}
+
+fn rec_packet(rec: &Rec, linktype: u16) -> Packet<'_> {
+    Packet {
+        ts_nanos: rec.ts_nanos,
+        linktype,
+        interface: 0,
+        data: &rec.data,
+        orig_len: rec.orig_len,
+    }
+}
+
+/// Live capture: list rows for `numbers` (a frame that has left the ring gets a row saying so).
+pub fn ring_rows(ring: &Mutex<Ring>, parse: parsers::Config, numbers: &[u64]) -> Vec<PacketRow> {
+    let (recs, linktype, first_ts) = ring_frames(ring, numbers);
+    let mut out: Vec<PacketRow> = recs
+        .iter()
+        .map(|rec| {
+            let p = rec_packet(rec, linktype);
+            let frame = parse_frame(linktype, p.data, p.orig_len as usize, &parse);
+            packet_row(rec.number, &p, &frame, first_ts)
+        })
+        .collect();
+    for &n in numbers {
+        if !recs.iter().any(|r| r.number == n) {
+            out.push(PacketRow {
+                number: n,
+                time: 0.0,
+                src: String::new(),
+                dst: String::new(),
+                qp: None,
+                opcode: "(left the buffer)".to_string(),
+                psn: None,
+                info: String::new(),
+                bad: false,
+            });
+        }
+    }
+    out
+}
+
+/// Live capture: the tree and hex of frame `number`, if the ring still holds it.
+pub fn ring_detail(
+    ring: &Mutex<Ring>,
+    parse: parsers::Config,
+    number: u64,
+) -> Result<PacketDetail, String> {
+    let (recs, linktype, _) = ring_frames(ring, &[number]);
+    let rec = recs.first().ok_or_else(|| {
+        format!(
+            "frame {number} has left the capture buffer (it keeps the last {} frames or {} MiB)",
+            crate::capture::ring::MAX_FRAMES,
+            crate::capture::ring::MAX_BYTES >> 20
+        )
+    })?;
+    let p = rec_packet(rec, linktype);
+    let frame = parse_frame(linktype, p.data, p.orig_len as usize, &parse);
+    Ok(packet_detail(number, &p, &frame))
+}
+
+/// Live capture: a flow's PSN points and frames, from the frames the ring holds.
+pub fn ring_series(
+    ring: &Mutex<Ring>,
+    parse: parsers::Config,
+    report: &Report,
+    flow: u32,
+) -> Result<FlowSeries, String> {
+    let (recs, linktype, first_ts) = {
+        let r = ring.lock().unwrap_or_else(|p| p.into_inner());
+        (r.all(), r.linktype, r.first_ts.unwrap_or(0))
+    };
+    flow_series_with(report, flow, first_ts, parse, |visit| {
+        for rec in &recs {
+            visit(rec.number, &rec_packet(rec, linktype));
+        }
+        Ok(())
+    })
 }

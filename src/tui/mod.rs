@@ -12,7 +12,9 @@
 //!   terminal events and worker results into messages and runs the commands.
 //!
 //! Snapshots come over a channel as `Msg::Snapshot`: a file sends one when its pass ends; a live capture
-//! can send one every second through the same channel.
+//! (`rocescope tui -i IFACE`, [`run_live`]) runs its capture loop on a thread of its own
+//! ([`crate::capture::live`]) and sends one every 250 ms through the same channel, with libpcap's counters;
+//! its packet list reads the ring of recent frames the capture thread fills.
 pub mod data;
 pub mod model;
 pub mod plot;
@@ -20,15 +22,127 @@ pub mod view;
 
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ratatui::crossterm::event::{self, Event};
 
+use crate::capture::CaptureArgs;
+use crate::capture::live::{Control, Live, Update};
+use crate::capture::ring::{self, Ring};
 use data::Index;
 use model::{Cmd, Model, Msg, Progress, update};
+
+/// `rocescope tui`: a capture file, or a live capture with `-i IFACE`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["file", "interface"])))]
+pub struct TuiArgs {
+    /// Capture file (pcap or pcapng).
+    pub file: Option<PathBuf>,
+    /// Capture live on this interface instead (root, or the capabilities `rocescope capture` names):
+    /// space pauses the display, w saves the frames.
+    #[arg(
+        short = 'i',
+        long = "interface",
+        value_name = "IFACE",
+        conflicts_with = "file"
+    )]
+    pub interface: Option<String>,
+    /// Live: capture filter (BPF) replacing the default (RoCEv2, VLAN-tagged RoCEv2, RoCEv1, MAC control).
+    #[arg(
+        short = 'f',
+        long = "filter",
+        value_name = "BPF",
+        conflicts_with = "file"
+    )]
+    pub filter: Option<String>,
+    /// UDP destination port of RoCEv2.
+    #[arg(long, default_value_t = parsers::udp::ROCEV2_PORT)]
+    pub port: u16,
+    /// Live: do not put the interface in promiscuous mode.
+    #[arg(long, conflicts_with = "file")]
+    pub no_promisc: bool,
+    /// Live: kernel capture buffer size: bytes, or with K, M or G.
+    #[arg(long, conflicts_with = "file", value_name = "BYTES", value_parser = crate::capture::parse_size, default_value = "32M")]
+    pub buffer_size: u32,
+    /// Live: bytes kept of each frame.
+    #[arg(long, conflicts_with = "file", value_name = "BYTES", default_value_t = 262_144, value_parser = clap::value_parser!(u32).range(64..=262_144))]
+    pub snaplen: u32,
+    /// Live: also write every frame to FILE (pcap; pcapng when the name ends in .pcapng); w flushes it.
+    #[arg(
+        short = 'w',
+        long = "write",
+        value_name = "FILE",
+        conflicts_with = "file"
+    )]
+    pub write: Option<PathBuf>,
+    /// Path MTU in bytes (256, 512, 1024, 2048, 4096); inferred by default.
+    #[arg(long, value_parser = parse_mtu)]
+    pub mtu: Option<u32>,
+}
+
+fn parse_mtu(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(m) if [256, 512, 1024, 2048, 4096].contains(&m) => Ok(m),
+        _ => Err(format!(
+            "'{s}' is not an InfiniBand path MTU (256, 512, 1024, 2048 or 4096)"
+        )),
+    }
+}
+
+impl TuiArgs {
+    /// The capture options of `-i IFACE` (the rest as `rocescope capture` defaults them).
+    pub fn capture_args(&self) -> Option<CaptureArgs> {
+        Some(CaptureArgs {
+            interface: self.interface.clone()?,
+            filter: self.filter.clone(),
+            port: self.port,
+            no_promisc: self.no_promisc,
+            buffer_size: self.buffer_size,
+            snaplen: self.snaplen,
+            write: self.write.clone(),
+            count: None,
+            duration: None,
+            grace: 1.0,
+            quiet: true,
+            json: false,
+            mtu: self.mtu,
+            link_speed: 100_000_000_000,
+            cnp_window_us: 1000,
+            fail_on: None,
+            tui: true,
+            command: Vec::new(),
+        })
+    }
+}
+
+/// Runs `rocescope tui`; errors are one line on standard error (status 1).
+pub fn main(args: TuiArgs) -> ExitCode {
+    let result = match (&args.file, args.capture_args()) {
+        (_, Some(c)) => run_live(&c),
+        (Some(file), None) => run(&Options {
+            file: file.clone(),
+            parse: parsers::Config {
+                roce_port: args.port,
+            },
+            analysis: crate::analysis::Config {
+                mtu: args.mtu,
+                ..Default::default()
+            },
+        }),
+        (None, None) => Err("tui: give a capture file or -i IFACE".to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rocescope: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
 
 pub struct Options {
     pub file: PathBuf,
@@ -59,12 +173,68 @@ enum Work {
     Indexed(Box<Index>),
 }
 
+/// Where the frames of the packet list and of a flow's series come from.
+enum Store {
+    /// A file: its index, once the loading pass has built it.
+    File(Option<Arc<Index>>),
+    /// A live capture: its ring; `-w` or not, and the way to ask the capture thread to flush it.
+    Live {
+        ring: Arc<Mutex<Ring>>,
+        parse: parsers::Config,
+        writes: bool,
+        control: Sender<Control>,
+    },
+}
+
+/// The terminal UI over a capture file.
 pub fn run(opts: &Options) -> Result<(), String> {
     if !io::stdout().is_terminal() {
         return Err("tui: standard output is not a terminal".to_string());
     }
     // Fail early on an unreadable file, before the screen changes.
     std::fs::File::open(&opts.file).map_err(|e| format!("{}: {e}", opts.file.display()))?;
+    let model = Model::new(opts.file.display().to_string(), color_wanted());
+    session(model, Store::File(None), |tx, stop| {
+        spawn_loader(opts, tx, stop);
+        None
+    })
+}
+
+/// The terminal UI over a live capture (`rocescope tui -i IFACE`, `rocescope capture -i IFACE --tui`).
+pub fn run_live(args: &CaptureArgs) -> Result<(), String> {
+    if !io::stdout().is_terminal() {
+        return Err("tui: standard output is not a terminal".to_string());
+    }
+    // Open the capture (and the -w file) before the screen changes: its errors are one line.
+    let live = Live::open(args)?;
+    let (control, control_rx) = channel();
+    let store = Store::Live {
+        ring: Arc::clone(&live.ring),
+        parse: live.parse_config(),
+        writes: live.writes(),
+        control,
+    };
+    let model = Model::new_live(&args.interface, color_wanted());
+    session(model, store, move |tx, stop| {
+        let send = move |u: Update| {
+            let msg = match u {
+                Update::Snapshot(r, n) => Msg::Snapshot(r, n),
+                Update::Flushed(r) => Msg::Saved(r),
+                Update::Failed(e) => Msg::Error(e),
+            };
+            tx.send(Work::Msg(msg)).is_ok()
+        };
+        Some(std::thread::spawn(move || live.run(control_rx, stop, send)))
+    })
+}
+
+/// The runtime: owns the terminal, starts the worker (`start`: the file's loading pass or the capture
+/// thread), and turns keys and worker messages into updates until quit.
+fn session(
+    mut model: Model,
+    mut store: Store,
+    start: impl FnOnce(Sender<Work>, Arc<AtomicBool>) -> Option<std::thread::JoinHandle<()>>,
+) -> Result<(), String> {
     let keys = KeyInput::open()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
@@ -85,11 +255,9 @@ pub fn run(opts: &Options) -> Result<(), String> {
         restoring_hook(info);
     }));
     let (tx, rx) = channel::<Work>();
-    spawn_loader(opts, tx.clone(), Arc::clone(&stop));
+    let worker = start(tx.clone(), Arc::clone(&stop));
     let size = terminal.size().map_err(|e| format!("tui: {e}"))?;
-    let mut model = Model::new(opts.file.display().to_string(), color_wanted());
     update(&mut model, Msg::Resize(size.width, size.height));
-    let mut index: Option<Arc<Index>> = None;
     let mut series_pending: Option<u32> = None;
     // Test hook: the end-to-end test checks that a panic leaves the terminal restored.
     let panic_after_draw = std::env::var_os("ROCESCOPE_TUI_TEST_PANIC").is_some();
@@ -118,16 +286,20 @@ pub fn run(opts: &Options) -> Result<(), String> {
             }
             Input::Idle => msgs.push(Msg::Tick),
         }
-        drain(&rx, &mut msgs, &mut index, &mut series_pending);
+        drain(&rx, &mut msgs, &mut store, &mut series_pending);
         if stop.load(Ordering::Relaxed) {
             msgs.push(Msg::Quit);
         }
         for msg in msgs {
             let cmds = update(&mut model, msg);
-            run_cmds(cmds, &mut model, index.as_ref(), &tx, &mut series_pending);
+            run_cmds(cmds, &mut model, &store, &tx, &mut series_pending);
         }
     }
     stop.store(true, Ordering::Relaxed);
+    // A live capture: let it close its file (it notices within 50 ms).
+    if let Some(w) = worker {
+        let _ = w.join();
+    }
     Ok(())
 }
 
@@ -183,7 +355,7 @@ fn terminal_input(keys: &KeyInput, timeout_ms: i32) -> Input {
 fn drain(
     rx: &Receiver<Work>,
     msgs: &mut Vec<Msg>,
-    index: &mut Option<Arc<Index>>,
+    store: &mut Store,
     series_pending: &mut Option<u32>,
 ) {
     while let Ok(w) = rx.try_recv() {
@@ -194,9 +366,13 @@ fn drain(
                 {
                     *series_pending = None;
                 }
+                if matches!(m, Msg::Snapshot(..)) {
+                    // A newer snapshot makes the older ones waiting here moot.
+                    msgs.retain(|o| !matches!(o, Msg::Snapshot(..)));
+                }
                 msgs.push(m)
             }
-            Work::Indexed(i) => *index = Some(Arc::from(i)),
+            Work::Indexed(i) => *store = Store::File(Some(Arc::from(i))),
         }
     }
 }
@@ -228,27 +404,42 @@ fn spawn_loader(opts: &Options, tx: Sender<Work>, stop: Arc<AtomicBool>) {
     });
 }
 
-/// Runs the reads `update` asked for: a flow's points in a thread (a pass over the file), rows and a packet
-/// here (a few records, read at their offsets).
+/// Runs the reads `update` asked for: a flow's points in a thread (a pass over the file or the ring), rows
+/// and a packet here (a few records, read at their offsets or taken from the ring), a save in a thread.
 fn run_cmds(
     cmds: Vec<Cmd>,
     model: &mut Model,
-    index: Option<&Arc<Index>>,
+    store: &Store,
     tx: &Sender<Work>,
     series_pending: &mut Option<u32>,
 ) {
-    let (Some(index), Some(report)) = (index, model.report.clone()) else {
+    let Some(report) = model.report.clone() else {
         return;
     };
+    if let Store::File(None) = store {
+        return;
+    }
     for cmd in cmds {
-        let msg = match cmd {
-            Cmd::LoadSeries(flow) => {
+        let msg = match (cmd, store) {
+            (Cmd::LoadSeries(flow), _) => {
                 if *series_pending != Some(flow) {
                     *series_pending = Some(flow);
-                    let (index, tx) = (Arc::clone(index), tx.clone());
+                    let tx = tx.clone();
                     let report = Arc::clone(&report);
+                    let job: Box<dyn FnOnce() -> Result<data::FlowSeries, String> + Send> =
+                        match store {
+                            Store::File(Some(index)) => {
+                                let index = Arc::clone(index);
+                                Box::new(move || data::flow_series(&index, &report, flow))
+                            }
+                            Store::Live { ring, parse, .. } => {
+                                let (ring, parse) = (Arc::clone(ring), *parse);
+                                Box::new(move || data::ring_series(&ring, parse, &report, flow))
+                            }
+                            Store::File(None) => continue,
+                        };
                     std::thread::spawn(move || {
-                        let msg = match data::flow_series(&index, &report, flow) {
+                        let msg = match job() {
                             Ok(s) => Msg::Series(Arc::new(s)),
                             Err(e) => Msg::Error(e),
                         };
@@ -257,16 +448,75 @@ fn run_cmds(
                 }
                 continue;
             }
-            Cmd::LoadRows(numbers) => match data::rows(index, &numbers) {
-                Ok(rows) => Msg::Rows(rows),
-                Err(e) => Msg::Error(e),
-            },
-            Cmd::LoadPacket(n) => match data::detail(index, n) {
+            (Cmd::LoadRows(numbers), Store::File(Some(index))) => {
+                match data::rows(index, &numbers) {
+                    Ok(rows) => Msg::Rows(rows),
+                    Err(e) => Msg::Error(e),
+                }
+            }
+            (Cmd::LoadRows(numbers), Store::Live { ring, parse, .. }) => {
+                Msg::Rows(data::ring_rows(ring, *parse, &numbers))
+            }
+            (Cmd::LoadPacket(n), Store::File(Some(index))) => match data::detail(index, n) {
                 Ok(d) => Msg::Packet(d),
                 Err(e) => Msg::Error(e),
             },
+            (Cmd::LoadPacket(n), Store::Live { ring, parse, .. }) => {
+                match data::ring_detail(ring, *parse, n) {
+                    Ok(d) => Msg::Packet(d),
+                    Err(e) => Msg::Error(e),
+                }
+            }
+            (
+                Cmd::Save,
+                Store::Live {
+                    writes: true,
+                    control,
+                    ..
+                },
+            ) => {
+                // -w FILE: the capture thread owns the file; it answers with Update::Flushed.
+                if control.send(Control::Flush).is_ok() {
+                    continue;
+                }
+                // The capture has ended (-c, --duration, an error): it closed the file.
+                let written = report
+                    .capture_stats
+                    .as_ref()
+                    .and_then(|c| c.written.as_ref());
+                Msg::Saved(match written {
+                    Some(w) => Ok(format!(
+                        "capture stopped; {} frames are in {}",
+                        w.frames, w.file
+                    )),
+                    None => Err("the capture has stopped".to_string()),
+                })
+            }
+            (Cmd::Save, Store::Live { ring, .. }) => {
+                let (ring, tx) = (Arc::clone(ring), tx.clone());
+                std::thread::spawn(move || {
+                    let _ = tx.send(Work::Msg(Msg::Saved(save_ring(&ring))));
+                });
+                continue;
+            }
+            (_, Store::File(_)) => continue,
         };
         let more = update(model, msg);
-        run_cmds(more, model, Some(index), tx, series_pending);
+        run_cmds(more, model, store, tx, series_pending);
     }
+}
+
+/// Writes the frames the ring holds to a new timestamped pcapng in the current directory.
+fn save_ring(ring: &Mutex<Ring>) -> Result<String, String> {
+    let (recs, linktype, snaplen, iface) = {
+        let r = ring.lock().unwrap_or_else(|p| p.into_inner());
+        (r.all(), r.linktype, r.snaplen, r.interface.clone())
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let dir = std::env::current_dir().map_err(|e| format!("w: no current directory: {e}"))?;
+    let path = ring::timestamped_path(&dir, &iface, now);
+    let frames = ring::save(&recs, &path, linktype, snaplen, &iface)?;
+    Ok(format!("{frames} frames saved to {}", path.display()))
 }

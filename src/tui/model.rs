@@ -180,6 +180,8 @@ pub struct DetailState {
     pub series: Option<Arc<FlowSeries>>,
     /// Selected event of the flow's event list.
     pub event: usize,
+    /// Live capture: the series is from an older snapshot; read it again (the old one shows meanwhile).
+    pub stale: bool,
 }
 
 /// Which frames the packet list shows.
@@ -238,14 +240,37 @@ pub enum Editing {
     Events,
 }
 
+/// A live capture's part of the model.
+#[derive(Debug, Clone, Default)]
+pub struct LiveState {
+    /// The display is frozen on the snapshot shown (the capture goes on).
+    pub paused: bool,
+    /// The newest snapshot that came while paused: shown on resume.
+    pub held: Option<(Arc<Report>, u64)>,
+    /// The answer to the last `w`: where the frames went (Ok) or what failed (Err), for the footer.
+    pub saved: Option<Result<String, String>>,
+    /// `w` was pressed and its answer has not come yet.
+    pub saving: bool,
+    /// Snapshots applied so far (a flow's series is read again every few).
+    pub snapshots: u64,
+}
+
+/// A live capture reads an open flow's series again every this many snapshots (once a second).
+pub const SERIES_REFRESH: u64 = 4;
+
 #[derive(Debug, Clone)]
 pub struct Model {
     /// The file name or interface, for the header.
     pub source: String,
     /// The latest analysis snapshot (a file gives one; a live capture would send one every second).
     pub report: Option<Arc<Report>>,
-    /// Frames the random-access index holds (the packet list's length in `Scope::All`).
+    /// Frames the random-access index holds (the packet list's length in `Scope::All`): the whole file,
+    /// or the frames a live capture still holds in its ring.
     pub indexed: u64,
+    /// Number of the first frame of the packet list (1 for a file; the oldest frame in a live ring).
+    pub first_frame: u64,
+    /// A live capture (None for a file).
+    pub live: Option<LiveState>,
     pub loading: Option<Progress>,
     pub error: Option<String>,
     pub view: View,
@@ -271,8 +296,11 @@ pub enum Msg {
     Resize(u16, u16),
     Tick,
     Progress(Progress),
-    /// A new analysis snapshot, and how many frames the index holds.
+    /// A new analysis snapshot, and how many frames the index holds: the newest `n` of the
+    /// `report.capture.frames` (all of them for a file; a live capture's ring holds the last ones).
     Snapshot(Arc<Report>, u64),
+    /// Live capture: the answer to [`Cmd::Save`] (a line saying where the frames went, or the error).
+    Saved(Result<String, String>),
     Series(Arc<FlowSeries>),
     Rows(Vec<PacketRow>),
     Packet(PacketDetail),
@@ -290,6 +318,8 @@ pub enum Cmd {
     LoadRows(Vec<u64>),
     /// Read one frame's tree and hex -> `Msg::Packet`.
     LoadPacket(u64),
+    /// Live capture: save the frames (flush `-w FILE`, else write the ring to a new pcapng) -> `Msg::Saved`.
+    Save,
 }
 
 /// Rows kept in the packet-row cache before it is cleared.
@@ -301,6 +331,8 @@ impl Model {
             source,
             report: None,
             indexed: 0,
+            first_frame: 1,
+            live: None,
             loading: Some(Progress::default()),
             error: None,
             view: View::Flows,
@@ -319,6 +351,63 @@ impl Model {
             color,
             quit: false,
         }
+    }
+
+    /// A model for a live capture on `interface`.
+    pub fn new_live(interface: &str, color: bool) -> Model {
+        let mut m = Model::new(format!("live on {interface}"), color);
+        m.live = Some(LiveState::default());
+        m
+    }
+
+    /// Applies a snapshot: the selected flow and packet stay selected (flow ids and frame numbers do not
+    /// change between snapshots; positions do).
+    fn apply_snapshot(&mut self, r: Arc<Report>, indexed: u64) -> Vec<Cmd> {
+        let keep_flow = self.selected_flow();
+        let old_first = self.first_frame;
+        let old_count = self.packet_count();
+        let at_end = self.packets.selected + 1 >= old_count;
+        let first = r.capture.frames.saturating_sub(indexed) + 1;
+        self.report = Some(r);
+        self.indexed = indexed;
+        self.first_frame = first;
+        self.loading = None;
+        let visible = self.visible_flows();
+        self.flows.selected = keep_flow
+            .and_then(|id| visible.iter().position(|&i| i as u32 == id))
+            .unwrap_or(self.flows.selected)
+            .min(visible.len().saturating_sub(1));
+        if let Some(live) = &mut self.live {
+            live.snapshots += 1;
+            let refresh = live.snapshots.is_multiple_of(SERIES_REFRESH);
+            if let Some(d) = &mut self.detail
+                && d.series.is_some()
+                && refresh
+            {
+                d.stale = true;
+            }
+            if self.packets.scope == Scope::All {
+                // The list starts later as the ring drops old frames: keep the same frames selected, or
+                // follow the newest when the selection was on the last one.
+                let delta = first.saturating_sub(old_first) as usize;
+                let n = self.packet_count();
+                if at_end && !self.packets.open {
+                    self.packets.selected = n.saturating_sub(1);
+                } else {
+                    self.packets.selected = self.packets.selected.saturating_sub(delta);
+                }
+                self.packets.selected = self.packets.selected.min(n.saturating_sub(1));
+                self.packets.offset = self.packets.offset.saturating_sub(delta);
+                let h = self.packet_list_height();
+                let sel = self.packets.selected;
+                if sel < self.packets.offset {
+                    self.packets.offset = sel;
+                } else if sel >= self.packets.offset + h {
+                    self.packets.offset = sel + 1 - h;
+                }
+            }
+        }
+        self.wanted()
     }
 
     pub fn sort_key(&self) -> SortKey {
@@ -411,7 +500,7 @@ impl Model {
     /// Frame number at a list position.
     pub fn packet_at(&self, pos: usize) -> Option<u64> {
         match self.packets.scope {
-            Scope::All => (pos < self.indexed as usize).then_some(pos as u64 + 1),
+            Scope::All => (pos < self.indexed as usize).then_some(pos as u64 + self.first_frame),
             Scope::Flow(f) => self.flow_frames(f)?.get(pos).copied(),
         }
     }
@@ -435,16 +524,19 @@ impl Model {
         }
         if self.view == View::Detail
             && let Some(d) = &self.detail
-            && d.series.is_none()
+            && (d.series.is_none() || d.stale)
         {
             cmds.push(Cmd::LoadSeries(d.flow));
         }
         if self.view == View::Packets {
-            if let Scope::Flow(f) = self.packets.scope
-                && self.flow_frames(f).is_none()
-            {
-                cmds.push(Cmd::LoadSeries(f));
-                return cmds;
+            if let Scope::Flow(f) = self.packets.scope {
+                if self.flow_frames(f).is_none() {
+                    cmds.push(Cmd::LoadSeries(f));
+                    return cmds;
+                }
+                if self.detail.as_ref().is_some_and(|d| d.stale) {
+                    cmds.push(Cmd::LoadSeries(f));
+                }
             }
             let h = self.packet_list_height();
             let missing: Vec<u64> = (self.packets.offset..self.packets.offset + h)
@@ -478,6 +570,7 @@ impl Model {
                 flow,
                 series: None,
                 event: 0,
+                stale: false,
             });
         }
         self.go(View::Detail);
@@ -485,8 +578,16 @@ impl Model {
 
     /// Shows frame `number` in the packet list (all frames), opened.
     fn jump_to_packet(&mut self, number: u64) {
+        if number < self.first_frame {
+            self.error = Some(format!(
+                "frame {number} has left the capture buffer (it holds frames {} to {})",
+                self.first_frame,
+                self.first_frame + self.indexed.saturating_sub(1)
+            ));
+            return;
+        }
         self.packets.scope = Scope::All;
-        let pos = number.saturating_sub(1) as usize;
+        let pos = (number - self.first_frame) as usize;
         self.packets.selected = pos.min(self.packet_count().saturating_sub(1));
         self.packets.open = true;
         self.packets.tree_scroll = 0;
@@ -592,6 +693,28 @@ impl Model {
             }
             return Vec::new();
         }
+        if let Some(live) = &mut self.live {
+            match k.code {
+                KeyCode::Char(' ') => {
+                    live.paused = !live.paused;
+                    if !live.paused
+                        && let Some((r, n)) = live.held.take()
+                    {
+                        return self.apply_snapshot(r, n);
+                    }
+                    return Vec::new();
+                }
+                KeyCode::Char('w') => {
+                    if live.saving {
+                        return Vec::new();
+                    }
+                    live.saving = true;
+                    live.saved = None;
+                    return vec![Cmd::Save];
+                }
+                _ => {}
+            }
+        }
         match k.code {
             KeyCode::Char('q') => self.quit = true,
             KeyCode::Char('?') | KeyCode::F(1) => self.help = true,
@@ -690,6 +813,7 @@ impl Model {
                 flow,
                 series: None,
                 event: 0,
+                stale: false,
             });
         }
         self.packets.scope = Scope::Flow(flow);
@@ -775,18 +899,28 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Cmd> {
             Vec::new()
         }
         Msg::Snapshot(r, indexed) => {
-            model.report = Some(r);
-            model.indexed = indexed;
-            model.loading = None;
-            let n = model.visible_flows().len();
-            model.flows.selected = model.flows.selected.min(n.saturating_sub(1));
-            model.wanted()
+            if let Some(live) = &mut model.live
+                && live.paused
+                && model.report.is_some()
+            {
+                live.held = Some((r, indexed));
+                return Vec::new();
+            }
+            model.apply_snapshot(r, indexed)
+        }
+        Msg::Saved(result) => {
+            if let Some(live) = &mut model.live {
+                live.saving = false;
+                live.saved = Some(result);
+            }
+            Vec::new()
         }
         Msg::Series(s) => {
             if let Some(d) = &mut model.detail
                 && d.flow == s.flow
             {
                 d.series = Some(s);
+                d.stale = false;
             }
             model.wanted()
         }

@@ -91,7 +91,11 @@ pub fn view(model: &Model, frame: &mut Frame) {
             let pct = (p.bytes.saturating_mul(100))
                 .checked_div(p.total_bytes)
                 .map_or(String::new(), |v| format!(" ({v}%)"));
-            let text = format!("Reading {}: {} frames{pct}", model.source, p.frames);
+            let text = if model.live.is_some() {
+                format!("Starting the capture ({})…", model.source)
+            } else {
+                format!("Reading {}: {} frames{pct}", model.source, p.frames)
+            };
             frame.render_widget(
                 Paragraph::new(text).block(Block::default().borders(Borders::ALL)),
                 body,
@@ -128,8 +132,28 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
         tab(View::Packets, "Packets"),
         tab(View::Events, "Events"),
         Span::raw("  "),
-        Span::raw(model.source.clone()),
     ];
+    if let Some(live) = &model.live {
+        let stopped = model
+            .report
+            .as_ref()
+            .and_then(|r| r.capture_stats.as_ref())
+            .map(|s| s.stopped_by.as_str())
+            .filter(|s| !s.is_empty());
+        let (tag, color) = match (stopped, live.paused) {
+            (Some(why), _) => (format!("STOPPED ({why})"), Color::Red),
+            (None, true) => ("PAUSED".to_string(), Color::Yellow),
+            (None, false) => ("LIVE".to_string(), Color::Green),
+        };
+        l1.push(Span::styled(
+            tag,
+            theme
+                .fg(color)
+                .add_modifier(Modifier::BOLD | Modifier::REVERSED),
+        ));
+        l1.push(Span::raw(" "));
+    }
+    l1.push(Span::raw(model.source.clone()));
     let mut l2 = Vec::new();
     if let Some(r) = &model.report {
         let c = &r.capture;
@@ -151,6 +175,20 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             "  malformed {} ICRC bad {}",
             c.malformed, c.icrc_bad
         )));
+        if let Some(s) = &r.capture_stats {
+            let lost = s.dropped + s.if_dropped > 0;
+            l2.push(Span::styled(
+                format!(
+                    "  pcap received {} dropped {} if-dropped {}",
+                    s.received, s.dropped, s.if_dropped
+                ),
+                if lost {
+                    theme.fg(Color::Red).add_modifier(Modifier::BOLD)
+                } else {
+                    Style::default()
+                },
+            ));
+        }
         if r.pfc.is_empty() && r.link_pause.is_none() {
             l2.push(Span::raw("  PFC none"));
         }
@@ -206,7 +244,31 @@ fn draw_footer(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
                 Span::raw("   Enter keep  Esc clear"),
             ])
         }
-        None => Line::from(Span::styled(footer_keys(model), theme.fg(Color::DarkGray))),
+        None => {
+            let mut spans = Vec::new();
+            if let Some(live) = &model.live {
+                match (&live.saved, live.saving) {
+                    (_, true) => spans.push(Span::styled("saving… ", theme.bold())),
+                    (Some(Ok(m)), _) => {
+                        spans.push(Span::styled(format!("w: {m}  "), theme.fg(Color::Green)))
+                    }
+                    (Some(Err(e)), _) => spans.push(Span::styled(
+                        format!("w failed: {e}  "),
+                        theme.fg(Color::Red).add_modifier(Modifier::BOLD),
+                    )),
+                    (None, false) => spans.push(Span::styled(
+                        if live.paused {
+                            "space resume  w save  "
+                        } else {
+                            "space pause  w save  "
+                        },
+                        theme.fg(Color::DarkGray),
+                    )),
+                }
+            }
+            spans.push(Span::styled(footer_keys(model), theme.fg(Color::DarkGray)));
+            Line::from(spans)
+        }
     };
     frame.render_widget(Paragraph::new(line), area);
 }
@@ -225,6 +287,9 @@ const HELP: &[&str] = &[
     "  J / K           packets: scroll the open packet's tree",
     "  ] / [           packets: scroll the open packet's hex dump",
     "  v               events: severity shown (all, warning+, error)",
+    "  space           live: pause / resume the display (the capture goes on)",
+    "  w               live: save the frames (flush -w FILE, else the buffered",
+    "                  frames to rocescope-IFACE-TIME.pcapng here)",
     "  ?               this help",
     "  q  Ctrl-C       quit",
     "",
@@ -747,6 +812,11 @@ fn draw_packets(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
         (area, None)
     };
     let scope = match model.packets.scope {
+        Scope::All if model.live.is_some() => format!(
+            "frames {}..{} (the newest, buffered)",
+            model.first_frame,
+            model.first_frame + model.indexed.saturating_sub(1)
+        ),
         Scope::All => "all frames".to_string(),
         Scope::Flow(f) => {
             let cut = model
