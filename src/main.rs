@@ -2,6 +2,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+#[path = "gen/mod.rs"]
+mod generator;
 use rocescope::analyze;
 use rocescope::dissect::{self, Filter, Style};
 
@@ -79,6 +81,10 @@ enum Command {
     /// Live capture (libpcap) with the same analysis as `analyze`, optionally written to a file and
     /// optionally around a command (`-- COMMAND ARGS...`).
     Capture(rocescope::capture::CaptureArgs),
+    /// Verbs traffic generator (libibverbs, loaded at run time): `gen loopback` runs two RC QPs on two
+    /// devices of this host against each other, with a data check and the QPNs/PSNs to match a capture.
+    #[command(subcommand)]
+    Gen(generator::GenCommand),
     /// Terminal UI over a capture file, or over a live capture (`-i IFACE`): flows, a flow's PSN chart and
     /// events, packets with their tree and hex.
     Tui(rocescope::tui::TuiArgs),
@@ -120,6 +126,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Capture(args) => rocescope::capture::main(args),
+        Command::Gen(cmd) => generator::main(cmd),
         Command::Tui(args) => rocescope::tui::main(args),
         Command::Analyze {
             file,

@@ -44,6 +44,54 @@ sc_capture_write() {
     rm -rf /tmp/ret
     return $r
 }
+# the project's own verbs generator (needs EXTRA_BINARIES=.../rocescope): two RC QPs, rxe0 (requester) ->
+# rxe1, in one process. gen_run ARGS... runs `rocescope gen loopback -d rxe0 --peer-device rxe1 ARGS --json`
+# and returns gen.json (its report: QPNs, PSN ranges, data check) and gen.log (its standard error, with the
+# exit status on the last line) to lab/out/<scenario>/.
+gen_run() {
+    local r
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p /tmp/ret
+    echo "+ rocescope gen loopback -d rxe0 --peer-device rxe1 $* --json"
+    timeout 120 /usr/local/bin/rocescope gen loopback -d rxe0 --peer-device rxe1 "$@" --json \
+        > /tmp/ret/gen.json 2> /tmp/ret/gen.log
+    r=$?
+    echo "exit $r" >> /tmp/ret/gen.log
+    echo "--- gen standard error"; cat /tmp/ret/gen.log
+    echo "--- gen standard output"; cat /tmp/ret/gen.json
+    lab_return /tmp/ret/gen.json
+    lab_return /tmp/ret/gen.log
+    rm -rf /tmp/ret
+    return $r
+}
+sc_gen_write() { gen_run --op write -s 4096 -n 32; }
+sc_gen_send()  { gen_run --op send -s 4096 -n 32 -x 1; }
+sc_gen_read()  { gen_run --op read -s 4096 -n 32; }
+# the text report (no --json): 8 SENDs of 3000 bytes (not a multiple of the MTU), depth 2; returns gen.txt
+sc_gen_text() {
+    local r
+    mkdir -p /tmp/ret
+    echo "+ rocescope gen loopback -d rxe0 --peer-device rxe1 --op send -s 3000 -n 8 --depth 2"
+    timeout 120 /usr/local/bin/rocescope gen loopback -d rxe0 --peer-device rxe1 --op send -s 3000 -n 8 --depth 2 \
+        > /tmp/ret/gen.txt 2>&1
+    r=$?
+    echo "exit $r" >> /tmp/ret/gen.txt
+    cat /tmp/ret/gen.txt
+    lab_return /tmp/ret/gen.txt
+    rm -rf /tmp/ret
+    return $r
+}
+# a path MTU of 4096 on 1500-byte NICs: rxe would send nothing and never complete; gen must refuse it (exit 1,
+# the scenario succeeds when it does)
+sc_gen_bad_mtu() { ! gen_run --op write -s 4096 -n 4 --mtu 4096; }
+# a wrong R_Key on the last of 4 WRITEs (gen --fault bad-rkey): rxe1 answers with a NAK (remote access error)
+# and the requester's completion is IBV_WC_REM_ACCESS_ERR; gen must exit 1 naming it (the scenario succeeds
+# when it does)
+sc_gen_bad_rkey() { ! gen_run --op write -s 4096 -n 4 --fault bad-rkey; }
+# every request dropped on eth0 (netem loss 100%): rxe 6.1 retransmits forever (its completer_retry_err climbs,
+# no IBV_WC_RETRY_EXC_ERR ever comes, even with a short QP timeout), so only gen's own deadline (--timeout 1)
+# ends the run: exit 1 naming it (the scenario succeeds when it does)
+sc_gen_deadline() { netem eth0 loss 100% && ! gen_run --op write -s 4096 -n 4 --timeout 1; }
 # no traffic: devices, GIDs, and the --version of every extra binary (lab/build-initramfs EXTRA_BINARIES)
 sc_info() {
     for c in "ibv_devices" "ibv_devinfo" "/usr/bin/rdma link" "/usr/bin/rdma dev"; do echo "+ $c"; $c; done

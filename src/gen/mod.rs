@@ -1,0 +1,163 @@
+//! `rocescope gen`: a verbs traffic generator (libibverbs through the `sideway` crate, which loads
+//! libibverbs.so.1 at run time: on a machine without RDMA only `gen` fails, the rest of rocescope works).
+//!
+//! First slice: `gen loopback`, two RC QPs on two devices of one host in one process (no out-of-band
+//! exchange), RDMA WRITE, SEND/RECV or RDMA READ, with a data check and a report whose QPNs and PSN ranges can
+//! be matched with a capture (`rocescope analyze --json`).
+
+mod loopback;
+pub mod pattern;
+pub mod plan;
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+#[derive(Subcommand)]
+pub enum GenCommand {
+    /// Two RC QPs on two RDMA devices of this host, connected to each other in one process (no TCP
+    /// exchange): RDMA WRITE, SEND or READ from the first to the second, with a data check.
+    Loopback(LoopbackArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Write,
+    Send,
+    Read,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fault {
+    BadRkey,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LoopbackArgs {
+    /// The requester's RDMA device (e.g. rxe0).
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub device: String,
+    /// The responder's RDMA device (e.g. rxe1).
+    #[arg(long = "peer-device", value_name = "DEV")]
+    pub peer_device: String,
+    /// Port number on both devices.
+    #[arg(long = "ib-port", default_value_t = 1)]
+    pub port: u8,
+    /// GID index on both devices; by default the RoCE v2 GID with an IPv4-mapped address (::ffff:a.b.c.d).
+    #[arg(short = 'x', long = "gid-index", value_name = "GID_INDEX")]
+    pub gid_index: Option<u8>,
+    /// Operation the requester posts.
+    #[arg(long, value_enum, default_value_t = Op::Write)]
+    pub op: Op,
+    /// Message size in bytes.
+    #[arg(short = 's', long, default_value_t = 65536, value_parser = clap::value_parser!(u32).range(1..=(1 << 30)))]
+    pub size: u32,
+    /// Number of messages.
+    #[arg(short = 'n', long = "iters", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iters: u64,
+    /// Messages in flight at most (send queue depth).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub depth: u32,
+    /// Path MTU in bytes (256..4096); by default the smaller active MTU of the two ports. One larger than
+    /// the network device allows is refused.
+    #[arg(long, value_parser = parse_mtu)]
+    pub mtu: Option<u32>,
+    /// QP timeout exponent (4.096 us * 2^N); 17 is about 0.5 s (rxe in a slow guest retransmits
+    /// spuriously with 14).
+    #[arg(long = "qp-timeout", default_value_t = 17, value_parser = clap::value_parser!(u8).range(1..=31))]
+    pub qp_timeout: u8,
+    /// Give up when no completion arrives for this many seconds.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub timeout: f64,
+    /// One JSON document (with the QPNs and PSN ranges, to match a capture).
+    #[arg(long)]
+    pub json: bool,
+    /// Fault injection, for testing what sees the traffic: `bad-rkey` posts the last message (WRITE or READ)
+    /// with a wrong R_Key; the responder answers with a NAK (remote access error) and the run ends with
+    /// IBV_WC_REM_ACCESS_ERR (exit 1).
+    #[arg(long, value_enum, value_name = "FAULT")]
+    pub fault: Option<Fault>,
+}
+
+fn parse_mtu(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(m) if [256, 512, 1024, 2048, 4096].contains(&m) => Ok(m),
+        _ => Err(format!(
+            "'{s}' is not an InfiniBand path MTU (256, 512, 1024, 2048 or 4096)"
+        )),
+    }
+}
+
+pub fn main(cmd: GenCommand) -> ExitCode {
+    match cmd {
+        GenCommand::Loopback(args) => match loopback::run(&args) {
+            Ok(report) => {
+                print_report(&report, args.json);
+                if report.error.is_some() {
+                    ExitCode::from(1)
+                } else {
+                    ExitCode::SUCCESS
+                }
+            }
+            Err(e) => {
+                eprintln!("rocescope: gen: {e}");
+                ExitCode::from(1)
+            }
+        },
+    }
+}
+
+fn print_report(r: &loopback::Report, json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(r).expect("report serializes")
+        );
+    } else {
+        for e in [&r.requester, &r.responder] {
+            println!(
+                "{} port {}: QPN {:#08x}, GID index {} {} ({}), SQ PSN {}, RQ PSN {}",
+                e.device, e.port, e.qpn, e.gid_index, e.gid, e.gid_choice, e.sq_psn, e.rq_psn
+            );
+        }
+        println!(
+            "{} {} x {} bytes, depth {}, path MTU {} ({}), QP timeout {}",
+            format!("{:?}", r.op).to_uppercase(),
+            r.iterations,
+            r.size,
+            r.depth,
+            r.mtu,
+            r.mtu_source,
+            r.qp_timeout
+        );
+        for f in &r.flows {
+            println!(
+                "flow {} -> {} QP {:#08x} ({}): PSN {}..{} ({} packets)",
+                f.src.as_deref().unwrap_or("?"),
+                f.dst.as_deref().unwrap_or("?"),
+                f.dest_qp,
+                f.role,
+                f.psn_first,
+                f.psn_last,
+                f.packets
+            );
+        }
+        println!(
+            "{} messages, {} bytes in {:.6} s: {:.3} Gb/s, {:.0} messages/s",
+            r.messages, r.bytes, r.seconds, r.gbps, r.messages_per_sec
+        );
+        println!(
+            "latency (post to completion) us: p50 {:.1}, p99 {:.1}, max {:.1}",
+            r.latency_us.p50, r.latency_us.p99, r.latency_us.max
+        );
+        println!(
+            "completion errors: {}; data check: {} ({} checked, {} mismatches)",
+            r.completion_errors, r.data_check.status, r.data_check.checked, r.data_check.mismatches
+        );
+    }
+    if let Some(e) = &r.error {
+        eprintln!("rocescope: gen: {e}");
+    }
+}

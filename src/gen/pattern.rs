@@ -1,0 +1,58 @@
+//! The payload of message `msg` of the QP `qpn`: 8-byte words of splitmix64 over (QPN, message number, word
+//! index), little endian, the last word cut to the message size. Any byte of another message (or of a stale
+//! buffer) differs with overwhelming probability.
+
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn seed(qpn: u32, msg: u64) -> u64 {
+    splitmix64((u64::from(qpn) << 40) ^ msg.wrapping_mul(0x2545_f491_4f6c_dd1d))
+}
+
+/// Fills `buf` with the pattern of (`qpn`, `msg`).
+pub fn fill(buf: &mut [u8], qpn: u32, msg: u64) {
+    let s = seed(qpn, msg);
+    for (i, chunk) in buf.chunks_mut(8).enumerate() {
+        let w = splitmix64(s ^ i as u64).to_le_bytes();
+        chunk.copy_from_slice(&w[..chunk.len()]);
+    }
+}
+
+/// The first byte offset where `buf` differs from the pattern of (`qpn`, `msg`), or None.
+pub fn check(buf: &[u8], qpn: u32, msg: u64) -> Option<usize> {
+    let s = seed(qpn, msg);
+    for (i, chunk) in buf.chunks(8).enumerate() {
+        let w = splitmix64(s ^ i as u64).to_le_bytes();
+        if chunk != &w[..chunk.len()] {
+            let j = chunk
+                .iter()
+                .zip(w.iter())
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
+            return Some(i * 8 + j);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_then_check() {
+        for size in [1usize, 7, 8, 9, 4096, 4099] {
+            let mut b = vec![0u8; size];
+            fill(&mut b, 0x11, 5);
+            assert_eq!(check(&b, 0x11, 5), None);
+            assert!(check(&b, 0x11, 6).is_some() || size < 2);
+            assert!(check(&b, 0x12, 5).is_some() || size < 2);
+            b[size - 1] ^= 1;
+            assert_eq!(check(&b, 0x11, 5), Some(size - 1));
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The pure parts of the generator: PSN arithmetic, path MTU limits, GID choice, work completion names.
+
+/// PSNs are 24 bits.
+pub const PSN_MASK: u32 = 0xff_ffff;
+
+/// Packets of one message of `size` bytes at path MTU `mtu` (a zero-length message is one packet).
+pub fn packets_per_message(size: u64, mtu: u32) -> u64 {
+    size.div_ceil(u64::from(mtu)).max(1)
+}
+
+/// `psn + k` modulo 2^24.
+pub fn psn_add(psn: u32, k: u64) -> u32 {
+    ((u64::from(psn) + k) & u64::from(PSN_MASK)) as u32
+}
+
+/// rxe reserves this much of the netdev MTU for headers (RXE_MAX_HDR_LENGTH) when it derives a port's
+/// active MTU; a path MTU beyond that never reaches the wire.
+pub const RXE_MAX_HDR_LENGTH: u32 = 80;
+
+/// The largest InfiniBand path MTU that fits a network device MTU of `netdev_mtu` bytes, if any.
+pub fn max_path_mtu_for_netdev(netdev_mtu: u32) -> Option<u32> {
+    let room = netdev_mtu.checked_sub(RXE_MAX_HDR_LENGTH)?;
+    [4096, 2048, 1024, 512, 256]
+        .into_iter()
+        .find(|&m| m <= room)
+}
+
+/// Path MTU in bytes for the verbs enum value (IBV_MTU_256 = 1 .. IBV_MTU_4096 = 5).
+pub fn mtu_bytes(enum_value: u32) -> Option<u32> {
+    (1..=5).contains(&enum_value).then(|| 128 << enum_value)
+}
+
+/// The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d).
+pub fn ipv4_mapped(raw: &[u8; 16]) -> Option<std::net::Ipv4Addr> {
+    (raw[..10].iter().all(|&b| b == 0) && raw[10] == 0xff && raw[11] == 0xff)
+        .then(|| std::net::Ipv4Addr::new(raw[12], raw[13], raw[14], raw[15]))
+}
+
+/// The name libibverbs gives a work completion status (ibv_wc_status_str), by number.
+pub fn wc_status_name(status: u32) -> &'static str {
+    const NAMES: [&str; 24] = [
+        "IBV_WC_SUCCESS",
+        "IBV_WC_LOC_LEN_ERR",
+        "IBV_WC_LOC_QP_OP_ERR",
+        "IBV_WC_LOC_EEC_OP_ERR",
+        "IBV_WC_LOC_PROT_ERR",
+        "IBV_WC_WR_FLUSH_ERR",
+        "IBV_WC_MW_BIND_ERR",
+        "IBV_WC_BAD_RESP_ERR",
+        "IBV_WC_LOC_ACCESS_ERR",
+        "IBV_WC_REM_INV_REQ_ERR",
+        "IBV_WC_REM_ACCESS_ERR",
+        "IBV_WC_REM_OP_ERR",
+        "IBV_WC_RETRY_EXC_ERR",
+        "IBV_WC_RNR_RETRY_EXC_ERR",
+        "IBV_WC_LOC_RDD_VIOL_ERR",
+        "IBV_WC_REM_INV_RD_REQ_ERR",
+        "IBV_WC_REM_ABORT_ERR",
+        "IBV_WC_INV_EECN_ERR",
+        "IBV_WC_INV_EEC_STATE_ERR",
+        "IBV_WC_FATAL_ERR",
+        "IBV_WC_RESP_TIMEOUT_ERR",
+        "IBV_WC_GENERAL_ERR",
+        "IBV_WC_TM_ERR",
+        "IBV_WC_TM_RNDV_INCOMPLETE",
+    ];
+    NAMES
+        .get(status as usize)
+        .copied()
+        .unwrap_or("unknown status")
+}
+
+/// A 24-bit random PSN (getrandom(2); the clock if that fails).
+pub fn random_psn() -> u32 {
+    let mut b = [0u8; 4];
+    // SAFETY: getrandom writes at most b.len() bytes into b.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    let v = if n == 4 {
+        u32::from_ne_bytes(b)
+    } else {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
+            .unwrap_or(0x5a5a5a)
+    };
+    v & PSN_MASK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psn_ranges() {
+        assert_eq!(packets_per_message(4096, 1024), 4);
+        assert_eq!(packets_per_message(4097, 1024), 5);
+        assert_eq!(packets_per_message(1, 4096), 1);
+        assert_eq!(psn_add(PSN_MASK, 1), 0);
+        assert_eq!(psn_add(14488144, 32 * 4 - 1), 14488271);
+    }
+
+    #[test]
+    fn netdev_limits() {
+        assert_eq!(max_path_mtu_for_netdev(1500), Some(1024));
+        assert_eq!(max_path_mtu_for_netdev(9000), Some(4096));
+        assert_eq!(max_path_mtu_for_netdev(4200), Some(4096));
+        assert_eq!(max_path_mtu_for_netdev(4000), Some(2048));
+        assert_eq!(max_path_mtu_for_netdev(300), None);
+        assert_eq!(mtu_bytes(3), Some(1024));
+        assert_eq!(mtu_bytes(5), Some(4096));
+        assert_eq!(mtu_bytes(0), None);
+    }
+
+    #[test]
+    fn gids_and_names() {
+        let mut g = [0u8; 16];
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12..].copy_from_slice(&[10, 0, 0, 1]);
+        assert_eq!(ipv4_mapped(&g), Some(std::net::Ipv4Addr::new(10, 0, 0, 1)));
+        g[0] = 0xfe;
+        assert_eq!(ipv4_mapped(&g), None);
+        assert_eq!(wc_status_name(12), "IBV_WC_RETRY_EXC_ERR");
+        assert_eq!(wc_status_name(99), "unknown status");
+        assert!(random_psn() <= PSN_MASK);
+    }
+}

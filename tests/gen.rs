@@ -1,0 +1,549 @@
+//! `rocescope gen loopback` (the verbs generator, libibverbs through `sideway`, loaded at run time).
+//!
+//! (1) Here, on a machine whose kernel has no RDMA: `gen` fails with exit 1 and one line that says why, and the
+//!     rest of rocescope keeps working.
+//! (2) In the Soft-RoCE lab (lab/README.md), with this test's own binary in the guest: scenarios gen_write,
+//!     gen_send and gen_read run `rocescope gen loopback -d rxe0 --peer-device rxe1 --op OP -s 4096 -n 32
+//!     --json`; each completes (exit 0, no completion error, data check passed), and its JSON agrees with
+//!     `rocescope analyze --json` of the host-side cable capture: per flow (source, destination, destination
+//!     QP) the role, the first and last PSN, the packets and the messages, with no gap, NAK, RNR NAK,
+//!     retransmission or bad ICRC. gen_bad_mtu asks for a path MTU of 4096 on 1500-byte NICs, which rxe would
+//!     silently never send: gen must refuse it (exit 1, one line) before anything reaches the wire.
+//!
+//! (2) needs what `lab/setup` installs (run here; idempotent) and about 20-60 s of emulated guest. It fails,
+//! with the reason, when the lab cannot run: it never skips. Everything runs under hard timeouts.
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const SETUP_TIMEOUT: Duration = Duration::from_secs(900);
+const RUN_TIMEOUT: Duration = Duration::from_secs(360);
+const LAB_TIMEOUT_SECS: &str = "300";
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rocescope")
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    match fs::read_to_string(path) {
+        Ok(s) => {
+            let v: Vec<&str> = s.lines().collect();
+            v[v.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(e) => format!("({}: {e})", path.display()),
+    }
+}
+
+/// Does this machine have RDMA devices (a kernel with the uverbs ABI)?
+fn host_has_rdma() -> bool {
+    fs::read_dir("/sys/class/infiniband_verbs")
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("uverbs"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn gen_without_rdma_fails_in_one_line_and_the_rest_works() {
+    let t0 = Instant::now();
+    let o = Command::new(bin())
+        .args([
+            "gen",
+            "loopback",
+            "-d",
+            "rxe0",
+            "--peer-device",
+            "rxe1",
+            "-n",
+            "1",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rocescope gen");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "gen took {:?} to fail",
+        t0.elapsed()
+    );
+    if host_has_rdma() {
+        // not this project's machines; still: rxe0/rxe1 must exist for it to succeed
+        eprintln!(
+            "this host has RDMA devices: gen said {err:?} (exit {:?})",
+            o.status.code()
+        );
+        return;
+    }
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "exit status; stderr: {err}; stdout: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stderr, got: {err}");
+    let l = lines[0];
+    assert!(l.starts_with("rocescope: gen: "), "{l}");
+    assert!(
+        l.contains("RDMA") && l.contains("libibverbs"),
+        "the line says neither RDMA nor libibverbs: {l}"
+    );
+
+    // usage errors stay usage errors (2), and the rest of rocescope works on the same binary
+    let o = Command::new(bin())
+        .args(["gen", "loopback", "--op", "write"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "gen loopback without -d");
+    let o = Command::new(bin())
+        .args(["analyze", "--json"])
+        .arg(root().join("testdata/lab/write.pcap"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "analyze: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["verdict"]["status"], "pass");
+}
+
+/// Runs `cmd` with its output in `log`, killing it (SIGTERM, then SIGKILL: lab/run's trap stops QEMU) at
+/// `limit`. Returns the exit code, or panics with `what` and the log on a timeout.
+fn run_logged(mut cmd: Command, what: &str, log: &Path, limit: Duration) -> i32 {
+    let out = fs::File::create(log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+    let err = out.try_clone().unwrap();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| panic!("gen lab test: cannot run {what}: {e}"));
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code().unwrap_or(-1);
+        }
+        if t0.elapsed() > limit {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let t1 = Instant::now();
+            while t1.elapsed() < Duration::from_secs(15) {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "gen lab test: {what} did not finish within {} s (killed); its output:\n{}",
+                limit.as_secs(),
+                tail(log, 60)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn analyze_json(path: &Path) -> Value {
+    let o = Command::new(bin())
+        .args(["analyze", "--json"])
+        .arg(path)
+        .output()
+        .expect("run rocescope analyze");
+    assert!(
+        o.status.success(),
+        "rocescope analyze --json {}: {}\n{}",
+        path.display(),
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("analyze JSON")
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned number: {v}"))
+}
+
+/// Checks one generator scenario's report against the analyzer's view of its cable capture; returns a
+/// one-line summary.
+fn check_op(sc: &Path, op: &str) -> String {
+    let name = format!("gen_{op}");
+    let log = fs::read_to_string(sc.join("gen.log")).expect("gen.log came back from the guest");
+    assert_eq!(
+        log.trim(),
+        "exit 0",
+        "{name}: gen's standard error (and exit status):\n{log}"
+    );
+    let g: Value = serde_json::from_slice(&fs::read(sc.join("gen.json")).expect("gen.json"))
+        .unwrap_or_else(|e| panic!("{name}: gen.json is not JSON: {e}"));
+    assert_eq!(g["op"], op);
+    assert!(g["error"].is_null(), "{name}: error {}", g["error"]);
+    assert_eq!(u(&g["completion_errors"]), 0, "{name}: completion errors");
+    assert_eq!(
+        g["data_check"]["status"], "passed",
+        "{name}: data check {}",
+        g["data_check"]
+    );
+    assert_eq!(
+        u(&g["data_check"]["checked"]),
+        32,
+        "{name}: messages checked"
+    );
+    assert_eq!(u(&g["data_check"]["mismatches"]), 0);
+    assert_eq!(u(&g["messages"]), 32);
+    assert_eq!(u(&g["bytes"]), 32 * 4096);
+    assert_eq!(
+        u(&g["mtu"]),
+        1024,
+        "{name}: path MTU (active MTU on 1500-byte NICs)"
+    );
+    assert_eq!(u(&g["qp_timeout"]), 17);
+    assert!(u(&g["max_rd_atomic"]) >= 1);
+    for (side, ip) in [("requester", "10.0.0.1"), ("responder", "10.0.0.2")] {
+        let e = &g[side];
+        assert_eq!(e["gid_type"], "RoCE v2", "{name}: {side} GID {e}");
+        assert_eq!(e["gid"], format!("::ffff:{ip}"), "{name}: {side} GID {e}");
+        assert_eq!(e["ip"], ip);
+        assert_eq!(
+            u(&e["gid_index"]),
+            1,
+            "{name}: the lab's IPv4-mapped GID is index 1"
+        );
+        assert!(u(&e["sq_psn"]) <= 0xff_ffff && u(&e["rq_psn"]) <= 0xff_ffff);
+    }
+    // gen_send names the GID with -x 1, the others let gen pick it
+    let choice = if op == "send" {
+        "-x: RoCE v2, IPv4-mapped"
+    } else {
+        "auto: RoCE v2 and IPv4-mapped"
+    };
+    assert_eq!(g["requester"]["gid_choice"], choice, "{name}");
+    assert_eq!(g["requester"]["sq_psn"], g["responder"]["rq_psn"]);
+    assert_eq!(g["responder"]["sq_psn"], g["requester"]["rq_psn"]);
+    assert!(
+        g["seconds"].as_f64().unwrap() > 0.0 && g["gbps"].as_f64().unwrap() > 0.0,
+        "{name}: throughput {} Gb/s in {} s",
+        g["gbps"],
+        g["seconds"]
+    );
+    let lat = &g["latency_us"];
+    let (p50, p99, max) = (
+        lat["p50"].as_f64().unwrap(),
+        lat["p99"].as_f64().unwrap(),
+        lat["max"].as_f64().unwrap(),
+    );
+    assert!(
+        0.0 < p50 && p50 <= p99 && p99 <= max,
+        "{name}: latency {lat}"
+    );
+
+    let a = analyze_json(&sc.join("cable.pcap"));
+    for k in ["malformed", "icrc_bad", "icrc_unverifiable"] {
+        assert_eq!(u(&a["capture"][k]), 0, "{name}: analyze: {k}");
+    }
+    assert_eq!(
+        a["verdict"]["status"], "pass",
+        "{name}: analyze verdict {}",
+        a["verdict"]
+    );
+    let mut flows: BTreeMap<(String, String, u64), &Value> = BTreeMap::new();
+    for f in a["flows"].as_array().expect("flows") {
+        let key = (
+            f["src"].as_str().unwrap().to_string(),
+            f["dst"].as_str().unwrap().to_string(),
+            u(&f["dest_qp"]),
+        );
+        assert!(flows.insert(key, f).is_none(), "{name}: two flows {f}");
+    }
+    let gf = g["flows"].as_array().expect("gen flows");
+    assert_eq!(
+        flows.len(),
+        gf.len(),
+        "{name}: the cable has flows {:?}, gen announced {}",
+        flows.keys().collect::<Vec<_>>(),
+        g["flows"]
+    );
+    assert_eq!(
+        u(&gf[0]["dest_qp"]),
+        u(&g["responder"]["qpn"]),
+        "requests go to the responder's QP"
+    );
+    assert_eq!(u(&gf[1]["dest_qp"]), u(&g["requester"]["qpn"]));
+    for e in gf {
+        let key = (
+            e["src"].as_str().unwrap().to_string(),
+            e["dst"].as_str().unwrap().to_string(),
+            u(&e["dest_qp"]),
+        );
+        let f = flows.get(&key).unwrap_or_else(|| {
+            panic!(
+                "{name}: no flow {key:?} on the cable; flows: {:?}",
+                flows.keys()
+            )
+        });
+        let what = format!("{name}: flow {key:?} ({})", e["carries"]);
+        assert_eq!(f["role"], e["role"], "{what}: role");
+        assert_eq!(f["psn"]["first"], e["psn_first"], "{what}: first PSN");
+        assert_eq!(f["psn"]["last"], e["psn_last"], "{what}: last PSN");
+        if e["carries"] == "ACKs" {
+            // ACKs may be coalesced: at most one per message, at least one
+            assert!(
+                (1..=u(&e["packets"])).contains(&u(&f["packets"])),
+                "{what}: {} ACK packets, gen expected at most {}",
+                f["packets"],
+                e["packets"]
+            );
+        } else {
+            assert_eq!(f["packets"], e["packets"], "{what}: packets");
+        }
+        assert_eq!(f["messages"]["count"], e["messages"], "{what}: messages");
+        if u(&e["messages"]) > 0 {
+            assert_eq!(u(&f["messages"]["min_size"]), 4096, "{what}");
+            assert_eq!(u(&f["messages"]["max_size"]), 4096, "{what}");
+        }
+        for k in ["gap_events", "missing", "retransmitted", "duplicates"] {
+            assert_eq!(u(&f["psn"][k]), 0, "{what}: {k}");
+        }
+        let naks: u64 = f["naks"].as_object().unwrap().values().map(u).sum();
+        assert_eq!(naks, 0, "{what}: NAKs {}", f["naks"]);
+        assert_eq!(u(&f["rnr_naks"]), 0, "{what}: RNR NAKs");
+        assert_eq!(u(&f["icrc_bad"]), 0, "{what}: bad ICRC");
+    }
+    format!(
+        "{name}: QPN {:#x} -> {:#x}, PSN {}..{}, {} messages, data check passed, {:.3} Gb/s, p50 {:.0} us",
+        u(&g["requester"]["qpn"]),
+        u(&g["responder"]["qpn"]),
+        gf[0]["psn_first"],
+        gf[0]["psn_last"],
+        g["messages"],
+        g["gbps"].as_f64().unwrap(),
+        p50
+    )
+}
+
+#[test]
+fn gen_loopback_in_the_soft_roce_lab_matches_the_cable() {
+    let t0 = Instant::now();
+    let lab = root().join("lab");
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lab-gen");
+    let _ = fs::remove_dir_all(&out);
+    fs::create_dir_all(&out).unwrap();
+
+    let setup_log = out.join("setup.log");
+    let rc = run_logged(
+        Command::new(lab.join("setup")),
+        "lab/setup",
+        &setup_log,
+        SETUP_TIMEOUT,
+    );
+    assert_eq!(
+        rc,
+        0,
+        "gen lab test: lab/setup failed (exit {rc}); the lab cannot run here. Its output:\n{}",
+        tail(&setup_log, 40)
+    );
+    let lab_out = out.join("out");
+    let run_log = out.join("run.log");
+    let scenarios = [
+        "gen_write",
+        "gen_send",
+        "gen_read",
+        "gen_bad_mtu",
+        "gen_bad_rkey",
+        "gen_deadline",
+        "gen_text",
+    ];
+    let mut cmd = Command::new(lab.join("run"));
+    cmd.args(scenarios)
+        .env("EXTRA_BINARIES", bin())
+        .env("LAB_OUT", &lab_out)
+        .env("LAB_TIMEOUT", LAB_TIMEOUT_SECS)
+        .env("LAB_LOCK_WAIT", "240");
+    let rc = run_logged(cmd, "lab/run gen_*", &run_log, RUN_TIMEOUT);
+    let logs: String = scenarios
+        .iter()
+        .map(|s| {
+            format!(
+                "--- {s}:\n{}\n",
+                tail(&lab_out.join(s).join("perftest.log"), 25)
+            )
+        })
+        .collect();
+    assert_eq!(
+        rc,
+        0,
+        "gen lab test: lab/run failed (exit {rc}). lab/run said:\n{}\n{logs}--- guest console (end):\n{}",
+        tail(&run_log, 30),
+        tail(&lab_out.join("_run/console.log"), 20)
+    );
+    let guest_secs = t0.elapsed().as_secs_f64();
+
+    let mut summary = Vec::new();
+    for op in ["write", "send", "read"] {
+        summary.push(check_op(&lab_out.join(format!("gen_{op}")), op));
+    }
+
+    // the refused path MTU: one line, exit 1, nothing on the wire
+    let sc = lab_out.join("gen_bad_mtu");
+    let log = fs::read_to_string(sc.join("gen.log")).expect("gen_bad_mtu: gen.log");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "gen_bad_mtu: one error line then the exit status:\n{log}"
+    );
+    assert!(
+        lines[0].starts_with("rocescope: gen: path MTU 4096 is larger than eth0")
+            && lines[0].contains("MTU 1500"),
+        "gen_bad_mtu: {}",
+        lines[0]
+    );
+    assert_eq!(lines[1], "exit 1");
+    let a = analyze_json(&sc.join("cable.pcap"));
+    assert_eq!(
+        u(&a["capture"]["roce_frames"]),
+        0,
+        "gen_bad_mtu: RoCE frames on the cable"
+    );
+
+    // a wrong R_Key on the last of 4 WRITEs: a real NAK on the wire, the run ends naming the completion status
+    let sc = lab_out.join("gen_bad_rkey");
+    let log = fs::read_to_string(sc.join("gen.log")).expect("gen_bad_rkey: gen.log");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "gen_bad_rkey: one error line then the exit status:\n{log}"
+    );
+    assert!(
+        lines[0].starts_with("rocescope: gen: rxe0: QP ")
+            && lines[0].contains("message 3 completed with IBV_WC_REM_ACCESS_ERR (status 10"),
+        "gen_bad_rkey: {}",
+        lines[0]
+    );
+    assert_eq!(lines[1], "exit 1");
+    let g: Value =
+        serde_json::from_slice(&fs::read(sc.join("gen.json")).expect("gen_bad_rkey: gen.json"))
+            .expect("gen_bad_rkey: gen.json is JSON");
+    assert_eq!(g["fault"], "bad-rkey");
+    assert_eq!(u(&g["completion_errors"]), 1);
+    assert_eq!(
+        u(&g["messages"]),
+        3,
+        "messages completed before the bad one"
+    );
+    assert_eq!(g["data_check"]["status"], "incomplete");
+    assert_eq!(u(&g["data_check"]["checked"]), 3);
+    assert_eq!(u(&g["data_check"]["mismatches"]), 0);
+    assert!(
+        g["error"]
+            .as_str()
+            .unwrap()
+            .contains("IBV_WC_REM_ACCESS_ERR")
+    );
+    let a = analyze_json(&sc.join("cable.pcap"));
+    let first = u(&g["flows"][0]["psn_first"]);
+    let reply = a["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["role"] == "responder" && f["dest_qp"] == g["requester"]["qpn"])
+        .unwrap_or_else(|| panic!("gen_bad_rkey: no reply flow: {}", a["flows"]));
+    assert_eq!(
+        u(&reply["naks"]["remote_access"]),
+        1,
+        "gen_bad_rkey: NAKs {}",
+        reply["naks"]
+    );
+    let nak_psn = a["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "nak" && e.to_string().contains("remote access"))
+        .unwrap_or_else(|| panic!("gen_bad_rkey: no remote access NAK event: {}", a["events"]));
+    let want = (first + 3 * 4) & 0xff_ffff;
+    assert!(
+        nak_psn["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("for PSN {want:#x}")),
+        "gen_bad_rkey: the NAK should be for the first PSN of message 3 ({want:#x}): {nak_psn}"
+    );
+    assert_eq!(a["verdict"]["status"], "fail");
+
+    // every request dropped: rxe never gives up, gen's deadline ends the run
+    let sc = lab_out.join("gen_deadline");
+    let log = fs::read_to_string(sc.join("gen.log")).expect("gen_deadline: gen.log");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "gen_deadline: one error line then the exit status:\n{log}"
+    );
+    assert!(
+        lines[0]
+            .starts_with("rocescope: gen: no completion for 1.0 s: 0 of 4 messages completed; QP ")
+            && lines[0].contains("ReadyToSend"),
+        "gen_deadline: {}",
+        lines[0]
+    );
+    assert_eq!(lines[1], "exit 1");
+    let a = analyze_json(&sc.join("cable.pcap"));
+    assert_eq!(
+        u(&a["capture"]["roce_frames"]),
+        0,
+        "gen_deadline: RoCE frames on the cable"
+    );
+
+    // the text report: 8 SENDs of 3000 bytes (3 packets each at MTU 1024)
+    let txt = fs::read_to_string(lab_out.join("gen_text/gen.txt")).expect("gen_text: gen.txt");
+    for want in [
+        "rxe0 port 1: QPN 0x",
+        "GID index 1 ::ffff:10.0.0.1 (auto: RoCE v2 and IPv4-mapped)",
+        "SEND 8 x 3000 bytes, depth 2, path MTU 1024",
+        "(requester): PSN ",
+        "(24 packets)",
+        "8 messages, 24000 bytes in ",
+        "latency (post to completion) us: p50 ",
+        "completion errors: 0; data check: passed (8 checked, 0 mismatches)",
+        "\nexit 0",
+    ] {
+        assert!(txt.contains(want), "gen_text: no '{want}' in:\n{txt}");
+    }
+    let a = analyze_json(&lab_out.join("gen_text/cable.pcap"));
+    let req = a["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["role"] == "requester")
+        .expect("gen_text: requester flow");
+    assert_eq!(u(&req["packets"]), 24);
+    assert_eq!(u(&req["messages"]["count"]), 8);
+    assert_eq!(u(&req["messages"]["max_size"]), 3000);
+    assert_eq!(a["verdict"]["status"], "pass");
+
+    eprintln!(
+        "{}\ngen_bad_mtu: refused (exit 1), nothing on the wire\ngen_bad_rkey: NAK (remote access error) on \
+         the cable, exit 1 with IBV_WC_REM_ACCESS_ERR\ngen_deadline: exit 1 after 1 s without a completion\nlab setup + guest run {guest_secs:.1} s, total {:.1} s",
+        summary.join("\n"),
+        t0.elapsed().as_secs_f64()
+    );
+}
