@@ -10,7 +10,11 @@
 //!     retransmission or bad ICRC. gen_bad_mtu asks for a path MTU of 4096 on 1500-byte NICs, which rxe would
 //!     silently never send: gen must refuse it (exit 1, one line) before anything reaches the wire.
 //!
-//! (2) needs what `lab/setup` installs (run here; idempotent) and about 20-60 s of emulated guest. It fails,
+//! (3) The fabric check, `gen loopback ... --capture eth0`, in the lab: gen_check (clean) says `FABRIC CHECK:
+//!     PASS` (exit 0); gen_check_loss (netem loss 3% on eth0) says `FABRIC CHECK: FAIL: ...` (exit 3) with
+//!     gaps, NAKs and retransmissions that agree, flow by flow, with `rocescope analyze` of the cable capture.
+//!
+//! (2) and (3) need what `lab/setup` installs (run here; idempotent) and about 20-60 s of emulated guest. It fails,
 //! with the reason, when the lab cannot run: it never skips. Everything runs under hard timeouts.
 use std::collections::BTreeMap;
 use std::fs;
@@ -342,59 +346,18 @@ fn check_op(sc: &Path, op: &str) -> String {
 #[test]
 fn gen_loopback_in_the_soft_roce_lab_matches_the_cable() {
     let t0 = Instant::now();
-    let lab = root().join("lab");
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lab-gen");
-    let _ = fs::remove_dir_all(&out);
-    fs::create_dir_all(&out).unwrap();
-
-    let setup_log = out.join("setup.log");
-    let rc = run_logged(
-        Command::new(lab.join("setup")),
-        "lab/setup",
-        &setup_log,
-        SETUP_TIMEOUT,
+    let (lab_out, guest_secs) = run_lab(
+        "lab-gen",
+        &[
+            "gen_write",
+            "gen_send",
+            "gen_read",
+            "gen_bad_mtu",
+            "gen_bad_rkey",
+            "gen_deadline",
+            "gen_text",
+        ],
     );
-    assert_eq!(
-        rc,
-        0,
-        "gen lab test: lab/setup failed (exit {rc}); the lab cannot run here. Its output:\n{}",
-        tail(&setup_log, 40)
-    );
-    let lab_out = out.join("out");
-    let run_log = out.join("run.log");
-    let scenarios = [
-        "gen_write",
-        "gen_send",
-        "gen_read",
-        "gen_bad_mtu",
-        "gen_bad_rkey",
-        "gen_deadline",
-        "gen_text",
-    ];
-    let mut cmd = Command::new(lab.join("run"));
-    cmd.args(scenarios)
-        .env("EXTRA_BINARIES", bin())
-        .env("LAB_OUT", &lab_out)
-        .env("LAB_TIMEOUT", LAB_TIMEOUT_SECS)
-        .env("LAB_LOCK_WAIT", "240");
-    let rc = run_logged(cmd, "lab/run gen_*", &run_log, RUN_TIMEOUT);
-    let logs: String = scenarios
-        .iter()
-        .map(|s| {
-            format!(
-                "--- {s}:\n{}\n",
-                tail(&lab_out.join(s).join("perftest.log"), 25)
-            )
-        })
-        .collect();
-    assert_eq!(
-        rc,
-        0,
-        "gen lab test: lab/run failed (exit {rc}). lab/run said:\n{}\n{logs}--- guest console (end):\n{}",
-        tail(&run_log, 30),
-        tail(&lab_out.join("_run/console.log"), 20)
-    );
-    let guest_secs = t0.elapsed().as_secs_f64();
 
     let mut summary = Vec::new();
     for op in ["write", "send", "read"] {
@@ -543,6 +506,278 @@ fn gen_loopback_in_the_soft_roce_lab_matches_the_cable() {
     eprintln!(
         "{}\ngen_bad_mtu: refused (exit 1), nothing on the wire\ngen_bad_rkey: NAK (remote access error) on \
          the cable, exit 1 with IBV_WC_REM_ACCESS_ERR\ngen_deadline: exit 1 after 1 s without a completion\nlab setup + guest run {guest_secs:.1} s, total {:.1} s",
+        summary.join("\n"),
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+/// Runs `lab/setup`, then `lab/run SCENARIOS` with this test's binary in the guest, into
+/// `target/tmp/<dir>/out`; panics with the logs when either fails. Returns the output directory and the
+/// seconds it took.
+fn run_lab(dir: &str, scenarios: &[&str]) -> (PathBuf, f64) {
+    let t0 = Instant::now();
+    let lab = root().join("lab");
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    let _ = fs::remove_dir_all(&out);
+    fs::create_dir_all(&out).unwrap();
+    let setup_log = out.join("setup.log");
+    let rc = run_logged(
+        Command::new(lab.join("setup")),
+        "lab/setup",
+        &setup_log,
+        SETUP_TIMEOUT,
+    );
+    assert_eq!(
+        rc,
+        0,
+        "gen lab test: lab/setup failed (exit {rc}); the lab cannot run here. Its output:\n{}",
+        tail(&setup_log, 40)
+    );
+    let lab_out = out.join("out");
+    let run_log = out.join("run.log");
+    let mut cmd = Command::new(lab.join("run"));
+    cmd.args(scenarios)
+        .env("EXTRA_BINARIES", bin())
+        .env("LAB_OUT", &lab_out)
+        .env("LAB_TIMEOUT", LAB_TIMEOUT_SECS)
+        .env("LAB_LOCK_WAIT", "240");
+    let rc = run_logged(
+        cmd,
+        &format!("lab/run {}", scenarios.join(" ")),
+        &run_log,
+        RUN_TIMEOUT,
+    );
+    let logs: String = scenarios
+        .iter()
+        .map(|s| {
+            format!(
+                "--- {s}:\n{}\n",
+                tail(&lab_out.join(s).join("perftest.log"), 40)
+            )
+        })
+        .collect();
+    assert_eq!(
+        rc,
+        0,
+        "gen lab test: lab/run failed (exit {rc}). lab/run said:\n{}\n{logs}--- guest console (end):\n{}",
+        tail(&run_log, 30),
+        tail(&lab_out.join("_run/console.log"), 20)
+    );
+    (lab_out, t0.elapsed().as_secs_f64())
+}
+
+/// Flows of an analyze report by (source, destination, destination QP).
+fn flows_by_key(r: &Value) -> BTreeMap<(String, String, u64), &Value> {
+    let mut m = BTreeMap::new();
+    for f in r["flows"].as_array().expect("flows") {
+        let key = (
+            f["src"].as_str().unwrap().to_string(),
+            f["dst"].as_str().unwrap().to_string(),
+            u(&f["dest_qp"]),
+        );
+        assert!(m.insert(key, f).is_none(), "two flows {f}");
+    }
+    m
+}
+
+fn nak_total(f: &Value) -> u64 {
+    f["naks"].as_object().unwrap().values().map(u).sum()
+}
+
+/// `gen loopback --capture eth0` in the lab (eth0 sees both directions of the cable):
+/// gen_check (clean, text report): exit 0, the data check passed, both flows found with the PSN range and the
+/// 128 request packets posted, `FABRIC CHECK: PASS` last; the cable agrees (same PSNs, 128 packets, verdict
+/// pass). gen_check_loss (netem loss 3% on eth0, JSON): the data check still passes (RC recovers), exit 3 with
+/// `FABRIC CHECK: FAIL: ...` naming gaps, NAKs and retransmissions; per flow, the generator's own capture and
+/// `rocescope analyze --json` of the host-side cable capture give the same packets, PSNs, gaps, missing PSNs,
+/// retransmissions, NAKs and messages (netem drops before the wire and before eth0's capture point, so both
+/// see the same frames), and the check's totals are the cable's.
+#[test]
+fn gen_fabric_check_in_the_soft_roce_lab() {
+    let t0 = Instant::now();
+    let (lab_out, lab_secs) = run_lab("lab-gen-check", &["gen_check", "gen_check_loss"]);
+    let mut summary = Vec::new();
+
+    // --- clean: PASS
+    let sc = lab_out.join("gen_check");
+    let log = fs::read_to_string(sc.join("gen.log")).expect("gen_check: gen.log");
+    assert_eq!(
+        log.trim(),
+        "exit 0",
+        "gen_check: standard error and exit status"
+    );
+    let txt = fs::read_to_string(sc.join("gen.txt")).expect("gen_check: gen.txt");
+    assert_eq!(
+        txt.lines().last(),
+        Some("FABRIC CHECK: PASS"),
+        "gen_check: the last line:\n{txt}"
+    );
+    for want in [
+        "WRITE 32 x 4096 bytes, depth 16, path MTU 1024",
+        "completion errors: 0; data check: passed (32 checked, 0 mismatches)",
+        "Capture: live capture on eth0",
+        "stopped by generator",
+        "dropped 0 (kernel buffer), 0 by the interface",
+        "Verdict: PASS",
+        "(requester): capture flow ",
+        "(as posted), 128 packets (128 posted); gaps 0, NAKs 0, RNR NAKs 0, retransmitted 0",
+        "(responder): capture flow ",
+        "0 CE-marked packets, 0 CNPs; 0 other flows",
+    ] {
+        assert!(txt.contains(want), "gen_check: no '{want}' in:\n{txt}");
+    }
+    let a = analyze_json(&sc.join("cable.pcap"));
+    assert_eq!(a["verdict"]["status"], "pass", "gen_check: cable verdict");
+    let req: Vec<&Value> = a["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["role"] == "requester")
+        .collect();
+    assert_eq!(req.len(), 1, "gen_check: requester flows on the cable");
+    assert_eq!(u(&req[0]["packets"]), 128);
+    let psns = format!(
+        "(requester): capture flow 0, PSN {}..{} (as posted)",
+        req[0]["psn"]["first"], req[0]["psn"]["last"]
+    );
+    assert!(
+        txt.contains(&psns),
+        "gen_check: the cable's requester PSNs: no '{psns}' in:\n{txt}"
+    );
+    summary.push(format!(
+        "gen_check: exit 0, FABRIC CHECK: PASS, cable PSN {}..{} 128 request packets, data check passed",
+        req[0]["psn"]["first"], req[0]["psn"]["last"]
+    ));
+
+    // --- 3% loss: FAIL, exit 3, and the same counts as the cable
+    let sc = lab_out.join("gen_check_loss");
+    let log = fs::read_to_string(sc.join("gen.log")).expect("gen_check_loss: gen.log");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "gen_check_loss: the FABRIC CHECK line then the exit status:\n{log}"
+    );
+    assert_eq!(lines[1], "exit 3", "gen_check_loss:\n{log}");
+    let line = lines[0];
+    assert!(
+        line.starts_with("FABRIC CHECK: FAIL: ")
+            && line.contains(" PSN gaps (")
+            && line.contains(" NAKs")
+            && line.contains(" retransmitted requests"),
+        "gen_check_loss: {line}"
+    );
+    let g: Value =
+        serde_json::from_slice(&fs::read(sc.join("gen.json")).expect("gen_check_loss: gen.json"))
+            .expect("gen_check_loss: gen.json is one JSON document");
+    assert!(g["error"].is_null(), "gen_check_loss: error {}", g["error"]);
+    assert_eq!(u(&g["completion_errors"]), 0);
+    assert_eq!(u(&g["messages"]), 64);
+    assert_eq!(
+        g["data_check"]["status"], "passed",
+        "gen_check_loss: data check {}",
+        g["data_check"]
+    );
+    assert_eq!(u(&g["data_check"]["checked"]), 64);
+    let check = &g["capture"]["check"];
+    let own = &g["capture"]["report"];
+    assert_eq!(check["status"], "fail");
+    assert_eq!(check["line"], line, "the JSON's line is the one printed");
+    assert_eq!(own["capture_stats"]["interface"], "eth0");
+    assert_eq!(own["capture_stats"]["stopped_by"], "generator");
+    assert_eq!(u(&own["capture_stats"]["dropped"]), 0);
+    assert_eq!(u(&check["capture_dropped"]), 0);
+    for k in ["gap_events", "naks", "retransmitted"] {
+        assert!(u(&check[k]) > 0, "gen_check_loss: {k} = 0: {check}");
+    }
+
+    let a = analyze_json(&sc.join("cable.pcap"));
+    assert_eq!(
+        a["verdict"]["status"], "fail",
+        "gen_check_loss: cable verdict"
+    );
+    let cable = flows_by_key(&a);
+    let mine = flows_by_key(own);
+    assert_eq!(
+        cable.keys().collect::<Vec<_>>(),
+        mine.keys().collect::<Vec<_>>(),
+        "gen_check_loss: the same flows"
+    );
+    let gf = g["flows"].as_array().unwrap();
+    assert_eq!(check["flows"].as_array().unwrap().len(), gf.len());
+    let (mut gaps, mut naks, mut retx) = (0, 0, 0);
+    for (i, e) in gf.iter().enumerate() {
+        let key = (
+            e["src"].as_str().unwrap().to_string(),
+            e["dst"].as_str().unwrap().to_string(),
+            u(&e["dest_qp"]),
+        );
+        let (c, m) = (
+            cable
+                .get(&key)
+                .unwrap_or_else(|| panic!("gen_check_loss: no flow {key:?} on the cable")),
+            mine[&key],
+        );
+        let what = format!("gen_check_loss: flow {key:?} ({})", e["role"]);
+        for path in [
+            "/role",
+            "/packets",
+            "/psn/first",
+            "/psn/last",
+            "/psn/gap_events",
+            "/psn/missing",
+            "/psn/retransmitted",
+            "/psn/duplicates",
+            "/psn/retransmission_episodes",
+            "/naks",
+            "/rnr_naks",
+            "/acks",
+            "/messages/count",
+            "/icrc_bad",
+        ] {
+            assert_eq!(
+                c.pointer(path),
+                m.pointer(path),
+                "{what}: {path}: cable vs gen's capture"
+            );
+        }
+        let fc = &check["flows"][i];
+        assert_eq!(fc["capture_flow"], m["id"], "{what}");
+        assert_eq!(fc["packets"], c["packets"], "{what}");
+        assert_eq!(fc["gap_events"], c["psn"]["gap_events"], "{what}");
+        assert_eq!(fc["retransmitted"], c["psn"]["retransmitted"], "{what}");
+        assert_eq!(u(&fc["naks"]), nak_total(c), "{what}");
+        assert_eq!(fc["psn_ok"], true, "{what}: PSN range {fc}");
+        gaps += u(&c["psn"]["gap_events"]);
+        naks += nak_total(c);
+        retx += u(&c["psn"]["retransmitted"]);
+        if e["role"] == "requester" {
+            // what was posted, and what the loss made of it
+            assert_eq!(u(&e["packets"]), 256, "64 x 4 packets posted");
+            assert_eq!(u(&fc["packets_posted"]), 256);
+            assert!(
+                u(&c["packets"]) > 256,
+                "{what}: retransmissions add packets"
+            );
+            assert_eq!(c["psn"]["first"], e["psn_first"], "{what}");
+            assert_eq!(c["psn"]["last"], e["psn_last"], "{what}");
+        }
+    }
+    assert_eq!(
+        (
+            u(&check["gap_events"]),
+            u(&check["naks"]),
+            u(&check["retransmitted"])
+        ),
+        (gaps, naks, retx),
+        "gen_check_loss: the check's totals are the cable's"
+    );
+    summary.push(format!(
+        "gen_check_loss: exit 3, data check passed (64 messages), gaps {gaps}, NAKs {naks}, retransmitted {retx} \
+         on both the generator's capture and the cable; {line}"
+    ));
+    eprintln!(
+        "{}\nlab setup + guest run {lab_secs:.1} s, total {:.1} s",
         summary.join("\n"),
         t0.elapsed().as_secs_f64()
     );

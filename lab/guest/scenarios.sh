@@ -92,6 +92,29 @@ sc_gen_bad_rkey() { ! gen_run --op write -s 4096 -n 4 --fault bad-rkey; }
 # no IBV_WC_RETRY_EXC_ERR ever comes, even with a short QP timeout), so only gen's own deadline (--timeout 1)
 # ends the run: exit 1 naming it (the scenario succeeds when it does)
 sc_gen_deadline() { netem eth0 loss 100% && ! gen_run --op write -s 4096 -n 4 --timeout 1; }
+# the one-line fabric check: gen --capture eth0 (eth0 sees both directions of the cable) captures from before the
+# first work request to 0.5 s after the last completion and checks the flows, PSN ranges and request counts it
+# posted, with no gap, NAK or retransmission. gen_check: clean, the text report (returns gen.txt: standard
+# output; gen.log: standard error and the exit status); exit 0 with "FABRIC CHECK: PASS" last.
+sc_gen_check() {
+    local r
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p /tmp/ret
+    echo "+ rocescope gen loopback -d rxe0 --peer-device rxe1 --op write -s 4096 -n 32 --capture eth0"
+    timeout 120 /usr/local/bin/rocescope gen loopback -d rxe0 --peer-device rxe1 --op write -s 4096 -n 32 \
+        --capture eth0 > /tmp/ret/gen.txt 2> /tmp/ret/gen.log
+    r=$?
+    echo "exit $r" >> /tmp/ret/gen.log
+    cat /tmp/ret/gen.txt /tmp/ret/gen.log
+    lab_return /tmp/ret/gen.txt
+    lab_return /tmp/ret/gen.log
+    rm -rf /tmp/ret
+    return $r
+}
+# the same with 3% loss on eth0's egress (requests, dropped before the wire and before eth0's capture): RC
+# recovers (NAK, go-back-N; --depth 4 bounds the window), the data check passes, the fabric check fails with
+# gaps, NAKs and retransmissions: exit 3 (the scenario succeeds when it does); gen.json has the `capture` key
+sc_gen_check_loss() { netem eth0 loss 3% && { gen_run --op write -s 4096 -n 64 --depth 4 --capture eth0; [ $? -eq 3 ]; }; }
 # no traffic: devices, GIDs, and the --version of every extra binary (lab/build-initramfs EXTRA_BINARIES)
 sc_info() {
     for c in "ibv_devices" "ibv_devinfo" "/usr/bin/rdma link" "/usr/bin/rdma dev"; do echo "+ $c"; $c; done

@@ -5,11 +5,13 @@
 //! exchange), RDMA WRITE, SEND/RECV or RDMA READ, with a data check and a report whose QPNs and PSN ranges can
 //! be matched with a capture (`rocescope analyze --json`).
 
+mod check;
 mod loopback;
 pub mod pattern;
 pub mod plan;
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -79,6 +81,25 @@ pub struct LoopbackArgs {
     /// IBV_WC_REM_ACCESS_ERR (exit 1).
     #[arg(long, value_enum, value_name = "FAULT")]
     pub fault: Option<Fault>,
+    /// The fabric check: capture on IFACE (as `rocescope capture -i IFACE`, default filter) from before
+    /// the first work request until --capture-grace after the last completion, then check that every flow
+    /// of the run is on the wire with its PSN range, that the request packets number what was posted, and
+    /// that there is no PSN gap, NAK or retransmission (CE marks and CNPs are reported, not failing).
+    /// Prints the capture's analysis and a last line `FABRIC CHECK: PASS` or `FABRIC CHECK: FAIL: ...`
+    /// (with --json: the document gets a `capture` key, the line goes to standard error). Exit status 3 on
+    /// FAIL.
+    #[arg(long, value_name = "IFACE")]
+    pub capture: Option<String>,
+    /// With --capture: keep capturing this many seconds after the last completion.
+    #[arg(long, value_name = "SECS", default_value_t = 0.5, requires = "capture", value_parser = parse_grace)]
+    pub capture_grace: f64,
+}
+
+fn parse_grace(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=60.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds from 0 to 60")),
+    }
 }
 
 fn parse_mtu(s: &str) -> Result<u32, String> {
@@ -92,6 +113,7 @@ fn parse_mtu(s: &str) -> Result<u32, String> {
 
 pub fn main(cmd: GenCommand) -> ExitCode {
     match cmd {
+        GenCommand::Loopback(args) if args.capture.is_some() => with_capture(&args),
         GenCommand::Loopback(args) => match loopback::run(&args) {
             Ok(report) => {
                 print_report(&report, args.json);
@@ -106,6 +128,87 @@ pub fn main(cmd: GenCommand) -> ExitCode {
                 ExitCode::from(1)
             }
         },
+    }
+}
+
+/// The `capture` key of the JSON document: the capture's report and the fabric check.
+#[derive(serde::Serialize)]
+struct CaptureSection<'a> {
+    report: &'a rocescope::report::Report,
+    check: &'a check::Check,
+}
+
+#[derive(serde::Serialize)]
+struct WithCapture<'a> {
+    #[serde(flatten)]
+    generator: &'a loopback::Report,
+    capture: CaptureSection<'a>,
+}
+
+/// `gen loopback --capture IFACE`: exit 0 on PASS, 3 on FAIL, 1 when the generator or the capture failed.
+fn with_capture(args: &LoopbackArgs) -> ExitCode {
+    let iface = args.capture.as_deref().unwrap_or_default();
+    // the capture is active before the generator opens a device, let alone posts
+    let running = match check::start(iface, args.mtu) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rocescope: gen: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let report = match loopback::run(args) {
+        Ok(r) => r,
+        Err(e) => {
+            running.abort();
+            eprintln!("rocescope: gen: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let captured = match running.finish(Duration::from_secs_f64(args.capture_grace)) {
+        Ok(c) => c,
+        Err(e) => {
+            print_report(&report, args.json);
+            eprintln!("rocescope: gen: --capture {iface}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = check::verify(&report, &captured);
+    if args.json {
+        let doc = WithCapture {
+            generator: &report,
+            capture: CaptureSection {
+                report: &captured,
+                check: &result,
+            },
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("report serializes")
+        );
+        if let Some(e) = &report.error {
+            eprintln!("rocescope: gen: {e}");
+        }
+        eprintln!("{}", result.line);
+    } else {
+        print_report(&report, false);
+        println!();
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = rocescope::report::text::write(&mut out, &captured) {
+            eprintln!("rocescope: gen: cannot write the capture report: {e}");
+            return ExitCode::from(1);
+        }
+        drop(out);
+        for l in check::detail_lines(&result) {
+            println!("{l}");
+        }
+        println!("{}", result.line);
+    }
+    if report.error.is_some() {
+        ExitCode::from(1)
+    } else if result.status == "pass" {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
     }
 }
 

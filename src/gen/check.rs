@@ -1,0 +1,544 @@
+//! `gen loopback --capture IFACE`: the one-line fabric check. The live capture engine (the same as
+//! `rocescope capture`, default filter, on its own thread) is active before the first work request is
+//! posted and stops a short grace after the generator's last completion; its analysis is then held against
+//! the generator's own record: every flow the generator announced (source, destination, destination QPN)
+//! must be on the wire with the PSN range it used, the requests on the wire must number what was posted
+//! (WRITE/SEND: ceil(size / MTU) packets per message, READ: one request per message), and there must be no
+//! PSN gap, NAK (RNR included) or retransmission. CE marks and CNPs are reported, never failing.
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use clap::{Args, FromArgMatches};
+use serde::Serialize;
+
+use rocescope::analysis::psn;
+use rocescope::capture::CaptureArgs;
+use rocescope::capture::live::{Control, Live, Update};
+use rocescope::report::Report;
+
+use super::loopback;
+
+/// What the capture thread left: its newest report, and the error that stopped it, if any.
+type Latest = Arc<Mutex<(Option<Arc<Report>>, Option<String>)>>;
+
+/// A capture running on its own thread.
+pub struct Running {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+    latest: Latest,
+    _control: mpsc::Sender<Control>,
+}
+
+/// The capture options of `rocescope capture -i IFACE -q [--mtu M]`: its defaults, not a copy of them.
+fn capture_args(iface: &str, mtu: Option<u32>) -> Result<CaptureArgs, String> {
+    let mut argv = vec!["-i".to_string(), iface.to_string(), "-q".to_string()];
+    if let Some(m) = mtu {
+        argv.extend(["--mtu".to_string(), m.to_string()]);
+    }
+    let cmd = CaptureArgs::augment_args(clap::Command::new("capture").no_binary_name(true));
+    let m = cmd
+        .try_get_matches_from(argv)
+        .map_err(|e| format!("--capture {iface}: {e}"))?;
+    CaptureArgs::from_arg_matches(&m).map_err(|e| format!("--capture {iface}: {e}"))
+}
+
+/// Opens the capture on `iface` (errors: the capture module's one-line messages) and starts it.
+pub fn start(iface: &str, mtu: Option<u32>) -> Result<Running, String> {
+    let args = capture_args(iface, mtu)?;
+    let live = Live::open(&args)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let latest: Latest = Arc::new(Mutex::new((None, None)));
+    let (control_tx, control_rx) = mpsc::channel();
+    let (stop2, latest2) = (stop.clone(), latest.clone());
+    let thread = std::thread::Builder::new()
+        .name("capture".to_string())
+        .spawn(move || {
+            live.run(control_rx, stop2, move |u| {
+                let mut l = latest2.lock().unwrap_or_else(|p| p.into_inner());
+                match u {
+                    Update::Snapshot(r, _) => l.0 = Some(r),
+                    Update::Failed(e) => l.1 = Some(e),
+                    Update::Flushed(_) => {}
+                }
+                true
+            })
+        })
+        .map_err(|e| format!("cannot start the capture thread: {e}"))?;
+    Ok(Running {
+        stop,
+        thread,
+        latest,
+        _control: control_tx,
+    })
+}
+
+impl Running {
+    /// Waits `grace`, stops the capture and returns its final report (`capture_stats.stopped_by`:
+    /// `generator`), or the error that stopped it.
+    pub fn finish(self, grace: Duration) -> Result<Report, String> {
+        std::thread::sleep(grace);
+        self.stop.store(true, Ordering::Relaxed);
+        if self.thread.join().is_err() {
+            return Err("the capture thread panicked".to_string());
+        }
+        let (report, error) =
+            std::mem::take(&mut *self.latest.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let report = report.ok_or("the capture gave no report")?;
+        let mut report =
+            Arc::try_unwrap(report).map_err(|_| "the capture report is still shared")?;
+        if let Some(s) = &mut report.capture_stats {
+            s.stopped_by = "generator".to_string();
+        }
+        Ok(report)
+    }
+
+    /// Stops the capture without waiting (the generator failed before its report).
+    pub fn abort(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+    }
+}
+
+/// One flow the generator announced, as the capture saw it.
+#[derive(Serialize, Debug)]
+pub struct FlowCheck {
+    pub src: Option<String>,
+    pub dst: Option<String>,
+    pub dest_qp: u32,
+    pub role: &'static str,
+    /// The capture's flow id, when the flow is there.
+    pub capture_flow: Option<u32>,
+    /// The generator's PSN range of the direction.
+    pub psn_first: u32,
+    pub psn_last: u32,
+    /// The capture's (requests: first and highest PSN; replies: first and last PSN seen).
+    pub seen_psn_first: Option<u32>,
+    pub seen_psn_last: Option<u32>,
+    pub psn_ok: bool,
+    /// Requester flow: request packets posted (after MTU segmentation) and on the wire.
+    pub packets_posted: Option<u64>,
+    pub packets: u64,
+    pub gap_events: u64,
+    pub missing: u64,
+    pub retransmitted: u64,
+    pub naks: u64,
+    pub rnr_naks: u64,
+    pub ce: u64,
+    pub cnp: u64,
+}
+
+/// The fabric check: `status` `pass` or `fail`, with the reasons and `line` (the FABRIC CHECK line).
+#[derive(Serialize, Debug)]
+pub struct Check {
+    pub status: &'static str,
+    pub reasons: Vec<String>,
+    pub flows: Vec<FlowCheck>,
+    /// Totals over the generator's flows.
+    pub gap_events: u64,
+    pub missing: u64,
+    pub naks: u64,
+    pub rnr_naks: u64,
+    pub retransmitted: u64,
+    pub ce: u64,
+    pub cnp: u64,
+    /// Flows on the wire that are not the generator's (not checked).
+    pub other_flows: u64,
+    /// Frames libpcap dropped (kernel buffer, interface): the capture is then incomplete.
+    pub capture_dropped: u64,
+    pub line: String,
+}
+
+fn name(f: &loopback::Flow) -> String {
+    format!(
+        "flow {} -> {} QP {:#08x} ({})",
+        f.src.as_deref().unwrap_or("?"),
+        f.dst.as_deref().unwrap_or("?"),
+        f.dest_qp,
+        f.role
+    )
+}
+
+/// PSN `p` within `first..=last` (serially).
+fn within(p: u32, first: u32, last: u32) -> bool {
+    psn::diff(p, first) >= 0 && psn::diff(last, p) >= 0
+}
+
+/// Holds the capture's report against the generator's record.
+pub fn verify(g: &loopback::Report, c: &Report) -> Check {
+    let mut reasons = Vec::new();
+    if let Some(e) = &g.error {
+        reasons.push(format!("the generator failed: {e}"));
+    }
+    let stats = c.capture_stats.as_ref();
+    let capture_dropped = stats.map_or(0, |s| s.dropped + s.if_dropped);
+    if capture_dropped > 0 {
+        reasons.push(format!(
+            "the capture dropped {capture_dropped} frames (kernel or interface): it saw less than the wire"
+        ));
+    }
+    let req_first = g.flows.first().map_or(0, |f| f.psn_first);
+    let mut flows = Vec::new();
+    let mut used = Vec::new();
+    for e in &g.flows {
+        let found = c.flows.iter().find(|f| {
+            e.src.as_deref() == Some(f.src.as_str())
+                && e.dst.as_deref() == Some(f.dst.as_str())
+                && f.dest_qp == e.dest_qp
+        });
+        let requester = e.role == "requester";
+        let mut fc = FlowCheck {
+            src: e.src.clone(),
+            dst: e.dst.clone(),
+            dest_qp: e.dest_qp,
+            role: e.role,
+            capture_flow: None,
+            psn_first: e.psn_first,
+            psn_last: e.psn_last,
+            seen_psn_first: None,
+            seen_psn_last: None,
+            psn_ok: false,
+            packets_posted: requester.then_some(e.packets),
+            packets: 0,
+            gap_events: 0,
+            missing: 0,
+            retransmitted: 0,
+            naks: 0,
+            rnr_naks: 0,
+            ce: 0,
+            cnp: 0,
+        };
+        let Some(f) = found else {
+            reasons.push(format!("{} is not in the capture", name(e)));
+            flows.push(fc);
+            continue;
+        };
+        used.push(f.id);
+        fc.capture_flow = Some(f.id);
+        fc.seen_psn_first = Some(f.psn.first);
+        fc.seen_psn_last = Some(f.psn.last);
+        fc.packets = f.packets;
+        fc.gap_events = f.psn.gap_events;
+        fc.missing = f.psn.missing;
+        fc.retransmitted = f.psn.retransmitted;
+        fc.naks = f.naks.total();
+        fc.rnr_naks = f.rnr_naks;
+        fc.ce = f.ecn.ce;
+        fc.cnp = f.cnp;
+        if requester {
+            fc.psn_ok = f.psn.first == e.psn_first && f.psn.last == e.psn_last;
+            if !fc.psn_ok {
+                reasons.push(format!(
+                    "{}: PSN {}..{} on the wire, {}..{} posted",
+                    name(e),
+                    f.psn.first,
+                    f.psn.last,
+                    e.psn_first,
+                    e.psn_last
+                ));
+            }
+            if f.packets != e.packets {
+                let in_seq = f.packets.saturating_sub(f.psn.retransmitted);
+                reasons.push(format!(
+                    "{}: {} request packets on the wire, {} posted ({} x {} bytes at path MTU {}): {} in \
+                     sequence ({} PSNs skipped), {} retransmitted",
+                    name(e),
+                    f.packets,
+                    e.packets,
+                    g.iterations,
+                    g.size,
+                    g.mtu,
+                    in_seq,
+                    f.psn.missing,
+                    f.psn.retransmitted
+                ));
+            }
+        } else {
+            // replies (ACKs, NAKs, READ responses) carry PSNs of the requests; the last one the last PSN
+            fc.psn_ok = within(f.psn.first, req_first, e.psn_last) && f.psn.last == e.psn_last;
+            if !fc.psn_ok {
+                reasons.push(format!(
+                    "{}: PSN {}..{} on the wire, expected within {}..{} ending at {}",
+                    name(e),
+                    f.psn.first,
+                    f.psn.last,
+                    req_first,
+                    e.psn_last,
+                    e.psn_last
+                ));
+            }
+        }
+        flows.push(fc);
+    }
+    let sum = |k: fn(&FlowCheck) -> u64| flows.iter().map(k).sum::<u64>();
+    let (gap_events, missing, naks, rnr_naks, retransmitted, ce, cnp) = (
+        sum(|f| f.gap_events),
+        sum(|f| f.missing),
+        sum(|f| f.naks),
+        sum(|f| f.rnr_naks),
+        sum(|f| f.retransmitted),
+        sum(|f| f.ce),
+        sum(|f| f.cnp),
+    );
+    if gap_events > 0 {
+        reasons.push(format!("{gap_events} PSN gaps ({missing} PSNs missing)"));
+    }
+    if naks > 0 {
+        reasons.push(format!("{naks} NAKs"));
+    }
+    if rnr_naks > 0 {
+        reasons.push(format!("{rnr_naks} RNR NAKs"));
+    }
+    if retransmitted > 0 {
+        reasons.push(format!("{retransmitted} retransmitted requests"));
+    }
+    let status = if reasons.is_empty() { "pass" } else { "fail" };
+    let line = if reasons.is_empty() {
+        "FABRIC CHECK: PASS".to_string()
+    } else {
+        format!("FABRIC CHECK: FAIL: {}", reasons.join("; "))
+    };
+    Check {
+        status,
+        reasons,
+        other_flows: c.flows.iter().filter(|f| !used.contains(&f.id)).count() as u64,
+        flows,
+        gap_events,
+        missing,
+        naks,
+        rnr_naks,
+        retransmitted,
+        ce,
+        cnp,
+        capture_dropped,
+        line,
+    }
+}
+
+/// The check's lines before the FABRIC CHECK line (text output).
+pub fn detail_lines(c: &Check) -> Vec<String> {
+    let mut v = Vec::new();
+    for f in &c.flows {
+        let who = format!(
+            "fabric check: flow {} -> {} QP {:#08x} ({})",
+            f.src.as_deref().unwrap_or("?"),
+            f.dst.as_deref().unwrap_or("?"),
+            f.dest_qp,
+            f.role
+        );
+        match f.capture_flow {
+            None => v.push(format!("{who}: not in the capture")),
+            Some(id) => v.push(format!(
+                "{who}: capture flow {id}, PSN {}..{} ({}){}, {} packets{}; gaps {}, NAKs {}, RNR NAKs {}, \
+                 retransmitted {}",
+                f.seen_psn_first.unwrap_or(0),
+                f.seen_psn_last.unwrap_or(0),
+                if f.psn_ok { "as posted" } else { "differs" },
+                if f.psn_ok {
+                    String::new()
+                } else {
+                    format!(", posted {}..{}", f.psn_first, f.psn_last)
+                },
+                f.packets,
+                match f.packets_posted {
+                    Some(p) => format!(" ({p} posted)"),
+                    None => String::new(),
+                },
+                f.gap_events,
+                f.naks,
+                f.rnr_naks,
+                f.retransmitted
+            )),
+        }
+    }
+    v.push(format!(
+        "fabric check: congestion signals (reported, not failing): {} CE-marked packets, {} CNPs; {} other \
+         flows on the wire not checked; capture drops {}",
+        c.ce, c.cnp, c.other_flows, c.capture_dropped
+    ));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generator::Op;
+    use crate::generator::loopback::{DataCheck, Endpoint, Flow, Latency};
+
+    /// `rocescope analyze` of a bundled lab capture (perftest over Soft-RoCE).
+    fn analyze(name: &str) -> Report {
+        rocescope::analyze::run(&rocescope::analyze::Options {
+            file: std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("testdata/lab")
+                .join(name),
+            json: true,
+            parse: parsers::Config {
+                roce_port: parsers::udp::ROCEV2_PORT,
+            },
+            analysis: Default::default(),
+            fail_on: Vec::new(),
+            progress: false,
+        })
+        .expect("analyze")
+    }
+
+    fn endpoint(qpn: u32) -> Endpoint {
+        Endpoint {
+            device: "rxe0".into(),
+            port: 1,
+            netdev: None,
+            netdev_mtu: None,
+            active_mtu: 1024,
+            gid_index: 1,
+            gid: String::new(),
+            gid_type: "RoCE v2".into(),
+            gid_choice: String::new(),
+            ip: None,
+            qpn,
+            sq_psn: 0,
+            rq_psn: 0,
+        }
+    }
+
+    /// The generator's record of a WRITE run of `n` x 4096 bytes at MTU 1024, with the flows of capture `c`
+    /// (requester and responder, as perftest's run had them).
+    fn gen_for(c: &Report, n: u64) -> loopback::Report {
+        let req = c
+            .flows
+            .iter()
+            .find(|f| f.role == rocescope::analysis::flow::Role::Requester)
+            .expect("requester flow");
+        let flow = |src: &str, dst: &str, qp: u32, role, first, packets| Flow {
+            src: Some(src.to_string()),
+            dst: Some(dst.to_string()),
+            dest_qp: qp,
+            role,
+            carries: "",
+            psn_first: first,
+            psn_last: psn::add(req.psn.first, (n * 4 - 1) as u32),
+            packets,
+            messages: 0,
+        };
+        let back = c
+            .flows
+            .iter()
+            .find(|f| f.src == req.dst && f.dst == req.src)
+            .expect("reply flow");
+        loopback::Report {
+            op: Op::Write,
+            size: 4096,
+            iterations: n,
+            depth: 16,
+            mtu: 1024,
+            mtu_source: String::new(),
+            qp_timeout: 17,
+            max_rd_atomic: 1,
+            fault: None,
+            requester: endpoint(back.dest_qp),
+            responder: endpoint(req.dest_qp),
+            flows: vec![
+                flow(
+                    &req.src,
+                    &req.dst,
+                    req.dest_qp,
+                    "requester",
+                    req.psn.first,
+                    n * 4,
+                ),
+                flow(
+                    &back.src,
+                    &back.dst,
+                    back.dest_qp,
+                    "responder",
+                    psn::add(req.psn.first, 3),
+                    n,
+                ),
+            ],
+            messages: n,
+            bytes: n * 4096,
+            seconds: 1.0,
+            gbps: 0.0,
+            messages_per_sec: 0.0,
+            latency_us: Latency::default(),
+            completion_errors: 0,
+            data_check: DataCheck {
+                status: "passed",
+                checked: n,
+                mismatches: 0,
+                first_mismatch: None,
+            },
+            error: None,
+        }
+    }
+
+    #[test]
+    fn clean_capture_passes() {
+        let c = analyze("write.pcap");
+        let g = gen_for(&c, 32);
+        let k = verify(&g, &c);
+        assert_eq!(k.line, "FABRIC CHECK: PASS", "{k:?}");
+        assert_eq!(k.status, "pass");
+        assert!(k.flows.iter().all(|f| f.psn_ok && f.capture_flow.is_some()));
+        assert_eq!(k.flows[0].packets, 128);
+        assert_eq!(k.flows[0].packets_posted, Some(128));
+        assert_eq!(k.other_flows, 0);
+        assert!(detail_lines(&k)[0].contains("(as posted), 128 packets (128 posted); gaps 0"));
+    }
+
+    #[test]
+    fn ce_marks_are_reported_not_failing() {
+        let c = analyze("write_ecn.pcap");
+        let k = verify(&gen_for(&c, 32), &c);
+        assert_eq!(k.line, "FABRIC CHECK: PASS", "{k:?}");
+        assert_eq!(k.ce, 3);
+        assert!(
+            detail_lines(&k)
+                .last()
+                .unwrap()
+                .contains("3 CE-marked packets, 0 CNPs")
+        );
+    }
+
+    #[test]
+    fn loss_fails_with_gaps_naks_and_retransmissions() {
+        let c = analyze("write_loss.pcap");
+        let k = verify(&gen_for(&c, 50), &c);
+        assert_eq!(k.status, "fail");
+        assert_eq!((k.naks, k.retransmitted), (11, 59), "{k:?}");
+        assert!(k.gap_events > 0);
+        assert!(
+            k.line.starts_with("FABRIC CHECK: FAIL: flow ")
+                && k.line.contains(
+                    " request packets on the wire, 200 posted (50 x 4096 bytes at path MTU 1024)"
+                )
+                && k.line.contains(" PSN gaps (")
+                && k.line.ends_with("; 11 NAKs; 59 retransmitted requests"),
+            "{}",
+            k.line
+        );
+    }
+
+    #[test]
+    fn missing_flow_wrong_count_and_generator_error_fail() {
+        let c = analyze("write.pcap");
+        let mut g = gen_for(&c, 32);
+        g.flows[1].dest_qp ^= 1;
+        g.flows[0].packets = 132;
+        g.error = Some("no completion for 10.0 s".into());
+        let k = verify(&g, &c);
+        assert_eq!(k.status, "fail");
+        assert_eq!(k.reasons.len(), 3, "{:?}", k.reasons);
+        assert_eq!(
+            k.reasons[0],
+            "the generator failed: no completion for 10.0 s"
+        );
+        assert!(k.reasons[1].contains("128 request packets on the wire, 132 posted"));
+        assert!(k.reasons[2].ends_with("(responder) is not in the capture"));
+        assert_eq!(k.other_flows, 1);
+        assert!(k.flows[1].capture_flow.is_none());
+    }
+}
