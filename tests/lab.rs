@@ -19,75 +19,13 @@
 //! cannot run: it never skips. Everything runs under hard timeouts.
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use rocescope::source::FileSource;
 use serde_json::Value;
 
-/// lab/setup: the first run installs packages and downloads the guest kernel.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(900);
-/// lab/run capture_write: boot + one scenario is 15-50 s here depending on the load; QEMU itself is under
-/// LAB_TIMEOUT inside lab/run, this is the outer bound.
-const RUN_TIMEOUT: Duration = Duration::from_secs(240);
-const LAB_TIMEOUT_SECS: &str = "180";
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_rocescope")
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn tail(path: &Path, lines: usize) -> String {
-    match fs::read_to_string(path) {
-        Ok(s) => {
-            let v: Vec<&str> = s.lines().collect();
-            v[v.len().saturating_sub(lines)..].join("\n")
-        }
-        Err(e) => format!("({}: {e})", path.display()),
-    }
-}
-
-/// Runs `cmd` with its output in `log`, killing it (SIGTERM, then SIGKILL: lab/run's trap stops QEMU) at
-/// `limit`. Returns the exit code, or panics with `what` and the log on a timeout.
-fn run_logged(mut cmd: Command, what: &str, log: &Path, limit: Duration) -> i32 {
-    let out = fs::File::create(log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
-    let err = out.try_clone().unwrap();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .unwrap_or_else(|e| panic!("lab test: cannot run {what}: {e}"));
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st.code().unwrap_or(-1);
-        }
-        if t0.elapsed() > limit {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-            let t1 = Instant::now();
-            while t1.elapsed() < Duration::from_secs(15) {
-                if child.try_wait().unwrap().is_some() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "lab test: {what} did not finish within {} s (killed); its output:\n{}",
-                limit.as_secs(),
-                tail(log, 60)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
+mod lab_support;
+use lab_support::{analyze_json, run_lab, tail};
 
 /// The frames of a capture file (Ethernet), in file order.
 fn frames(path: &Path) -> Vec<Vec<u8>> {
@@ -133,22 +71,6 @@ fn by_direction(v: &[Vec<u8>]) -> BTreeMap<[u8; 4], Vec<&[u8]>> {
         }
     }
     m
-}
-
-fn analyze_json(path: &Path) -> Value {
-    let o = Command::new(bin())
-        .args(["analyze", "--json"])
-        .arg(path)
-        .output()
-        .expect("run rocescope analyze");
-    assert!(
-        o.status.success(),
-        "rocescope analyze --json {}: {}\n{}",
-        path.display(),
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("analyze JSON")
 }
 
 fn flow_key(f: &Value) -> String {
@@ -204,47 +126,11 @@ fn comparable(r: &Value) -> Value {
 
 #[test]
 fn capture_in_the_soft_roce_lab_matches_the_cable() {
-    let t0 = Instant::now();
-    let root = root();
-    let lab = root.join("lab");
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lab-capture");
-    let _ = fs::remove_dir_all(&out);
-    fs::create_dir_all(&out).unwrap();
-
+    let t0 = std::time::Instant::now();
     // --- the lab: packages and guest kernel (idempotent), then one guest run
-    let setup_log = out.join("setup.log");
-    let rc = run_logged(
-        Command::new(lab.join("setup")),
-        "lab/setup",
-        &setup_log,
-        SETUP_TIMEOUT,
-    );
-    assert_eq!(
-        rc,
-        0,
-        "lab test: lab/setup failed (exit {rc}); the lab cannot run here. Its output:\n{}",
-        tail(&setup_log, 40)
-    );
-    let lab_out = out.join("out");
-    let run_log = out.join("run.log");
-    let mut cmd = Command::new(lab.join("run"));
-    cmd.arg("capture_write")
-        .env("EXTRA_BINARIES", bin())
-        .env("LAB_OUT", &lab_out)
-        .env("LAB_TIMEOUT", LAB_TIMEOUT_SECS)
-        .env("LAB_LOCK_WAIT", "120");
-    let rc = run_logged(cmd, "lab/run capture_write", &run_log, RUN_TIMEOUT);
+    let (lab_out, setup_run_secs) = run_lab("lab-capture", &["capture_write"]);
     let sc = lab_out.join("capture_write");
     let perf_log = sc.join("perftest.log");
-    assert_eq!(
-        rc,
-        0,
-        "lab test: lab/run capture_write failed (exit {rc}). lab/run said:\n{}\n--- scenario log (end):\n{}\n--- guest console (end):\n{}",
-        tail(&run_log, 30),
-        tail(&perf_log, 60),
-        tail(&lab_out.join("_run/console.log"), 20)
-    );
-    let setup_run_secs = t0.elapsed().as_secs_f64();
 
     // --- (a) the guest's own file and the host-side cable capture: same RoCE frames, byte for byte
     let cable = frames(&sc.join("cable.pcap"));

@@ -1,0 +1,143 @@
+//! What the Soft-RoCE lab tests share (tests/lab.rs, tests/gen.rs): running lab/setup and lab/run under hard
+//! timeouts with their logs, and `rocescope analyze --json`. Each test file uses part of it.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// lab/setup: the first run installs packages and downloads the guest kernel.
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(900);
+/// lab/run, the outer bound (QEMU itself is under LAB_TIMEOUT inside lab/run).
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(360);
+pub const LAB_TIMEOUT_SECS: &str = "300";
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rocescope")
+}
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn tail(path: &Path, lines: usize) -> String {
+    match fs::read_to_string(path) {
+        Ok(s) => {
+            let v: Vec<&str> = s.lines().collect();
+            v[v.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(e) => format!("({}: {e})", path.display()),
+    }
+}
+
+/// Runs `cmd` with its output in `log`, killing it (SIGTERM, then SIGKILL: lab/run's trap stops QEMU) at
+/// `limit`. Returns the exit code, or panics with `what` and the log on a timeout.
+pub fn run_logged(mut cmd: Command, what: &str, log: &Path, limit: Duration) -> i32 {
+    let out = fs::File::create(log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+    let err = out.try_clone().unwrap();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| panic!("lab test: cannot run {what}: {e}"));
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code().unwrap_or(-1);
+        }
+        if t0.elapsed() > limit {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let t1 = Instant::now();
+            while t1.elapsed() < Duration::from_secs(15) {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "lab test: {what} did not finish within {} s (killed); its output:\n{}",
+                limit.as_secs(),
+                tail(log, 60)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+pub fn analyze_json(path: &Path) -> Value {
+    let o = Command::new(bin())
+        .args(["analyze", "--json"])
+        .arg(path)
+        .output()
+        .expect("run rocescope analyze");
+    assert!(
+        o.status.success(),
+        "rocescope analyze --json {}: {}\n{}",
+        path.display(),
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("analyze JSON")
+}
+
+/// Runs `lab/setup`, then `lab/run SCENARIOS` with this test's binary in the guest, into
+/// `target/tmp/<dir>/out`; panics with the logs when either fails. Returns the output directory and the
+/// seconds it took.
+pub fn run_lab(dir: &str, scenarios: &[&str]) -> (PathBuf, f64) {
+    let t0 = Instant::now();
+    let lab = root().join("lab");
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    let _ = fs::remove_dir_all(&out);
+    fs::create_dir_all(&out).unwrap();
+    let setup_log = out.join("setup.log");
+    let rc = run_logged(
+        Command::new(lab.join("setup")),
+        "lab/setup",
+        &setup_log,
+        SETUP_TIMEOUT,
+    );
+    assert_eq!(
+        rc,
+        0,
+        "lab test: lab/setup failed (exit {rc}); the lab cannot run here. Its output:\n{}",
+        tail(&setup_log, 40)
+    );
+    let lab_out = out.join("out");
+    let run_log = out.join("run.log");
+    let mut cmd = Command::new(lab.join("run"));
+    cmd.args(scenarios)
+        .env("EXTRA_BINARIES", bin())
+        .env("LAB_OUT", &lab_out)
+        .env("LAB_TIMEOUT", LAB_TIMEOUT_SECS)
+        .env("LAB_LOCK_WAIT", "240");
+    let rc = run_logged(
+        cmd,
+        &format!("lab/run {}", scenarios.join(" ")),
+        &run_log,
+        RUN_TIMEOUT,
+    );
+    let logs: String = scenarios
+        .iter()
+        .map(|s| {
+            format!(
+                "--- {s}:\n{}\n",
+                tail(&lab_out.join(s).join("perftest.log"), 40)
+            )
+        })
+        .collect();
+    assert_eq!(
+        rc,
+        0,
+        "lab test: lab/run failed (exit {rc}). lab/run said:\n{}\n{logs}--- guest console (end):\n{}",
+        tail(&run_log, 30),
+        tail(&lab_out.join("_run/console.log"), 20)
+    );
+    (lab_out, t0.elapsed().as_secs_f64())
+}
