@@ -81,7 +81,7 @@ enum Command {
     /// Live capture (libpcap) with the same analysis as `analyze`, optionally written to a file and
     /// optionally around a command (`-- COMMAND ARGS...`).
     Capture(rocescope::capture::CaptureArgs),
-    /// Verbs traffic generator (libibverbs, loaded at run time): `gen loopback` runs two RC QPs on two
+    /// Verbs traffic generator (libibverbs, loaded at run time): `gen loopback` runs RC QP pairs on two
     /// devices of this host against each other, with a data check and the QPNs/PSNs to match a capture.
     #[command(subcommand)]
     Gen(generator::GenCommand),

@@ -14,7 +14,12 @@
 //!     PASS` (exit 0); gen_check_loss (netem loss 3% on eth0) says `FABRIC CHECK: FAIL: ...` (exit 3) with
 //!     gaps, NAKs and retransmissions that agree, flow by flow, with `rocescope analyze` of the cable capture.
 //!
-//! (2) and (3) need what `lab/setup` installs (run here; idempotent) and about 20-60 s of emulated guest. It fails,
+//! (4) The next slice, in one lab run: gen_atomic (32 FETCH_ADDs, then 32 COMPARE_SWAPs, each under
+//!     `--capture eth0`: PASS, returned originals checked, opcodes and PSNs as on the cable), gen_multi (`-q 4`:
+//!     8 flows, each found and matching), gen_ecn (`--tclass 2` through `netem loss 5% ecn`: the CE marks of
+//!     gen's check, gen's capture, `analyze` of the cable and tshark agree, and the check passes naming them).
+//!
+//! (2), (3) and (4) need what `lab/setup` installs (run here; idempotent) and about 20-60 s of emulated guest. It fails,
 //! with the reason, when the lab cannot run: it never skips. Everything runs under hard timeouts.
 use std::collections::BTreeMap;
 use std::fs;
@@ -647,6 +652,358 @@ fn gen_fabric_check_in_the_soft_roce_lab() {
     summary.push(format!(
         "gen_check_loss: exit 3, data check passed (64 messages), gaps {gaps}, NAKs {naks}, retransmitted {retx} \
          on both the generator's capture and the cable; {line}"
+    ));
+    eprintln!(
+        "{}\nlab setup + guest run {lab_secs:.1} s, total {:.1} s",
+        summary.join("\n"),
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+fn hexes(v: &[u64]) -> String {
+    v.iter()
+        .map(|q| format!("{q:#x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// One `gen_run` of an atomic op under `--capture eth0` (GEN_TAG = the op): exit 0 with `FABRIC CHECK: PASS`,
+/// the data check passed on 32 returned originals, the JSON's wire flows name the atomic op (32 requests) and
+/// 32 ATOMIC_ACKNOWLEDGEs, and `cable` (analyze of the host-side capture) has both flows with the same PSNs,
+/// packets and opcodes, with no gap, NAK or retransmission. Returns a one-line summary.
+fn check_atomic(
+    sc: &Path,
+    op: &str,
+    wire: &str,
+    cable: &BTreeMap<(String, String, u64), &Value>,
+) -> String {
+    let name = format!("gen_atomic {op}");
+    let log = fs::read_to_string(sc.join(format!("gen-{op}.log")))
+        .unwrap_or_else(|e| panic!("{name}: gen-{op}.log: {e}"));
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines,
+        ["FABRIC CHECK: PASS", "exit 0"],
+        "{name}: standard error and exit status"
+    );
+    let g: Value = serde_json::from_slice(&fs::read(sc.join(format!("gen-{op}.json"))).unwrap())
+        .unwrap_or_else(|e| panic!("{name}: gen-{op}.json is not JSON: {e}"));
+    assert_eq!(g["op"], op);
+    assert!(g["error"].is_null(), "{name}: error {}", g["error"]);
+    assert_eq!(u(&g["completion_errors"]), 0);
+    assert_eq!(
+        g["data_check"]["status"], "passed",
+        "{name}: data check {}",
+        g["data_check"]
+    );
+    assert_eq!(u(&g["data_check"]["checked"]), 32);
+    assert_eq!(u(&g["data_check"]["mismatches"]), 0);
+    assert_eq!(
+        (u(&g["messages"]), u(&g["size"]), u(&g["bytes"])),
+        (32, 8, 256)
+    );
+    let check = &g["capture"]["check"];
+    assert_eq!(check["status"], "pass", "{name}: {check}");
+    assert_eq!(check["line"], "FABRIC CHECK: PASS");
+    let gf = g["flows"].as_array().unwrap();
+    assert_eq!(gf.len(), 2, "{name}: flows {}", g["flows"]);
+    assert_eq!(gf[0]["carries"], format!("{wire} requests"));
+    assert_eq!(gf[1]["carries"], "ATOMIC_ACKNOWLEDGEs");
+    let want_ops = [
+        serde_json::json!({ format!("RC_{wire}"): 32 }),
+        serde_json::json!({ "RC_ATOMIC_ACKNOWLEDGE": 32 }),
+    ];
+    let own = flows_by_key(&g["capture"]["report"]);
+    for (i, e) in gf.iter().enumerate() {
+        let key = (
+            e["src"].as_str().unwrap().to_string(),
+            e["dst"].as_str().unwrap().to_string(),
+            u(&e["dest_qp"]),
+        );
+        let what = format!("{name}: flow {key:?} ({})", e["carries"]);
+        assert_eq!(e["opcodes"], want_ops[i], "{what}: gen's opcodes");
+        assert_eq!(u(&e["packets"]), 32, "{what}");
+        assert_eq!(u(&e["messages"]), 0, "{what}");
+        assert_eq!(
+            u(&e["psn_last"]),
+            (u(&e["psn_first"]) + 31) & 0xff_ffff,
+            "{what}: one PSN per atomic"
+        );
+        let fc = &check["flows"][i];
+        assert_eq!(fc["psn_ok"], true, "{what}: {fc}");
+        assert_eq!(u(&fc["packets"]), 32, "{what}: {fc}");
+        for (src, f) in [
+            (
+                "cable",
+                *cable
+                    .get(&key)
+                    .unwrap_or_else(|| panic!("{what}: not on the cable")),
+            ),
+            ("gen's capture", own[&key]),
+        ] {
+            assert_eq!(f["role"], e["role"], "{what}: {src}: role");
+            assert_eq!(
+                f["psn"]["first"], e["psn_first"],
+                "{what}: {src}: first PSN"
+            );
+            assert_eq!(f["psn"]["last"], e["psn_last"], "{what}: {src}: last PSN");
+            assert_eq!(u(&f["packets"]), 32, "{what}: {src}: packets");
+            assert_eq!(f["opcodes"], want_ops[i], "{what}: {src}: opcodes");
+            for k in ["gap_events", "missing", "retransmitted", "duplicates"] {
+                assert_eq!(u(&f["psn"][k]), 0, "{what}: {src}: {k}");
+            }
+            assert_eq!(nak_total(f), 0, "{what}: {src}: NAKs {}", f["naks"]);
+            assert_eq!(u(&f["rnr_naks"]), 0, "{what}: {src}: RNR NAKs");
+            if i == 1 {
+                assert_eq!(u(&f["atomic_acks"]), 32, "{what}: {src}: atomic ACKs");
+            }
+        }
+    }
+    format!(
+        "gen_atomic {op}: QPN {:#x} -> {:#x}, PSN {}..{}, 32 RC_{wire} + 32 RC_ATOMIC_ACKNOWLEDGE on the cable \
+         and in gen's capture, originals checked, FABRIC CHECK: PASS",
+        u(&g["requester"]["qpn"]),
+        u(&g["responder"]["qpn"]),
+        gf[0]["psn_first"],
+        gf[0]["psn_last"]
+    )
+}
+
+/// The next slice of the generator in the lab: gen_atomic runs 32 FETCH_ADDs and then 32 COMPARE_SWAPs under
+/// `--capture eth0`; each must PASS, and the host-side cable capture (analyze --json) must hold both runs'
+/// flows (4 in all) with their QPNs, PSN ranges and opcodes, verdict pass.
+#[test]
+fn gen_next_slice_in_the_soft_roce_lab() {
+    let t0 = Instant::now();
+    let (lab_out, lab_secs) = run_lab("lab-gen-next", &["gen_atomic", "gen_multi", "gen_ecn"]);
+    let mut summary = Vec::new();
+
+    let sc = lab_out.join("gen_atomic");
+    let a = analyze_json(&sc.join("cable.pcap"));
+    for k in ["malformed", "icrc_bad", "icrc_unverifiable"] {
+        assert_eq!(u(&a["capture"][k]), 0, "gen_atomic: analyze: {k}");
+    }
+    assert_eq!(
+        a["verdict"]["status"], "pass",
+        "gen_atomic: {}",
+        a["verdict"]
+    );
+    let cable = flows_by_key(&a);
+    assert_eq!(
+        cable.len(),
+        4,
+        "gen_atomic: two runs of two flows: {:?}",
+        cable.keys()
+    );
+    summary.push(check_atomic(&sc, "fetch-add", "FETCH_ADD", &cable));
+    summary.push(check_atomic(&sc, "cmp-swap", "COMPARE_SWAP", &cable));
+
+    // --- -q 4: four QP pairs, 8 flows, each as posted
+    let sc = lab_out.join("gen_multi");
+    let log = fs::read_to_string(sc.join("gen.log")).expect("gen_multi: gen.log");
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        ["FABRIC CHECK: PASS", "exit 0"],
+        "gen_multi: standard error and exit status"
+    );
+    let g: Value = serde_json::from_slice(&fs::read(sc.join("gen.json")).unwrap())
+        .expect("gen_multi: gen.json is JSON");
+    assert!(g["error"].is_null(), "gen_multi: error {}", g["error"]);
+    assert_eq!(u(&g["qps"]), 4);
+    assert_eq!(u(&g["messages"]), 4 * 32);
+    assert_eq!(
+        g["data_check"]["status"], "passed",
+        "gen_multi: {}",
+        g["data_check"]
+    );
+    assert_eq!(u(&g["data_check"]["checked"]), 4 * 32);
+    let pairs = g["pairs"].as_array().expect("gen_multi: pairs");
+    assert_eq!(pairs.len(), 4);
+    let mut req_qpns: Vec<u64> = pairs.iter().map(|p| u(&p["requester"]["qpn"])).collect();
+    let mut resp_qpns: Vec<u64> = pairs.iter().map(|p| u(&p["responder"]["qpn"])).collect();
+    req_qpns.sort();
+    req_qpns.dedup();
+    resp_qpns.sort();
+    resp_qpns.dedup();
+    assert_eq!(
+        (req_qpns.len(), resp_qpns.len()),
+        (4, 4),
+        "gen_multi: QPNs {pairs:?}"
+    );
+    let gf = g["flows"].as_array().unwrap();
+    assert_eq!(gf.len(), 8, "gen_multi: flows {}", g["flows"]);
+    let check = &g["capture"]["check"];
+    assert_eq!(check["status"], "pass", "gen_multi: {check}");
+    assert_eq!(check["flows"].as_array().unwrap().len(), 8);
+    assert_eq!(u(&check["other_flows"]), 0);
+    let a = analyze_json(&sc.join("cable.pcap"));
+    assert_eq!(
+        a["verdict"]["status"], "pass",
+        "gen_multi: {}",
+        a["verdict"]
+    );
+    let cable = flows_by_key(&a);
+    assert_eq!(
+        cable.len(),
+        8,
+        "gen_multi: flows on the cable {:?}",
+        cable.keys()
+    );
+    let mut firsts = Vec::new();
+    for (i, e) in gf.iter().enumerate() {
+        let role = if i % 2 == 0 { "requester" } else { "responder" };
+        assert_eq!(e["role"], role, "gen_multi: flow {i} {e}");
+        let pair = &pairs[i / 2];
+        let (to, from) = if i % 2 == 0 {
+            ("responder", "requester")
+        } else {
+            ("requester", "responder")
+        };
+        assert_eq!(e["dest_qp"], pair[to]["qpn"], "gen_multi: flow {i}");
+        assert_eq!(e["src"], pair[from]["ip"], "gen_multi: flow {i}");
+        let key = (
+            e["src"].as_str().unwrap().to_string(),
+            e["dst"].as_str().unwrap().to_string(),
+            u(&e["dest_qp"]),
+        );
+        let what = format!("gen_multi: flow {key:?} ({role})");
+        let c = cable
+            .get(&key)
+            .unwrap_or_else(|| panic!("{what}: not on the cable"));
+        let fc = &check["flows"][i];
+        assert_eq!(fc["psn_ok"], true, "{what}: {fc}");
+        assert!(fc["capture_flow"].is_u64(), "{what}: {fc}");
+        assert_eq!(c["role"], role, "{what}");
+        assert_eq!(c["psn"]["first"], e["psn_first"], "{what}: first PSN");
+        assert_eq!(c["psn"]["last"], e["psn_last"], "{what}: last PSN");
+        for k in ["gap_events", "missing", "retransmitted", "duplicates"] {
+            assert_eq!(u(&c["psn"][k]), 0, "{what}: {k}");
+        }
+        assert_eq!(nak_total(c), 0, "{what}: NAKs");
+        if role == "requester" {
+            assert_eq!(u(&c["packets"]), 128, "{what}: packets");
+            assert_eq!(u(&fc["packets"]), 128, "{what}: packets in gen's capture");
+            assert_eq!(u(&c["messages"]["count"]), 32, "{what}: messages");
+            assert_eq!(c["opcodes"], e["opcodes"], "{what}: opcodes");
+            firsts.push(u(&e["psn_first"]));
+        }
+    }
+    firsts.sort();
+    firsts.dedup();
+    assert_eq!(firsts.len(), 4, "gen_multi: each pair its own PSNs");
+    summary.push(format!(
+        "gen_multi: -q 4, requester QPNs {} -> {}, 8 flows on the cable and in gen's \
+         check, each with its PSN range and 128 request packets, FABRIC CHECK: PASS",
+        hexes(&req_qpns),
+        hexes(&resp_qpns)
+    ));
+
+    // --- ECN: --tclass 2 (ECT(0)) through netem loss 5% ecn: the CE marks counted three ways agree
+    let sc = lab_out.join("gen_ecn");
+    let log = fs::read_to_string(sc.join("gen.log")).expect("gen_ecn: gen.log");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "gen_ecn: the FABRIC CHECK line, the exit status:\n{log}"
+    );
+    assert_eq!(
+        lines[1], "exit 0",
+        "gen_ecn: CE marks do not fail the check:\n{log}"
+    );
+    let g: Value = serde_json::from_slice(&fs::read(sc.join("gen.json")).unwrap())
+        .expect("gen_ecn: gen.json is JSON");
+    assert!(g["error"].is_null(), "gen_ecn: error {}", g["error"]);
+    assert_eq!(u(&g["traffic_class"]), 2);
+    assert_eq!(
+        g["data_check"]["status"], "passed",
+        "gen_ecn: {}",
+        g["data_check"]
+    );
+    assert_eq!(u(&g["data_check"]["checked"]), 64);
+    let check = &g["capture"]["check"];
+    assert_eq!(check["status"], "pass", "gen_ecn: {check}");
+    let gen_ce = u(&check["ce"]);
+    let ce_sum = |r: &Value| -> u64 {
+        r["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| u(&f["ecn"]["ce"]))
+            .sum()
+    };
+    let own_ce = ce_sum(&g["capture"]["report"]);
+    let a = analyze_json(&sc.join("cable.pcap"));
+    let cable_ce = ce_sum(&a);
+    let o = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(sc.join("cable.pcap"))
+        .args([
+            "-Y",
+            "ip.dsfield.ecn == 3",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ])
+        .output()
+        .expect("run tshark");
+    assert!(
+        o.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let tshark_ce = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count() as u64;
+    assert!(
+        gen_ce > 0,
+        "gen_ecn: no CE mark in 256 ECT packets at 5%: {check}"
+    );
+    assert_eq!(
+        (gen_ce, own_ce, cable_ce, tshark_ce),
+        (gen_ce, gen_ce, gen_ce, gen_ce),
+        "gen_ecn: CE marks (gen's check, gen's capture, analyze of the cable, tshark of the cable)"
+    );
+    assert_eq!(
+        lines[0],
+        format!(
+            "FABRIC CHECK: PASS (congestion signals, not failing: {gen_ce} CE-marked packets, 0 CNPs)"
+        ),
+        "gen_ecn"
+    );
+    assert_eq!(
+        a["verdict"]["status"], "pass",
+        "gen_ecn: cable verdict {}",
+        a["verdict"]
+    );
+    for f in a["flows"].as_array().unwrap() {
+        let e = &f["ecn"];
+        assert_eq!(
+            u(&e["not_ect"]),
+            0,
+            "gen_ecn: every frame ECN-capable: flow {}",
+            f["id"]
+        );
+        assert_eq!(
+            u(&e["ect0"]) + u(&e["ce"]),
+            u(&f["packets"]),
+            "gen_ecn: ECT(0) or CE: flow {} {e}",
+            f["id"]
+        );
+        if f["role"] == "responder" {
+            assert_eq!(
+                u(&e["ce"]),
+                0,
+                "gen_ecn: netem marks only eth0's egress (requests)"
+            );
+        }
+    }
+    summary.push(format!(
+        "gen_ecn: --tclass 2, {gen_ce} CE marks in gen's check = gen's capture = analyze of the cable = tshark \
+         (ip.dsfield.ecn == 3); {}",
+        lines[0]
     ));
     eprintln!(
         "{}\nlab setup + guest run {lab_secs:.1} s, total {:.1} s",

@@ -47,26 +47,38 @@ sc_capture_write() {
 # the project's own verbs generator (needs EXTRA_BINARIES=.../rocescope): two RC QPs, rxe0 (requester) ->
 # rxe1, in one process. gen_run ARGS... runs `rocescope gen loopback -d rxe0 --peer-device rxe1 ARGS --json`
 # and returns gen.json (its report: QPNs, PSN ranges, data check) and gen.log (its standard error, with the
-# exit status on the last line) to lab/out/<scenario>/.
+# exit status on the last line) to lab/out/<scenario>/; with GEN_TAG=T set, gen-T.json and gen-T.log (several
+# runs in one scenario).
 gen_run() {
-    local r
+    local r f
     [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    f=gen${GEN_TAG:+-$GEN_TAG}
     mkdir -p /tmp/ret
     echo "+ rocescope gen loopback -d rxe0 --peer-device rxe1 $* --json"
     timeout 120 /usr/local/bin/rocescope gen loopback -d rxe0 --peer-device rxe1 "$@" --json \
-        > /tmp/ret/gen.json 2> /tmp/ret/gen.log
+        > /tmp/ret/$f.json 2> /tmp/ret/$f.log
     r=$?
-    echo "exit $r" >> /tmp/ret/gen.log
-    echo "--- gen standard error"; cat /tmp/ret/gen.log
-    echo "--- gen standard output"; cat /tmp/ret/gen.json
-    lab_return /tmp/ret/gen.json
-    lab_return /tmp/ret/gen.log
+    echo "exit $r" >> /tmp/ret/$f.log
+    echo "--- gen standard error"; cat /tmp/ret/$f.log
+    echo "--- gen standard output"; cat /tmp/ret/$f.json
+    lab_return /tmp/ret/$f.json
+    lab_return /tmp/ret/$f.log
     rm -rf /tmp/ret
     return $r
 }
 sc_gen_write() { gen_run --op write -s 4096 -n 32; }
 sc_gen_send()  { gen_run --op send -s 4096 -n 32 -x 1; }
 sc_gen_read()  { gen_run --op read -s 4096 -n 32; }
+# the 8-byte atomics, each under the fabric check: 32 FETCH_ADDs (the returned originals must be the sequence of
+# the remote word), then 32 COMPARE_SWAPs (compare = the expected current value, swap = the next: all succeed);
+# returns gen-fetch-add.json/.log and gen-cmp-swap.json/.log (two QP pairs, one after the other, on one cable)
+sc_gen_atomic() {
+    local r=0
+    GEN_TAG=fetch-add; gen_run --op fetch-add -n 32 --capture eth0 || r=1
+    GEN_TAG=cmp-swap; gen_run --op cmp-swap -n 32 --capture eth0 || r=1
+    GEN_TAG=""
+    return $r
+}
 # the text report (no --json): 8 SENDs of 3000 bytes (not a multiple of the MTU), depth 2; returns gen.txt
 sc_gen_text() {
     local r
@@ -81,6 +93,13 @@ sc_gen_text() {
     rm -rf /tmp/ret
     return $r
 }
+# 4 QP pairs (-q 4), each with its own PSNs and 32 WRITEs of 4096 bytes (posted round-robin), under the fabric
+# check: 8 flows (4 requester, 4 responder) on eth0, each as posted; returns gen.json/gen.log
+sc_gen_multi() { gen_run --op write -s 4096 -n 32 -q 4 --capture eth0; }
+# ECN: traffic class 2 (rxe puts it in the IP TOS: ECT(0)), netem on eth0 marks 5% of the ECT requests CE instead
+# of dropping them; the fabric check reports the CE marks as congestion signals and passes (exit 0); returns
+# gen.json/gen.log
+sc_gen_ecn() { netem eth0 loss 5% ecn && gen_run --op write -s 4096 -n 64 --tclass 2 --capture eth0; }
 # a path MTU of 4096 on 1500-byte NICs: rxe would send nothing and never complete; gen must refuse it (exit 1,
 # the scenario succeeds when it does)
 sc_gen_bad_mtu() { ! gen_run --op write -s 4096 -n 4 --mtu 4096; }

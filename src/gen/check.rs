@@ -3,8 +3,10 @@
 //! posted and stops a short grace after the generator's last completion; its analysis is then held against
 //! the generator's own record: every flow the generator announced (source, destination, destination QPN)
 //! must be on the wire with the PSN range it used, the requests on the wire must number what was posted
-//! (WRITE/SEND: ceil(size / MTU) packets per message, READ: one request per message), and there must be no
-//! PSN gap, NAK (RNR included) or retransmission. CE marks and CNPs are reported, never failing.
+//! (WRITE/SEND: ceil(size / MTU) packets per message, READ and the atomics: one request per message), and
+//! there must be no PSN gap, NAK (RNR included) or retransmission; with none of those, each direction must
+//! carry exactly the opcodes announced (ACKs excepted: they may be coalesced). Every QP pair of `-q` is
+//! checked. CE marks and CNPs are reported (on the PASS line too), never failing.
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
@@ -130,6 +132,8 @@ pub struct FlowCheck {
     pub rnr_naks: u64,
     pub ce: u64,
     pub cnp: u64,
+    /// The opcodes of the direction on the wire (as `analyze` names them).
+    pub opcodes: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// The fabric check: `status` `pass` or `fail`, with the reasons and `line` (the FABRIC CHECK line).
@@ -181,10 +185,14 @@ pub fn verify(g: &loopback::Report, c: &Report) -> Check {
             "the capture dropped {capture_dropped} frames (kernel or interface): it saw less than the wire"
         ));
     }
-    let req_first = g.flows.first().map_or(0, |f| f.psn_first);
     let mut flows = Vec::new();
     let mut used = Vec::new();
+    // a responder flow's PSNs are those of its pair's requester flow, listed just before it
+    let mut req_first = 0;
     for e in &g.flows {
+        if e.role == "requester" {
+            req_first = e.psn_first;
+        }
         let found = c.flows.iter().find(|f| {
             e.src.as_deref() == Some(f.src.as_str())
                 && e.dst.as_deref() == Some(f.dst.as_str())
@@ -211,6 +219,7 @@ pub fn verify(g: &loopback::Report, c: &Report) -> Check {
             rnr_naks: 0,
             ce: 0,
             cnp: 0,
+            opcodes: Default::default(),
         };
         let Some(f) = found else {
             reasons.push(format!("{} is not in the capture", name(e)));
@@ -229,6 +238,7 @@ pub fn verify(g: &loopback::Report, c: &Report) -> Check {
         fc.rnr_naks = f.rnr_naks;
         fc.ce = f.ecn.ce;
         fc.cnp = f.cnp;
+        fc.opcodes = f.opcodes.clone();
         if requester {
             fc.psn_ok = f.psn.first == e.psn_first && f.psn.last == e.psn_last;
             if !fc.psn_ok {
@@ -284,6 +294,24 @@ pub fn verify(g: &loopback::Report, c: &Report) -> Check {
         sum(|f| f.ce),
         sum(|f| f.cnp),
     );
+    // with nothing lost or resent, each direction carries exactly the opcodes posted (ACKs may coalesce: not
+    // announced)
+    if gap_events == 0 && retransmitted == 0 && naks == 0 && rnr_naks == 0 {
+        for (e, fc) in g.flows.iter().zip(&flows) {
+            let seen: std::collections::BTreeMap<String, u64> = fc
+                .opcodes
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect();
+            if fc.capture_flow.is_some() && !e.opcodes.is_empty() && seen != e.opcodes {
+                reasons.push(format!(
+                    "{}: opcodes {seen:?} on the wire, {:?} posted",
+                    name(e),
+                    e.opcodes
+                ));
+            }
+        }
+    }
     if gap_events > 0 {
         reasons.push(format!("{gap_events} PSN gaps ({missing} PSNs missing)"));
     }
@@ -298,7 +326,13 @@ pub fn verify(g: &loopback::Report, c: &Report) -> Check {
     }
     let status = if reasons.is_empty() { "pass" } else { "fail" };
     let line = if reasons.is_empty() {
-        "FABRIC CHECK: PASS".to_string()
+        if ce + cnp > 0 {
+            format!(
+                "FABRIC CHECK: PASS (congestion signals, not failing: {ce} CE-marked packets, {cnp} CNPs)"
+            )
+        } else {
+            "FABRIC CHECK: PASS".to_string()
+        }
     } else {
         format!("FABRIC CHECK: FAIL: {}", reasons.join("; "))
     };
@@ -418,6 +452,7 @@ mod tests {
             dest_qp: qp,
             role,
             carries: "",
+            opcodes: Default::default(),
             psn_first: first,
             psn_last: psn::add(req.psn.first, (n * 4 - 1) as u32),
             packets,
@@ -437,7 +472,10 @@ mod tests {
             mtu_source: String::new(),
             qp_timeout: 17,
             max_rd_atomic: 1,
+            traffic_class: 0,
             fault: None,
+            qps: 1,
+            pairs: Vec::new(),
             requester: endpoint(back.dest_qp),
             responder: endpoint(req.dest_qp),
             flows: vec![
@@ -493,13 +531,44 @@ mod tests {
     fn ce_marks_are_reported_not_failing() {
         let c = analyze("write_ecn.pcap");
         let k = verify(&gen_for(&c, 32), &c);
-        assert_eq!(k.line, "FABRIC CHECK: PASS", "{k:?}");
+        assert_eq!(
+            k.line,
+            "FABRIC CHECK: PASS (congestion signals, not failing: 3 CE-marked packets, 0 CNPs)",
+            "{k:?}"
+        );
+        assert_eq!(k.status, "pass");
         assert_eq!(k.ce, 3);
         assert!(
             detail_lines(&k)
                 .last()
                 .unwrap()
                 .contains("3 CE-marked packets, 0 CNPs")
+        );
+    }
+
+    #[test]
+    fn opcodes_announced_must_be_on_the_wire() {
+        let c = analyze("write.pcap");
+        let mut g = gen_for(&c, 32);
+        let ops = |p: &str| {
+            [("FIRST", 32), ("MIDDLE", 64), ("LAST", 32)]
+                .into_iter()
+                .map(|(k, v)| (format!("{p}_{k}"), v))
+                .collect()
+        };
+        g.flows[0].opcodes = ops("RC_WRITE");
+        let k = verify(&g, &c);
+        assert_eq!(k.line, "FABRIC CHECK: PASS", "{k:?}");
+        assert_eq!(k.flows[0].opcodes["RC_WRITE_MIDDLE"], 64);
+        g.flows[0].opcodes = ops("RC_SEND");
+        let k = verify(&g, &c);
+        assert_eq!(k.status, "fail");
+        assert_eq!(k.reasons.len(), 1, "{:?}", k.reasons);
+        assert!(
+            k.reasons[0].contains("(requester): opcodes {\"RC_WRITE_FIRST\": 32")
+                && k.reasons[0].contains("on the wire, {\"RC_SEND_FIRST\": 32"),
+            "{}",
+            k.reasons[0]
         );
     }
 

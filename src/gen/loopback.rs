@@ -6,6 +6,7 @@
 //! address, a path MTU the network device can carry, completions checked for order and wr_id, and a
 //! deadline on every wait.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -55,8 +56,12 @@ pub struct Flow {
     pub dst: Option<String>,
     pub dest_qp: u32,
     pub role: &'static str,
-    /// What the packets carry: WRITE/SEND/READ requests, READ responses, or ACKs.
+    /// What the packets carry: WRITE/SEND/READ/FETCH_ADD/COMPARE_SWAP requests, READ responses, ACKs or
+    /// ATOMIC_ACKNOWLEDGEs.
     pub carries: &'static str,
+    /// The opcodes of the direction on the wire when nothing is lost, as `analyze` names them (per flow
+    /// `opcodes`); empty for ACKs, which may be coalesced.
+    pub opcodes: BTreeMap<String, u64>,
     pub psn_first: u32,
     pub psn_last: u32,
     /// Packets of the direction when nothing is lost (ACK packets: at most).
@@ -90,9 +95,16 @@ pub struct Report {
     pub mtu_source: String,
     pub qp_timeout: u8,
     pub max_rd_atomic: u8,
+    /// GRH traffic class (--tclass; rxe puts it in the IP TOS byte: the low 2 bits are the ECN field).
+    pub traffic_class: u8,
     pub fault: Option<Fault>,
+    /// QP pairs (-q); each runs `iterations` messages with PSNs of its own.
+    pub qps: u32,
+    /// The first pair's endpoints (the only pair without -q).
     pub requester: Endpoint,
     pub responder: Endpoint,
+    /// Every pair's endpoints, in the order of `flows` (requester flow, responder flow per pair).
+    pub pairs: Vec<PairEndpoints>,
     pub flows: Vec<Flow>,
     pub messages: u64,
     pub bytes: u64,
@@ -104,6 +116,27 @@ pub struct Report {
     pub data_check: DataCheck,
     /// Why the run stopped early (a completion error, a deadline, a post failure); exit status 1.
     pub error: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct PairEndpoints {
+    pub requester: Endpoint,
+    pub responder: Endpoint,
+}
+
+/// One QP pair of the run (requester QP on `a`, responder QP on `b`) and its progress.
+struct Pair {
+    a: Side,
+    b: Side,
+    aq: u32,
+    bq: u32,
+    apsn: u32,
+    bpsn: u32,
+    posted: u64,
+    completed: u64,
+    recv_posted: u64,
+    recv_done: u64,
+    post_time: Vec<Instant>,
 }
 
 /// Memory the device reads and writes: 8-byte aligned, never moved, freed after the MR is deregistered.
@@ -348,7 +381,10 @@ fn open_side(
         pd.reg_mr(
             buf.ptr as usize,
             buf.len,
-            AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead,
+            AccessFlags::LocalWrite
+                | AccessFlags::RemoteWrite
+                | AccessFlags::RemoteRead
+                | AccessFlags::RemoteAtomic,
         )
     }
     .map_err(|e| {
@@ -399,6 +435,7 @@ struct ConnectParams {
     mtu: u32,
     timeout: u8,
     rd_atomic: u8,
+    tclass: u8,
 }
 
 /// RESET -> INIT -> RTR -> RTS toward the peer (its QPN, GID, and the PSN it will send first).
@@ -423,7 +460,10 @@ fn connect(
         .setup_pkey_index(0)
         .setup_port(p.port)
         .setup_access_flags(
-            AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead,
+            AccessFlags::LocalWrite
+                | AccessFlags::RemoteWrite
+                | AccessFlags::RemoteRead
+                | AccessFlags::RemoteAtomic,
         );
     side.qp.modify(&a).map_err(|e| step("INIT", &e))?;
 
@@ -438,9 +478,7 @@ fn connect(
     ah.setup_dest_lid(0)
         .setup_port(p.port)
         .setup_service_level(0)
-        .setup_grh_src_gid_index(side.gid.index)
-        .setup_grh_dest_gid(peer_gid)
-        .setup_grh_hop_limit(64);
+        .setup_grh(peer_gid, 0, side.gid.index, 64, p.tclass);
     a.setup_address_vector(&ah);
     side.qp.modify(&a).map_err(|e| step("RTR", &e))?;
 
@@ -473,6 +511,22 @@ impl Side {
             Err(e) => format!("unknown ({})", io_of(&e)),
         }
     }
+}
+
+/// The opcodes of `n` messages of `ppm` packets each: `PREFIX_ONLY`, or `_FIRST`, `_MIDDLE`, `_LAST`.
+fn segments(prefix: &str, n: u64, ppm: u64) -> BTreeMap<String, u64> {
+    let name = |s: &str| format!("{prefix}_{s}");
+    let mut m = BTreeMap::new();
+    if ppm == 1 {
+        m.insert(name("ONLY"), n);
+    } else {
+        m.insert(name("FIRST"), n);
+        if ppm > 2 {
+            m.insert(name("MIDDLE"), n * (ppm - 2));
+        }
+        m.insert(name("LAST"), n);
+    }
+    m
 }
 
 fn endpoint(s: &Side, port: u8, rq_psn: u32) -> Endpoint {
@@ -523,7 +577,10 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
             args.device
         ));
     }
-    let size = args.size as usize;
+    // the atomics move one 8-byte word: the remote one at offset 0 of the responder's buffer (8-byte
+    // aligned), the original values into the requester's slots
+    let size32 = if args.op.is_atomic() { 8 } else { args.size };
+    let size = size32 as usize;
     let depth = args.depth as usize;
     let buf_len = size
         .checked_mul(depth)
@@ -535,8 +592,14 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
             )
         })?;
     let cqe = args.depth * 2 + 2;
-    let mut a = open_side(&list, &args.device, args, buf_len, cqe)?;
-    let mut b = open_side(&list, &args.peer_device, args, buf_len, cqe)?;
+    // one device context, PD, MR, CQs and QP per side of each QP pair
+    let mut sides = Vec::with_capacity(args.qps as usize);
+    for _ in 0..args.qps {
+        let a = open_side(&list, &args.device, args, buf_len, cqe)?;
+        let b = open_side(&list, &args.peer_device, args, buf_len, cqe)?;
+        sides.push((a, b));
+    }
+    let (a, b) = (&sides[0].0, &sides[0].1);
 
     // path MTU: the ports' active MTU unless given; never more than the network devices carry
     let active = a.active_mtu.min(b.active_mtu);
@@ -550,7 +613,7 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
             ),
         ),
     };
-    for s in [&a, &b] {
+    for s in [a, b] {
         if let Some(n) = s.netdev_mtu {
             let limit = plan::max_path_mtu_for_netdev(n);
             if limit.is_none_or(|l| mtu > l) {
@@ -584,58 +647,100 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
         mtu,
         timeout: args.qp_timeout,
         rd_atomic,
+        tclass: args.tclass,
     };
-    let (aq, bq) = (a.qp.qp_number(), b.qp.qp_number());
-    let (ag, bg) = (a.gid.gid, b.gid.gid);
-    let (apsn, bpsn) = (a.sq_psn, b.sq_psn);
-    connect(&mut a, bq, &bg, bpsn, &p)?;
-    connect(&mut b, aq, &ag, apsn, &p)?;
-
     let n = args.iters;
-    let ppm = packets_per_message(u64::from(args.size), mtu);
-    let total_psns = n * ppm;
-    let (req_carries, reply_carries) = match args.op {
-        Op::Write => ("RDMA WRITE requests", "ACKs"),
-        Op::Send => ("SEND requests", "ACKs"),
-        Op::Read => ("RDMA READ requests", "RDMA READ responses"),
-    };
-    let (reply_first, reply_packets) = match args.op {
-        // an ACK at least for each message's last packet (rxe sets AckReq there); coalescing may drop some
-        Op::Write | Op::Send => (psn_add(apsn, ppm - 1), n),
-        Op::Read => (apsn, total_psns),
-    };
-    let flows = vec![
-        Flow {
-            src: a.gid.ip.map(|i| i.to_string()),
-            dst: b.gid.ip.map(|i| i.to_string()),
-            dest_qp: bq,
-            role: "requester",
-            carries: req_carries,
-            psn_first: apsn,
-            // READ requests advance the PSN by the response packets they ask for
-            psn_last: psn_add(apsn, total_psns - 1),
-            packets: if args.op == Op::Read { n } else { total_psns },
-            messages: if args.op == Op::Read { 0 } else { n },
-        },
-        Flow {
-            src: b.gid.ip.map(|i| i.to_string()),
-            dst: a.gid.ip.map(|i| i.to_string()),
-            dest_qp: aq,
-            role: "responder",
-            carries: reply_carries,
-            psn_first: reply_first,
-            psn_last: psn_add(apsn, total_psns - 1),
-            packets: reply_packets,
-            messages: 0,
-        },
-    ];
+    let mut pairs = Vec::with_capacity(sides.len());
+    let mut flows = Vec::new();
+    for (mut a, mut b) in sides {
+        let (aq, bq) = (a.qp.qp_number(), b.qp.qp_number());
+        let (ag, bg) = (a.gid.gid, b.gid.gid);
+        let (apsn, bpsn) = (a.sq_psn, b.sq_psn);
+        connect(&mut a, bq, &bg, bpsn, &p)?;
+        connect(&mut b, aq, &ag, apsn, &p)?;
+
+        let ppm = if args.op.is_atomic() {
+            1
+        } else {
+            packets_per_message(u64::from(size32), mtu)
+        };
+        let total_psns = n * ppm;
+        let (req_carries, reply_carries) = match args.op {
+            Op::Write => ("RDMA WRITE requests", "ACKs"),
+            Op::Send => ("SEND requests", "ACKs"),
+            Op::Read => ("RDMA READ requests", "RDMA READ responses"),
+            Op::FetchAdd => ("FETCH_ADD requests", "ATOMIC_ACKNOWLEDGEs"),
+            Op::CmpSwap => ("COMPARE_SWAP requests", "ATOMIC_ACKNOWLEDGEs"),
+        };
+        let (reply_first, reply_packets) = match args.op {
+            // an ACK at least for each message's last packet (rxe sets AckReq there); coalescing may drop some
+            Op::Write | Op::Send => (psn_add(apsn, ppm - 1), n),
+            Op::Read | Op::FetchAdd | Op::CmpSwap => (apsn, total_psns),
+        };
+        let req_opcodes = match args.op {
+            Op::Write => segments("RC_WRITE", n, ppm),
+            Op::Send => segments("RC_SEND", n, ppm),
+            Op::Read => BTreeMap::from([("RC_READ_REQUEST".to_string(), n)]),
+            Op::FetchAdd => BTreeMap::from([("RC_FETCH_ADD".to_string(), n)]),
+            Op::CmpSwap => BTreeMap::from([("RC_COMPARE_SWAP".to_string(), n)]),
+        };
+        let reply_opcodes = match args.op {
+            Op::Write | Op::Send => BTreeMap::new(),
+            Op::Read => segments("RC_READ_RESPONSE", n, ppm),
+            Op::FetchAdd | Op::CmpSwap => {
+                BTreeMap::from([("RC_ATOMIC_ACKNOWLEDGE".to_string(), n)])
+            }
+        };
+        flows.extend([
+            Flow {
+                src: a.gid.ip.map(|i| i.to_string()),
+                dst: b.gid.ip.map(|i| i.to_string()),
+                dest_qp: bq,
+                role: "requester",
+                carries: req_carries,
+                opcodes: req_opcodes,
+                psn_first: apsn,
+                // READ requests advance the PSN by the response packets they ask for
+                psn_last: psn_add(apsn, total_psns - 1),
+                packets: if args.op == Op::Read { n } else { total_psns },
+                // the analyzer counts SEND/WRITE messages (FIRST..LAST, ONLY), not READs or atomics
+                messages: if matches!(args.op, Op::Write | Op::Send) {
+                    n
+                } else {
+                    0
+                },
+            },
+            Flow {
+                src: b.gid.ip.map(|i| i.to_string()),
+                dst: a.gid.ip.map(|i| i.to_string()),
+                dest_qp: aq,
+                role: "responder",
+                carries: reply_carries,
+                opcodes: reply_opcodes,
+                psn_first: reply_first,
+                psn_last: psn_add(apsn, total_psns - 1),
+                packets: reply_packets,
+                messages: 0,
+            },
+        ]);
+        pairs.push(Pair {
+            a,
+            b,
+            aq,
+            bq,
+            bpsn,
+            apsn,
+            posted: 0,
+            completed: 0,
+            recv_posted: 0,
+            recv_done: 0,
+            post_time: vec![Instant::now(); depth],
+        });
+    }
 
     // --- the run
     let deadline = Duration::from_secs_f64(args.timeout);
     let mut hist = Histogram::<u64>::new(3).expect("histogram");
-    let mut post_time = vec![Instant::now(); depth];
-    let (mut posted, mut completed) = (0u64, 0u64);
-    let (mut recv_posted, mut recv_done) = (0u64, 0u64);
     let mut check = DataCheck {
         status: "passed",
         checked: 0,
@@ -645,9 +750,11 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
     let mut completion_errors = 0u64;
     let mut error: Option<String> = None;
     if args.op == Op::Send {
-        while recv_posted < n.min(depth as u64) {
-            post_recv(&mut b, recv_posted, args.size, args.depth)?;
-            recv_posted += 1;
+        for p in &mut pairs {
+            while p.recv_posted < n.min(depth as u64) {
+                post_recv(&mut p.b, p.recv_posted, args.size, args.depth)?;
+                p.recv_posted += 1;
+            }
         }
     }
     let mismatch = |check: &mut DataCheck, what: String| {
@@ -657,182 +764,289 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
             check.first_mismatch = Some(what);
         }
     };
+    if args.op.is_atomic() {
+        for p in &mut pairs {
+            // SAFETY: nothing is posted yet.
+            unsafe { p.b.buf.slice_mut(0, 8) }
+                .copy_from_slice(&pattern::atomic_value(p.aq, 0).to_ne_bytes());
+        }
+    }
     let t0 = Instant::now();
     let mut last_progress = t0;
     let mut t_end = t0;
-    'run: while completed < n || (args.op == Op::Send && recv_done < n) {
-        // post while the window (and, for SEND, the receives posted) allow
-        while posted < n
-            && posted - completed < depth as u64
-            && (args.op != Op::Send || posted < recv_posted)
-        {
-            let slot = (posted % depth as u64) as usize;
-            let off = slot * size;
-            // SAFETY: message `posted - depth` used this slot and has completed.
-            unsafe {
-                match args.op {
-                    Op::Write | Op::Send => pattern::fill(a.buf.slice_mut(off, size), aq, posted),
-                    Op::Read => pattern::fill(b.buf.slice_mut(off, size), aq, posted),
-                }
-            }
-            let (laddr, lkey) = (a.buf.addr(off), a.mr.lkey());
-            let (raddr, mut rkey) = (b.buf.addr(off), b.mr.rkey());
-            if args.fault == Some(Fault::BadRkey) && posted == n - 1 {
-                // same MR index, another key byte: rxe finds the MR and refuses the key
-                rkey ^= 0x80;
-            }
-            post_time[slot] = Instant::now();
-            let mut g = a.qp.start_post_send();
-            let wr = g.construct_wr(posted, WorkRequestFlags::Signaled);
-            let h = match args.op {
-                Op::Write => wr.setup_write(rkey, raddr),
-                Op::Send => wr.setup_send(),
-                Op::Read => wr.setup_read(rkey, raddr),
-            };
-            // SAFETY: the slot is inside a's registered buffer.
-            unsafe { h.setup_sge(lkey, laddr, args.size) };
-            if let Err(e) = g.post() {
-                error = Some(format!(
-                    "{}: QP {aq:#x}: post send of message {posted}: {}",
-                    a.name,
-                    io_of(&e)
-                ));
-                break 'run;
-            }
-            posted += 1;
-        }
-        // the responder's receives (SEND): check the data, post the receive again
-        if args.op == Op::Send
-            && let Ok(poller) = b.recv_cq.start_poll()
-        {
-            let wcs: Vec<(u64, u32, u32, u32)> = poller
-                .map(|wc| (wc.wr_id(), wc.status(), wc.byte_len(), wc.vendor_err()))
-                .collect();
-            for (wr_id, status, byte_len, vendor_err) in wcs {
-                let now = Instant::now();
-                last_progress = now;
-                if status != 0 {
-                    completion_errors += 1;
-                    error = Some(format!(
-                        "{}: QP {bq:#x}: receive {wr_id} completed with {} (status {status}, vendor error \
-                         {vendor_err:#x})",
-                        b.name,
-                        wc_status_name(status)
-                    ));
-                    break 'run;
-                }
-                if wr_id != recv_done {
-                    error = Some(format!(
-                        "{}: QP {bq:#x}: receive completion out of order: wr_id {wr_id}, expected {recv_done}",
-                        b.name
-                    ));
-                    break 'run;
-                }
-                let off = (recv_done % depth as u64) as usize * size;
-                check.checked += 1;
-                if byte_len != args.size {
-                    mismatch(
-                        &mut check,
-                        format!(
-                            "message {recv_done}: received {byte_len} bytes, sent {}",
-                            args.size
-                        ),
-                    );
-                } else if let Some(at) =
-                    // SAFETY: this receive has completed and the slot is not posted again yet.
-                    pattern::check(unsafe { b.buf.slice(off, size) }, aq, recv_done)
-                {
-                    mismatch(
-                        &mut check,
-                        format!("message {recv_done}: byte {at} differs"),
-                    );
-                }
-                recv_done += 1;
-                t_end = now;
-                if recv_posted < n {
-                    post_recv(&mut b, recv_posted, args.size, args.depth)?;
-                    recv_posted += 1;
-                }
-            }
-        }
-        // the requester's completions: in posting order, then the data check
-        if let Ok(poller) = a.send_cq.start_poll() {
-            let wcs: Vec<(u64, u32, u32)> = poller
-                .map(|wc| (wc.wr_id(), wc.status(), wc.vendor_err()))
-                .collect();
-            for (wr_id, status, vendor_err) in wcs {
-                let now = Instant::now();
-                last_progress = now;
-                if status != 0 {
-                    completion_errors += 1;
-                    error = Some(format!(
-                        "{}: QP {aq:#x}: message {wr_id} completed with {} (status {status}, vendor error \
-                         {vendor_err:#x}); QP state now {}",
-                        a.name,
-                        wc_status_name(status),
-                        a.qp_state_now()
-                    ));
-                    break 'run;
-                }
-                if wr_id != completed {
-                    error = Some(format!(
-                        "{}: QP {aq:#x}: completion out of order or phantom: wr_id {wr_id}, expected {completed}",
-                        a.name
-                    ));
-                    break 'run;
-                }
-                let slot = (completed % depth as u64) as usize;
-                let lat = now.duration_since(post_time[slot]);
-                let _ = hist.record(lat.as_nanos().max(1) as u64);
+    'run: while pairs
+        .iter()
+        .any(|p| p.completed < n || (args.op == Op::Send && p.recv_done < n))
+    {
+        for pair in &mut pairs {
+            let Pair {
+                a,
+                b,
+                aq,
+                bq,
+                posted,
+                completed,
+                recv_posted,
+                recv_done,
+                post_time,
+                ..
+            } = pair;
+            let (aq, bq) = (*aq, *bq);
+            // post while the window (and, for SEND, the receives posted) allow
+            while *posted < n
+                && *posted - *completed < depth as u64
+                && (args.op != Op::Send || *posted < *recv_posted)
+            {
+                let slot = (*posted % depth as u64) as usize;
                 let off = slot * size;
-                let bad = match args.op {
-                    // SAFETY: the message completed; nothing else targets its slot until it is posted again.
-                    Op::Write => pattern::check(unsafe { b.buf.slice(off, size) }, aq, completed),
-                    Op::Read => pattern::check(unsafe { a.buf.slice(off, size) }, aq, completed),
-                    Op::Send => None, // checked at the receive
-                };
-                if args.op != Op::Send {
-                    check.checked += 1;
-                    if let Some(at) = bad {
-                        mismatch(
-                            &mut check,
-                            format!("message {completed}: byte {at} differs"),
-                        );
+                // SAFETY: message `posted - depth` used this slot and has completed.
+                unsafe {
+                    match args.op {
+                        Op::Write | Op::Send => {
+                            pattern::fill(a.buf.slice_mut(off, size), aq, *posted)
+                        }
+                        Op::Read => pattern::fill(b.buf.slice_mut(off, size), aq, *posted),
+                        // not the value the atomic must return: a slot the device did not write shows
+                        Op::FetchAdd | Op::CmpSwap => a
+                            .buf
+                            .slice_mut(off, 8)
+                            .copy_from_slice(&(!pattern::atomic_value(aq, *posted)).to_ne_bytes()),
                     }
                 }
-                completed += 1;
-                t_end = t_end.max(now);
+                let (laddr, lkey) = (a.buf.addr(off), a.mr.lkey());
+                let raddr = if args.op.is_atomic() {
+                    b.buf.addr(0)
+                } else {
+                    b.buf.addr(off)
+                };
+                let mut rkey = b.mr.rkey();
+                if args.fault == Some(Fault::BadRkey) && *posted == n - 1 {
+                    // same MR index, another key byte: rxe finds the MR and refuses the key
+                    rkey ^= 0x80;
+                }
+                post_time[slot] = Instant::now();
+                let mut g = a.qp.start_post_send();
+                let wr = g.construct_wr(*posted, WorkRequestFlags::Signaled);
+                let h = match args.op {
+                    Op::Write => wr.setup_write(rkey, raddr),
+                    Op::Send => wr.setup_send(),
+                    Op::Read => wr.setup_read(rkey, raddr),
+                    Op::FetchAdd => wr.setup_atomic_fetch_add(rkey, raddr, pattern::ATOMIC_ADD),
+                    Op::CmpSwap => wr.setup_atomic_compare_swap(
+                        rkey,
+                        raddr,
+                        pattern::atomic_value(aq, *posted),
+                        pattern::atomic_value(aq, *posted + 1),
+                    ),
+                };
+                // SAFETY: the slot is inside a's registered buffer.
+                unsafe { h.setup_sge(lkey, laddr, size32) };
+                if let Err(e) = g.post() {
+                    error = Some(format!(
+                        "{}: QP {aq:#x}: post send of message {posted}: {}",
+                        a.name,
+                        io_of(&e)
+                    ));
+                    break 'run;
+                }
+                *posted += 1;
+            }
+            // the responder's receives (SEND): check the data, post the receive again
+            if args.op == Op::Send
+                && let Ok(poller) = b.recv_cq.start_poll()
+            {
+                let wcs: Vec<(u64, u32, u32, u32)> = poller
+                    .map(|wc| (wc.wr_id(), wc.status(), wc.byte_len(), wc.vendor_err()))
+                    .collect();
+                for (wr_id, status, byte_len, vendor_err) in wcs {
+                    let now = Instant::now();
+                    last_progress = now;
+                    if status != 0 {
+                        completion_errors += 1;
+                        error = Some(format!(
+                            "{}: QP {bq:#x}: receive {wr_id} completed with {} (status {status}, vendor error \
+                         {vendor_err:#x})",
+                            b.name,
+                            wc_status_name(status)
+                        ));
+                        break 'run;
+                    }
+                    if wr_id != *recv_done {
+                        error = Some(format!(
+                            "{}: QP {bq:#x}: receive completion out of order: wr_id {wr_id}, expected {recv_done}",
+                            b.name
+                        ));
+                        break 'run;
+                    }
+                    let off = (*recv_done % depth as u64) as usize * size;
+                    check.checked += 1;
+                    if byte_len != args.size {
+                        mismatch(
+                            &mut check,
+                            format!(
+                                "message {recv_done}: received {byte_len} bytes, sent {}",
+                                args.size
+                            ),
+                        );
+                    } else if let Some(at) =
+                        // SAFETY: this receive has completed and the slot is not posted again yet.
+                        pattern::check(
+                            unsafe { b.buf.slice(off, size) },
+                            aq,
+                            *recv_done,
+                        )
+                    {
+                        mismatch(
+                            &mut check,
+                            format!("message {recv_done}: byte {at} differs"),
+                        );
+                    }
+                    *recv_done += 1;
+                    t_end = now;
+                    if *recv_posted < n {
+                        post_recv(b, *recv_posted, args.size, args.depth)?;
+                        *recv_posted += 1;
+                    }
+                }
+            }
+            // the requester's completions: in posting order, then the data check
+            if let Ok(poller) = a.send_cq.start_poll() {
+                let wcs: Vec<(u64, u32, u32)> = poller
+                    .map(|wc| (wc.wr_id(), wc.status(), wc.vendor_err()))
+                    .collect();
+                for (wr_id, status, vendor_err) in wcs {
+                    let now = Instant::now();
+                    last_progress = now;
+                    if status != 0 {
+                        completion_errors += 1;
+                        error = Some(format!(
+                            "{}: QP {aq:#x}: message {wr_id} completed with {} (status {status}, vendor error \
+                         {vendor_err:#x}); QP state now {}",
+                            a.name,
+                            wc_status_name(status),
+                            a.qp_state_now()
+                        ));
+                        break 'run;
+                    }
+                    if wr_id != *completed {
+                        error = Some(format!(
+                            "{}: QP {aq:#x}: completion out of order or phantom: wr_id {wr_id}, expected {completed}",
+                            a.name
+                        ));
+                        break 'run;
+                    }
+                    let slot = (*completed % depth as u64) as usize;
+                    let lat = now.duration_since(post_time[slot]);
+                    let _ = hist.record(lat.as_nanos().max(1) as u64);
+                    let off = slot * size;
+                    let bad = match args.op {
+                        // SAFETY: the message completed; nothing else targets its slot until it is posted again.
+                        Op::Write => {
+                            pattern::check(unsafe { b.buf.slice(off, size) }, aq, *completed)
+                        }
+                        Op::Read => {
+                            pattern::check(unsafe { a.buf.slice(off, size) }, aq, *completed)
+                        }
+                        Op::Send => None, // checked at the receive
+                        Op::FetchAdd | Op::CmpSwap => {
+                            // the original value the responder returned: the sequence of the remote word
+                            let mut w = [0u8; 8];
+                            // SAFETY: as above.
+                            w.copy_from_slice(unsafe { a.buf.slice(off, 8) });
+                            let got = u64::from_ne_bytes(w);
+                            let want = pattern::atomic_value(aq, *completed);
+                            if got != want {
+                                mismatch(
+                                    &mut check,
+                                    format!(
+                                        "message {completed}: {} returned {got:#018x}, expected {want:#018x}",
+                                        args.op.name()
+                                    ),
+                                );
+                            }
+                            None
+                        }
+                    };
+                    if args.op != Op::Send {
+                        check.checked += 1;
+                        if let Some(at) = bad {
+                            mismatch(
+                                &mut check,
+                                format!("message {completed}: byte {at} differs"),
+                            );
+                        }
+                    }
+                    *completed += 1;
+                    t_end = t_end.max(now);
+                }
             }
         }
         if last_progress.elapsed() > deadline {
             error = Some(format!(
-                "no completion for {:.1} s: {completed} of {n} messages completed{}; QP {aq:#x} ({}) is {}, \
-                 QP {bq:#x} ({}) is {}",
+                "no completion for {:.1} s: {} of {} messages completed{}; {}",
                 args.timeout,
+                pairs.iter().map(|p| p.completed).sum::<u64>(),
+                n * pairs.len() as u64,
                 if args.op == Op::Send {
-                    format!(", {recv_done} received")
+                    format!(
+                        ", {} received",
+                        pairs.iter().map(|p| p.recv_done).sum::<u64>()
+                    )
                 } else {
                     String::new()
                 },
-                a.name,
-                a.qp_state_now(),
-                b.name,
-                b.qp_state_now()
+                pairs
+                    .iter()
+                    .map(|p| format!(
+                        "QP {:#x} ({}) is {}, QP {:#x} ({}) is {}",
+                        p.aq,
+                        p.a.name,
+                        p.a.qp_state_now(),
+                        p.bq,
+                        p.b.name,
+                        p.b.qp_state_now()
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ));
             break 'run;
         }
     }
+    // the remote word after the last atomic
+    if args.op.is_atomic() && error.is_none() {
+        for p in &pairs {
+            let mut w = [0u8; 8];
+            // SAFETY: every atomic has completed.
+            w.copy_from_slice(unsafe { p.b.buf.slice(0, 8) });
+            let (got, want) = (u64::from_ne_bytes(w), pattern::atomic_value(p.aq, n));
+            if got != want {
+                mismatch(
+                    &mut check,
+                    format!(
+                        "QP {:#x}: the remote word is {got:#018x} after {n} messages, expected {want:#018x}",
+                        p.aq
+                    ),
+                );
+            }
+        }
+    }
+    let total = n * pairs.len() as u64;
     // the SEND payload is checked only where it was received
-    if error.is_some() && check.status == "passed" && check.checked < n {
+    if error.is_some() && check.status == "passed" && check.checked < total {
         check.status = "incomplete";
     }
-    let messages = if args.op == Op::Send {
-        completed.min(recv_done)
-    } else {
-        completed
-    };
+    let messages = pairs
+        .iter()
+        .map(|p| {
+            if args.op == Op::Send {
+                p.completed.min(p.recv_done)
+            } else {
+                p.completed
+            }
+        })
+        .sum::<u64>();
     let seconds = t_end.duration_since(t0).as_secs_f64();
-    let bytes = messages * u64::from(args.size);
+    let bytes = messages * u64::from(size32);
     let us = |v: u64| v as f64 / 1000.0;
     let latency_us = if hist.is_empty() {
         Latency::default()
@@ -845,16 +1059,25 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
     };
     let report = Report {
         op: args.op,
-        size: args.size,
+        size: size32,
         iterations: n,
         depth: args.depth,
         mtu,
         mtu_source,
         qp_timeout: args.qp_timeout,
         max_rd_atomic: rd_atomic,
+        traffic_class: args.tclass,
         fault: args.fault,
-        requester: endpoint(&a, args.port, bpsn),
-        responder: endpoint(&b, args.port, apsn),
+        qps: args.qps,
+        requester: endpoint(&pairs[0].a, args.port, pairs[0].bpsn),
+        responder: endpoint(&pairs[0].b, args.port, pairs[0].apsn),
+        pairs: pairs
+            .iter()
+            .map(|p| PairEndpoints {
+                requester: endpoint(&p.a, args.port, p.bpsn),
+                responder: endpoint(&p.b, args.port, p.apsn),
+            })
+            .collect(),
         flows,
         messages,
         bytes,
@@ -885,4 +1108,29 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
         return Ok(r);
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::segments;
+
+    #[test]
+    fn opcodes_of_segmented_messages() {
+        let m = segments("RC_WRITE", 32, 4);
+        assert_eq!(m.len(), 3);
+        assert_eq!(
+            (
+                m["RC_WRITE_FIRST"],
+                m["RC_WRITE_MIDDLE"],
+                m["RC_WRITE_LAST"]
+            ),
+            (32, 64, 32)
+        );
+        let m = segments("RC_SEND", 8, 2);
+        assert_eq!(m.len(), 2);
+        assert_eq!(
+            segments("RC_READ_RESPONSE", 5, 1)["RC_READ_RESPONSE_ONLY"],
+            5
+        );
+    }
 }

@@ -1,9 +1,10 @@
 //! `rocescope gen`: a verbs traffic generator (libibverbs through the `sideway` crate, which loads
 //! libibverbs.so.1 at run time: on a machine without RDMA only `gen` fails, the rest of rocescope works).
 //!
-//! First slice: `gen loopback`, two RC QPs on two devices of one host in one process (no out-of-band
-//! exchange), RDMA WRITE, SEND/RECV or RDMA READ, with a data check and a report whose QPNs and PSN ranges can
-//! be matched with a capture (`rocescope analyze --json`).
+//! `gen loopback`: RC QP pairs (`-q`) on two devices of one host in one process (no out-of-band exchange),
+//! RDMA WRITE, SEND/RECV, RDMA READ, or the 8-byte atomics FETCH_ADD and COMPARE_SWAP, with a data check and
+//! a report whose QPNs, PSN ranges and opcodes can be matched with a capture (`rocescope analyze --json`);
+//! `--tclass` sets the GRH traffic class (the IP TOS on rxe: 2 = ECT(0)); `--capture` is the fabric check.
 
 mod check;
 mod loopback;
@@ -23,11 +24,33 @@ pub enum GenCommand {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Op {
     Write,
     Send,
     Read,
+    /// 8-byte atomic FETCH_ADD on an 8-byte-aligned remote word (-s is ignored: 8 bytes)
+    FetchAdd,
+    /// 8-byte atomic COMPARE_SWAP on an 8-byte-aligned remote word (-s is ignored: 8 bytes)
+    CmpSwap,
+}
+
+impl Op {
+    /// The two 8-byte atomics: one request packet and one ATOMIC_ACKNOWLEDGE per message.
+    pub fn is_atomic(self) -> bool {
+        matches!(self, Op::FetchAdd | Op::CmpSwap)
+    }
+
+    /// The operation as the verbs / the wire name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Write => "WRITE",
+            Op::Send => "SEND",
+            Op::Read => "READ",
+            Op::FetchAdd => "FETCH_ADD",
+            Op::CmpSwap => "COMPARE_SWAP",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
@@ -53,19 +76,26 @@ pub struct LoopbackArgs {
     /// Operation the requester posts.
     #[arg(long, value_enum, default_value_t = Op::Write)]
     pub op: Op,
-    /// Message size in bytes.
+    /// Message size in bytes (the atomics always move 8 bytes).
     #[arg(short = 's', long, default_value_t = 65536, value_parser = clap::value_parser!(u32).range(1..=(1 << 30)))]
     pub size: u32,
     /// Number of messages.
     #[arg(short = 'n', long = "iters", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: u64,
-    /// Messages in flight at most (send queue depth).
+    /// QP pairs, each with its own PSNs, each running -n messages (posted round-robin across the pairs).
+    #[arg(short = 'q', long = "qps", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub qps: u32,
+    /// Messages in flight at most per QP (send queue depth).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub depth: u32,
     /// Path MTU in bytes (256..4096); by default the smaller active MTU of the two ports. One larger than
     /// the network device allows is refused.
     #[arg(long, value_parser = parse_mtu)]
     pub mtu: Option<u32>,
+    /// Traffic class of the GRH (0..255); rxe copies it into the IP TOS byte: 2 is ECN ECT(0), so that an
+    /// ECN-capable queue marks CE instead of dropping.
+    #[arg(long, default_value_t = 0, value_name = "T")]
+    pub tclass: u8,
     /// QP timeout exponent (4.096 us * 2^N); 17 is about 0.5 s (rxe in a slow guest retransmits
     /// spuriously with 14).
     #[arg(long = "qp-timeout", default_value_t = 17, value_parser = clap::value_parser!(u8).range(1..=31))]
@@ -219,15 +249,18 @@ fn print_report(r: &loopback::Report, json: bool) {
             serde_json::to_string_pretty(r).expect("report serializes")
         );
     } else {
-        for e in [&r.requester, &r.responder] {
+        for e in r.pairs.iter().flat_map(|p| [&p.requester, &p.responder]) {
             println!(
                 "{} port {}: QPN {:#08x}, GID index {} {} ({}), SQ PSN {}, RQ PSN {}",
                 e.device, e.port, e.qpn, e.gid_index, e.gid, e.gid_choice, e.sq_psn, e.rq_psn
             );
         }
+        if r.qps > 1 {
+            println!("{} QP pairs, each:", r.qps);
+        }
         println!(
             "{} {} x {} bytes, depth {}, path MTU {} ({}), QP timeout {}",
-            format!("{:?}", r.op).to_uppercase(),
+            r.op.name(),
             r.iterations,
             r.size,
             r.depth,

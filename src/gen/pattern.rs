@@ -39,9 +39,27 @@ pub fn check(buf: &[u8], qpn: u32, msg: u64) -> Option<usize> {
     None
 }
 
+/// What FETCH_ADD adds per message: a carry crosses the two 32-bit halves, so a byte-order or a half-word
+/// error shows.
+pub const ATOMIC_ADD: u64 = 0x0000_0001_8000_0001;
+
+/// The remote word of QP `qpn`'s atomics before message `msg` (after `msg` messages): a start value derived
+/// from the QPN plus `msg` times [`ATOMIC_ADD`]. FETCH_ADD message `msg` returns `atomic_value(qpn, msg)`;
+/// COMPARE_SWAP message `msg` compares with it and swaps in `atomic_value(qpn, msg + 1)`.
+pub fn atomic_value(qpn: u32, msg: u64) -> u64 {
+    seed(qpn, u64::MAX).wrapping_add(msg.wrapping_mul(ATOMIC_ADD))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atomic_sequence() {
+        let v0 = atomic_value(0x11, 0);
+        assert_eq!(atomic_value(0x11, 3), v0.wrapping_add(3 * ATOMIC_ADD));
+        assert_ne!(atomic_value(0x12, 0), v0);
+    }
 
     #[test]
     fn fill_then_check() {
