@@ -19,7 +19,12 @@
 //!     8 flows, each found and matching), gen_ecn (`--tclass 2` through `netem loss 5% ecn`: the CE marks of
 //!     gen's check, gen's capture, `analyze` of the cable and tshark agree, and the check passes naming them).
 //!
-//! (2), (3) and (4) need what `lab/setup` installs (run here; idempotent) and about 20-60 s of emulated guest. It fails,
+//! (5) Issue scenario 6, a benchmark: gen_vs_perftest runs `ib_write_bw -s 65536 -n 200` (rxe0 -> rxe1, TX depth
+//!     128) and `gen loopback --op write -s 65536 -n 200 --depth 128` in one guest; both must complete and gen's
+//!     data check pass; the two throughputs and their ratio are printed, not judged. gen_paced (`--duration 1
+//!     --rate 500`): stopped by the duration, never more messages than the rate allows in the posting time.
+//!
+//! (2), (3), (4) and (5) need what `lab/setup` installs (run here; idempotent) and about 20-60 s of emulated guest. It fails,
 //! with the reason, when the lab cannot run: it never skips. Everything runs under hard timeouts.
 use std::collections::BTreeMap;
 use std::fs;
@@ -1008,6 +1013,118 @@ fn gen_next_slice_in_the_soft_roce_lab() {
     eprintln!(
         "{}\nlab setup + guest run {lab_secs:.1} s, total {:.1} s",
         summary.join("\n"),
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+/// perftest's figure: BW average[MB/sec] (perftest's MB is 2^20 bytes) from its result line "#bytes
+/// #iterations BW-peak BW-average MsgRate", for `bytes` x `iters`.
+fn perftest_bw_average_mib(log: &str, bytes: u64, iters: u64) -> Option<f64> {
+    log.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() == 5
+            && f[0].parse::<u64>().ok() == Some(bytes)
+            && f[1].parse::<u64>().ok() == Some(iters))
+        .then(|| f[3].parse::<f64>().ok())
+        .flatten()
+    })
+}
+
+#[test]
+fn gen_vs_perftest_benchmark_and_pacing_in_the_soft_roce_lab() {
+    let t0 = Instant::now();
+    let (lab_out, lab_secs) = run_lab("lab-gen-bench", &["gen_vs_perftest", "gen_paced"]);
+    let read_gen = |sc: &Path, what: &str| -> Value {
+        let log = fs::read_to_string(sc.join("gen.log")).unwrap_or_default();
+        assert_eq!(
+            log.lines().last(),
+            Some("exit 0"),
+            "{what}: gen's standard error and exit status:\n{log}"
+        );
+        let g: Value = serde_json::from_slice(&fs::read(sc.join("gen.json")).unwrap())
+            .unwrap_or_else(|e| panic!("{what}: gen.json is not JSON: {e}"));
+        assert!(g["error"].is_null(), "{what}: error {}", g["error"]);
+        assert_eq!(u(&g["completion_errors"]), 0, "{what}");
+        assert_eq!(
+            g["data_check"]["status"], "passed",
+            "{what}: {}",
+            g["data_check"]
+        );
+        assert_eq!(
+            u(&g["data_check"]["checked"]),
+            u(&g["messages"]),
+            "{what}: every message checked"
+        );
+        g
+    };
+
+    // --- issue scenario 6, a benchmark: both complete, the figures are reported, the ratio is not judged
+    let sc = lab_out.join("gen_vs_perftest");
+    let client = fs::read_to_string(sc.join("perftest-client.log"))
+        .expect("gen_vs_perftest: perftest-client.log");
+    let pt_mib = perftest_bw_average_mib(&client, 65536, 200).unwrap_or_else(|| {
+        panic!("gen_vs_perftest: no ib_write_bw result line for 65536 x 200:\n{client}")
+    });
+    let pt_depth = client
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("TX depth"))
+        .map(|r| r.trim_start_matches([' ', ':']).trim().to_string())
+        .unwrap_or_else(|| "?".to_string());
+    let pt_gbps = pt_mib * 1048576.0 * 8.0 / 1e9;
+    let g = read_gen(&sc, "gen_vs_perftest");
+    assert_eq!(g["stopped_by"], "iters", "gen_vs_perftest");
+    assert_eq!(u(&g["messages"]), 200, "gen_vs_perftest");
+    assert_eq!(u(&g["depth"]), 128, "gen_vs_perftest");
+    let gen_gbps = g["gbps"].as_f64().expect("gen_vs_perftest: gbps");
+    let bench = format!(
+        "gen_vs_perftest: 65536 B x 200 WRITEs rxe0 -> rxe1: ib_write_bw -F -x 1 -u 17 (TX depth {pt_depth}) \
+         {pt_mib:.2} MiB/s = {pt_gbps:.3} Gb/s; rocescope gen loopback --depth 128 {gen_gbps:.3} Gb/s ({:.0} \
+         messages/s, data check passed, latency p50 {:.0} us); gen/perftest = {:.2}",
+        g["messages_per_sec"].as_f64().unwrap_or(0.0),
+        g["latency_us"]["p50"].as_f64().unwrap_or(0.0),
+        gen_gbps / pt_gbps
+    );
+
+    // --- --duration 1 --rate 500: stopped by the time, never faster than the rate while posting
+    let sc = lab_out.join("gen_paced");
+    let g = read_gen(&sc, "gen_paced");
+    assert_eq!(g["stopped_by"], "duration", "gen_paced");
+    assert_eq!(g["duration"].as_f64(), Some(1.0), "gen_paced");
+    let posting = g["posting_seconds"]
+        .as_f64()
+        .expect("gen_paced: posting_seconds");
+    assert!(
+        posting >= 1.0,
+        "gen_paced: posted for {posting} s, --duration 1"
+    );
+    let n = u(&g["messages"]);
+    assert!(n > 0, "gen_paced: no message");
+    assert_eq!(u(&g["iterations"]), n, "gen_paced: the messages posted");
+    // message k is posted no earlier than k / 500 s after the start
+    assert!(
+        n as f64 <= 1.0 + 500.0 * posting + 1e-6,
+        "gen_paced: {n} messages posted in {posting} s at --rate 500"
+    );
+    let rate = &g["rate"];
+    assert_eq!(
+        rate["target_messages_per_sec"].as_f64(),
+        Some(500.0),
+        "gen_paced: {rate}"
+    );
+    let flows = g["flows"].as_array().expect("gen_paced: flows");
+    assert_eq!(
+        u(&flows[0]["messages"]),
+        n,
+        "gen_paced: the requester flow has the messages posted"
+    );
+    let paced = format!(
+        "gen_paced: --duration 1 --rate 500 (4096 B WRITEs): stopped by duration after {posting:.3} s of \
+         posting, {n} messages, achieved {:.0} messages/s ({:.4} Gb/s), data check passed",
+        rate["achieved_messages_per_sec"].as_f64().unwrap_or(0.0),
+        rate["achieved_gbps"].as_f64().unwrap_or(0.0)
+    );
+    eprintln!(
+        "{bench}\n{paced}\nlab setup + guest run {lab_secs:.1} s, total {:.1} s",
         t0.elapsed().as_secs_f64()
     );
 }

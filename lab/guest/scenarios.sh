@@ -134,6 +134,26 @@ sc_gen_check() {
 # recovers (NAK, go-back-N; --depth 4 bounds the window), the data check passes, the fabric check fails with
 # gaps, NAKs and retransmissions: exit 3 (the scenario succeeds when it does); gen.json has the `capture` key
 sc_gen_check_loss() { netem eth0 loss 3% && { gen_run --op write -s 4096 -n 64 --depth 4 --capture eth0; [ $? -eq 3 ]; }; }
+# issue scenario 6, a benchmark (not pass/fail on the figures): perftest's ib_write_bw (-s 65536 -n 200, rxe0 ->
+# rxe1 as perf_pair runs it; its default TX depth is 128) and then the generator with the same size, count and
+# window, in the same guest one after the other; returns perftest-client.log / perftest-server.log (perftest's
+# output: BW average in MB/sec = MiB/s) and gen.json / gen.log (gen's report: gbps, data check)
+sc_gen_vs_perftest() {
+    local r=0
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    perf_pair ib_write_bw "-s 65536 -n 200" || r=1
+    mkdir -p /tmp/ret
+    cp /tmp/client.log /tmp/ret/perftest-client.log
+    cp /tmp/server.log /tmp/ret/perftest-server.log
+    lab_return /tmp/ret/perftest-client.log
+    lab_return /tmp/ret/perftest-server.log
+    rm -rf /tmp/ret
+    gen_run --op write -s 65536 -n 200 --depth 128 || r=1
+    return $r
+}
+# --duration and --rate: 4096-byte WRITEs paced at 500 messages/s for 1 s, then the window drains; returns
+# gen.json / gen.log (stopped_by "duration", about 500 messages, the rate achieved)
+sc_gen_paced() { gen_run --op write -s 4096 --duration 1 --rate 500; }
 # no traffic: devices, GIDs, and the --version of every extra binary (lab/build-initramfs EXTRA_BINARIES)
 sc_info() {
     for c in "ibv_devices" "ibv_devinfo" "/usr/bin/rdma link" "/usr/bin/rdma dev"; do echo "+ $c"; $c; done

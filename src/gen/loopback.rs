@@ -89,7 +89,16 @@ pub struct DataCheck {
 pub struct Report {
     pub op: Op,
     pub size: u32,
+    /// Messages per QP pair: -n, or with --duration those the first pair posted before the time was up.
     pub iterations: u64,
+    /// How the posting ended: "iters" (-n messages posted) or "duration" (--duration elapsed).
+    pub stopped_by: &'static str,
+    /// --duration in seconds, if given.
+    pub duration: Option<f64>,
+    /// From the first post to the last (with --duration: to the moment the time was up).
+    pub posting_seconds: f64,
+    /// --rate: the target and what was achieved (messages and payload over `seconds`).
+    pub rate: Option<RateReport>,
     pub depth: u32,
     pub mtu: u32,
     pub mtu_source: String,
@@ -119,6 +128,16 @@ pub struct Report {
 }
 
 #[derive(Serialize)]
+pub struct RateReport {
+    /// As given: "N messages/s" or "G Gb/s".
+    pub requested: String,
+    pub target_messages_per_sec: f64,
+    pub target_gbps: f64,
+    pub achieved_messages_per_sec: f64,
+    pub achieved_gbps: f64,
+}
+
+#[derive(Serialize)]
 pub struct PairEndpoints {
     pub requester: Endpoint,
     pub responder: Endpoint,
@@ -132,11 +151,15 @@ struct Pair {
     bq: u32,
     apsn: u32,
     bpsn: u32,
+    /// The messages this pair runs: -n, or with --duration unbounded until the time is up, then `posted`.
+    limit: u64,
     posted: u64,
     completed: u64,
     recv_posted: u64,
     recv_done: u64,
     post_time: Vec<Instant>,
+    src_ip: Option<String>,
+    dst_ip: Option<String>,
 }
 
 /// Memory the device reads and writes: 8-byte aligned, never moved, freed after the MR is deregistered.
@@ -547,6 +570,72 @@ fn endpoint(s: &Side, port: u8, rq_psn: u32) -> Endpoint {
     }
 }
 
+/// The two flows of pair `p` after `n` messages: the requests, and the ACKs / responses.
+fn pair_flows(op: Op, size32: u32, mtu: u32, p: &Pair, n: u64) -> [Flow; 2] {
+    let ppm = if op.is_atomic() {
+        1
+    } else {
+        packets_per_message(u64::from(size32), mtu)
+    };
+    let total_psns = n * ppm;
+    let (req_carries, reply_carries) = match op {
+        Op::Write => ("RDMA WRITE requests", "ACKs"),
+        Op::Send => ("SEND requests", "ACKs"),
+        Op::Read => ("RDMA READ requests", "RDMA READ responses"),
+        Op::FetchAdd => ("FETCH_ADD requests", "ATOMIC_ACKNOWLEDGEs"),
+        Op::CmpSwap => ("COMPARE_SWAP requests", "ATOMIC_ACKNOWLEDGEs"),
+    };
+    let (reply_first, reply_packets) = match op {
+        // an ACK at least for each message's last packet (rxe sets AckReq there); coalescing may drop some
+        Op::Write | Op::Send => (psn_add(p.apsn, ppm - 1), n),
+        Op::Read | Op::FetchAdd | Op::CmpSwap => (p.apsn, total_psns),
+    };
+    let req_opcodes = match op {
+        Op::Write => segments("RC_WRITE", n, ppm),
+        Op::Send => segments("RC_SEND", n, ppm),
+        Op::Read => BTreeMap::from([("RC_READ_REQUEST".to_string(), n)]),
+        Op::FetchAdd => BTreeMap::from([("RC_FETCH_ADD".to_string(), n)]),
+        Op::CmpSwap => BTreeMap::from([("RC_COMPARE_SWAP".to_string(), n)]),
+    };
+    let reply_opcodes = match op {
+        Op::Write | Op::Send => BTreeMap::new(),
+        Op::Read => segments("RC_READ_RESPONSE", n, ppm),
+        Op::FetchAdd | Op::CmpSwap => BTreeMap::from([("RC_ATOMIC_ACKNOWLEDGE".to_string(), n)]),
+    };
+    [
+        Flow {
+            src: p.src_ip.clone(),
+            dst: p.dst_ip.clone(),
+            dest_qp: p.bq,
+            role: "requester",
+            carries: req_carries,
+            opcodes: req_opcodes,
+            psn_first: p.apsn,
+            // READ requests advance the PSN by the response packets they ask for
+            psn_last: psn_add(p.apsn, total_psns - 1),
+            packets: if op == Op::Read { n } else { total_psns },
+            // the analyzer counts SEND/WRITE messages (FIRST..LAST, ONLY), not READs or atomics
+            messages: if matches!(op, Op::Write | Op::Send) {
+                n
+            } else {
+                0
+            },
+        },
+        Flow {
+            src: p.dst_ip.clone(),
+            dst: p.src_ip.clone(),
+            dest_qp: p.aq,
+            role: "responder",
+            carries: reply_carries,
+            opcodes: reply_opcodes,
+            psn_first: reply_first,
+            psn_last: psn_add(p.apsn, total_psns - 1),
+            packets: reply_packets,
+            messages: 0,
+        },
+    ]
+}
+
 pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
         return Err(format!(
@@ -564,6 +653,9 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
                     netdev ETH)"
                 .to_string(),
         );
+    }
+    if args.fault.is_some() && args.duration.is_some() {
+        return Err("--fault needs -n (the faulty message is the last one)".to_string());
     }
     if args.fault == Some(Fault::BadRkey) && args.op == Op::Send {
         return Err(
@@ -651,7 +743,6 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
     };
     let n = args.iters;
     let mut pairs = Vec::with_capacity(sides.len());
-    let mut flows = Vec::new();
     for (mut a, mut b) in sides {
         let (aq, bq) = (a.qp.qp_number(), b.qp.qp_number());
         let (ag, bg) = (a.gid.gid, b.gid.gid);
@@ -659,82 +750,21 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
         connect(&mut a, bq, &bg, bpsn, &p)?;
         connect(&mut b, aq, &ag, apsn, &p)?;
 
-        let ppm = if args.op.is_atomic() {
-            1
-        } else {
-            packets_per_message(u64::from(size32), mtu)
-        };
-        let total_psns = n * ppm;
-        let (req_carries, reply_carries) = match args.op {
-            Op::Write => ("RDMA WRITE requests", "ACKs"),
-            Op::Send => ("SEND requests", "ACKs"),
-            Op::Read => ("RDMA READ requests", "RDMA READ responses"),
-            Op::FetchAdd => ("FETCH_ADD requests", "ATOMIC_ACKNOWLEDGEs"),
-            Op::CmpSwap => ("COMPARE_SWAP requests", "ATOMIC_ACKNOWLEDGEs"),
-        };
-        let (reply_first, reply_packets) = match args.op {
-            // an ACK at least for each message's last packet (rxe sets AckReq there); coalescing may drop some
-            Op::Write | Op::Send => (psn_add(apsn, ppm - 1), n),
-            Op::Read | Op::FetchAdd | Op::CmpSwap => (apsn, total_psns),
-        };
-        let req_opcodes = match args.op {
-            Op::Write => segments("RC_WRITE", n, ppm),
-            Op::Send => segments("RC_SEND", n, ppm),
-            Op::Read => BTreeMap::from([("RC_READ_REQUEST".to_string(), n)]),
-            Op::FetchAdd => BTreeMap::from([("RC_FETCH_ADD".to_string(), n)]),
-            Op::CmpSwap => BTreeMap::from([("RC_COMPARE_SWAP".to_string(), n)]),
-        };
-        let reply_opcodes = match args.op {
-            Op::Write | Op::Send => BTreeMap::new(),
-            Op::Read => segments("RC_READ_RESPONSE", n, ppm),
-            Op::FetchAdd | Op::CmpSwap => {
-                BTreeMap::from([("RC_ATOMIC_ACKNOWLEDGE".to_string(), n)])
-            }
-        };
-        flows.extend([
-            Flow {
-                src: a.gid.ip.map(|i| i.to_string()),
-                dst: b.gid.ip.map(|i| i.to_string()),
-                dest_qp: bq,
-                role: "requester",
-                carries: req_carries,
-                opcodes: req_opcodes,
-                psn_first: apsn,
-                // READ requests advance the PSN by the response packets they ask for
-                psn_last: psn_add(apsn, total_psns - 1),
-                packets: if args.op == Op::Read { n } else { total_psns },
-                // the analyzer counts SEND/WRITE messages (FIRST..LAST, ONLY), not READs or atomics
-                messages: if matches!(args.op, Op::Write | Op::Send) {
-                    n
-                } else {
-                    0
-                },
-            },
-            Flow {
-                src: b.gid.ip.map(|i| i.to_string()),
-                dst: a.gid.ip.map(|i| i.to_string()),
-                dest_qp: aq,
-                role: "responder",
-                carries: reply_carries,
-                opcodes: reply_opcodes,
-                psn_first: reply_first,
-                psn_last: psn_add(apsn, total_psns - 1),
-                packets: reply_packets,
-                messages: 0,
-            },
-        ]);
         pairs.push(Pair {
-            a,
-            b,
             aq,
             bq,
             bpsn,
             apsn,
+            limit: if args.duration.is_some() { u64::MAX } else { n },
             posted: 0,
             completed: 0,
             recv_posted: 0,
             recv_done: 0,
             post_time: vec![Instant::now(); depth],
+            src_ip: a.gid.ip.map(|i| i.to_string()),
+            dst_ip: b.gid.ip.map(|i| i.to_string()),
+            a,
+            b,
         });
     }
 
@@ -751,7 +781,7 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
     let mut error: Option<String> = None;
     if args.op == Op::Send {
         for p in &mut pairs {
-            while p.recv_posted < n.min(depth as u64) {
+            while p.recv_posted < p.limit.min(depth as u64) {
                 post_recv(&mut p.b, p.recv_posted, args.size, args.depth)?;
                 p.recv_posted += 1;
             }
@@ -771,19 +801,36 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
                 .copy_from_slice(&pattern::atomic_value(p.aq, 0).to_ne_bytes());
         }
     }
+    let rate_mps = args.rate.map(|r| r.messages_per_sec(size32));
+    let run_for = args.duration.map(Duration::from_secs_f64);
+    let mut total_posted = 0u64;
     let t0 = Instant::now();
     let mut last_progress = t0;
     let mut t_end = t0;
+    let mut t_last_post = t0;
+    let mut stopped_at: Option<Instant> = None;
     'run: while pairs
         .iter()
-        .any(|p| p.completed < n || (args.op == Op::Send && p.recv_done < n))
+        .any(|p| p.completed < p.limit || (args.op == Op::Send && p.recv_done < p.limit))
     {
+        if let Some(d) = run_for
+            && stopped_at.is_none()
+        {
+            let now = Instant::now();
+            if now.duration_since(t0) >= d {
+                stopped_at = Some(now);
+                for p in &mut pairs {
+                    p.limit = p.posted;
+                }
+            }
+        }
         for pair in &mut pairs {
             let Pair {
                 a,
                 b,
                 aq,
                 bq,
+                limit,
                 posted,
                 completed,
                 recv_posted,
@@ -793,9 +840,10 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
             } = pair;
             let (aq, bq) = (*aq, *bq);
             // post while the window (and, for SEND, the receives posted) allow
-            while *posted < n
+            while *posted < *limit
                 && *posted - *completed < depth as u64
                 && (args.op != Op::Send || *posted < *recv_posted)
+                && rate_mps.is_none_or(|mps| t0.elapsed() >= plan::post_due(total_posted, mps))
             {
                 let slot = (*posted % depth as u64) as usize;
                 let off = slot * size;
@@ -824,7 +872,12 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
                     // same MR index, another key byte: rxe finds the MR and refuses the key
                     rkey ^= 0x80;
                 }
-                post_time[slot] = Instant::now();
+                let now = Instant::now();
+                post_time[slot] = now;
+                if *posted == *completed {
+                    // nothing was in flight (paced by --rate): the completion deadline starts now
+                    last_progress = now;
+                }
                 let mut g = a.qp.start_post_send();
                 let wr = g.construct_wr(*posted, WorkRequestFlags::Signaled);
                 let h = match args.op {
@@ -850,6 +903,8 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
                     break 'run;
                 }
                 *posted += 1;
+                total_posted += 1;
+                t_last_post = now;
             }
             // the responder's receives (SEND): check the data, post the receive again
             if args.op == Op::Send
@@ -903,7 +958,7 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
                     }
                     *recv_done += 1;
                     t_end = now;
-                    if *recv_posted < n {
+                    if *recv_posted < *limit {
                         post_recv(b, *recv_posted, args.size, args.depth)?;
                         *recv_posted += 1;
                     }
@@ -981,12 +1036,28 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
                 }
             }
         }
-        if last_progress.elapsed() > deadline {
+        let in_flight = pairs
+            .iter()
+            .any(|p| p.completed < p.posted || (args.op == Op::Send && p.recv_done < p.posted));
+        if let Some(mps) = rate_mps
+            && !in_flight
+        {
+            // paced and idle: sleep until the next message is due (at most 10 ms, the duration is checked
+            // at the top of the loop)
+            let wait = plan::post_due(total_posted, mps).saturating_sub(t0.elapsed());
+            if wait > Duration::from_micros(200) {
+                std::thread::sleep(wait.min(Duration::from_millis(10)));
+            }
+        }
+        if in_flight && last_progress.elapsed() > deadline {
             error = Some(format!(
                 "no completion for {:.1} s: {} of {} messages completed{}; {}",
                 args.timeout,
                 pairs.iter().map(|p| p.completed).sum::<u64>(),
-                n * pairs.len() as u64,
+                pairs
+                    .iter()
+                    .map(|p| if args.duration.is_some() { p.posted } else { n })
+                    .sum::<u64>(),
                 if args.op == Op::Send {
                     format!(
                         ", {} received",
@@ -1018,19 +1089,29 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
             let mut w = [0u8; 8];
             // SAFETY: every atomic has completed.
             w.copy_from_slice(unsafe { p.b.buf.slice(0, 8) });
-            let (got, want) = (u64::from_ne_bytes(w), pattern::atomic_value(p.aq, n));
+            let (got, want) = (
+                u64::from_ne_bytes(w),
+                pattern::atomic_value(p.aq, p.completed),
+            );
             if got != want {
                 mismatch(
                     &mut check,
                     format!(
-                        "QP {:#x}: the remote word is {got:#018x} after {n} messages, expected {want:#018x}",
-                        p.aq
+                        "QP {:#x}: the remote word is {got:#018x} after {} messages, expected {want:#018x}",
+                        p.aq, p.completed
                     ),
                 );
             }
         }
     }
-    let total = n * pairs.len() as u64;
+    // messages per pair: -n, or with --duration those posted
+    let planned = |p: &Pair| if args.duration.is_some() { p.posted } else { n };
+    let total = pairs.iter().map(planned).sum::<u64>();
+    let flows: Vec<Flow> = pairs
+        .iter()
+        .filter(|p| planned(p) > 0) // --duration ended before this pair posted anything
+        .flat_map(|p| pair_flows(args.op, size32, mtu, p, planned(p)))
+        .collect();
     // the SEND payload is checked only where it was received
     if error.is_some() && check.status == "passed" && check.checked < total {
         check.status = "incomplete";
@@ -1060,7 +1141,35 @@ pub fn run(args: &LoopbackArgs) -> Result<Report, String> {
     let report = Report {
         op: args.op,
         size: size32,
-        iterations: n,
+        iterations: planned(&pairs[0]),
+        stopped_by: if args.duration.is_some() {
+            "duration"
+        } else {
+            "iters"
+        },
+        duration: args.duration,
+        posting_seconds: stopped_at
+            .unwrap_or(t_last_post)
+            .duration_since(t0)
+            .as_secs_f64(),
+        rate: args.rate.map(|r| RateReport {
+            requested: match r {
+                plan::Rate::MessagesPerSec(m) => format!("{m} messages/s"),
+                plan::Rate::Gbps(g) => format!("{g} Gb/s"),
+            },
+            target_messages_per_sec: r.messages_per_sec(size32),
+            target_gbps: r.gbps(size32),
+            achieved_messages_per_sec: if seconds > 0.0 {
+                messages as f64 / seconds
+            } else {
+                0.0
+            },
+            achieved_gbps: if seconds > 0.0 {
+                bytes as f64 * 8.0 / seconds / 1e9
+            } else {
+                0.0
+            },
+        }),
         depth: args.depth,
         mtu,
         mtu_source,

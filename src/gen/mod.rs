@@ -79,9 +79,18 @@ pub struct LoopbackArgs {
     /// Message size in bytes (the atomics always move 8 bytes).
     #[arg(short = 's', long, default_value_t = 65536, value_parser = clap::value_parser!(u32).range(1..=(1 << 30)))]
     pub size: u32,
-    /// Number of messages.
+    /// Number of messages (per QP pair).
     #[arg(short = 'n', long = "iters", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: u64,
+    /// Instead of -n: post for this many seconds, then stop posting and wait for the messages in flight
+    /// (the report says which way the run ended and how many messages that was).
+    #[arg(long, value_name = "SECS", conflicts_with = "iters", value_parser = parse_duration)]
+    pub duration: Option<f64>,
+    /// Pace the posting (over all QP pairs): R messages per second, or a payload bit rate in Gb/s with a
+    /// `g` suffix (`2g`); the report gives the target and the rate achieved. By default, as fast as the
+    /// window (--depth) allows.
+    #[arg(long, value_name = "R", value_parser = plan::Rate::parse)]
+    pub rate: Option<plan::Rate>,
     /// QP pairs, each with its own PSNs, each running -n messages (posted round-robin across the pairs).
     #[arg(short = 'q', long = "qps", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub qps: u32,
@@ -129,6 +138,15 @@ fn parse_grace(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=60.0).contains(&v) => Ok(v),
         _ => Err(format!("'{s}' is not a number of seconds from 0 to 60")),
+    }
+}
+
+fn parse_duration(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86400.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a number of seconds above 0 (at most 86400)"
+        )),
     }
 }
 
@@ -280,10 +298,23 @@ fn print_report(r: &loopback::Report, json: bool) {
                 f.packets
             );
         }
+        match r.duration {
+            Some(d) => println!(
+                "stopped by --duration {d} s: posted for {:.6} s, then drained the messages in flight",
+                r.posting_seconds
+            ),
+            None => println!("stopped by -n {}", r.iterations),
+        }
         println!(
             "{} messages, {} bytes in {:.6} s: {:.3} Gb/s, {:.0} messages/s",
             r.messages, r.bytes, r.seconds, r.gbps, r.messages_per_sec
         );
+        if let Some(p) = &r.rate {
+            println!(
+                "rate: target {} ({:.0} messages/s, {:.3} Gb/s), achieved {:.0} messages/s, {:.3} Gb/s",
+                p.requested, p.target_messages_per_sec, p.target_gbps, r.messages_per_sec, r.gbps
+            );
+        }
         println!(
             "latency (post to completion) us: p50 {:.1}, p99 {:.1}, max {:.1}",
             r.latency_us.p50, r.latency_us.p99, r.latency_us.max

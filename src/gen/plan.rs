@@ -86,6 +86,56 @@ pub fn random_psn() -> u32 {
     v & PSN_MASK
 }
 
+/// `--rate`: messages per second, or a bit rate in Gb/s of payload (`2g`, `0.5G`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Rate {
+    MessagesPerSec(f64),
+    Gbps(f64),
+}
+
+impl Rate {
+    /// Parses `R` (messages per second) or `Rg` (Gb/s); positive and finite.
+    pub fn parse(s: &str) -> Result<Rate, String> {
+        let t = s.trim();
+        let (num, gbps) = match t.strip_suffix(['g', 'G']) {
+            Some(n) => (n, true),
+            None => (t, false),
+        };
+        match num.parse::<f64>() {
+            Ok(v) if v > 0.0 && v.is_finite() => Ok(if gbps {
+                Rate::Gbps(v)
+            } else {
+                Rate::MessagesPerSec(v)
+            }),
+            _ => Err(format!(
+                "'{s}' is not a rate: messages per second (1000) or Gb/s with a g suffix (2g)"
+            )),
+        }
+    }
+
+    /// The message rate that `self` means for messages of `size` bytes.
+    pub fn messages_per_sec(self, size: u32) -> f64 {
+        match self {
+            Rate::MessagesPerSec(m) => m,
+            Rate::Gbps(g) => g * 1e9 / 8.0 / f64::from(size.max(1)),
+        }
+    }
+
+    /// The payload bit rate in Gb/s that `self` means for messages of `size` bytes.
+    pub fn gbps(self, size: u32) -> f64 {
+        match self {
+            Rate::MessagesPerSec(m) => m * f64::from(size) * 8.0 / 1e9,
+            Rate::Gbps(g) => g,
+        }
+    }
+}
+
+/// Pacing: when message `k` (0-based, counted over all QP pairs) may be posted, as an offset from the start
+/// of the run, at `mps` messages per second (message 0 at once).
+pub fn post_due(k: u64, mps: f64) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(k as f64 / mps)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +173,32 @@ mod tests {
         assert_eq!(wc_status_name(12), "IBV_WC_RETRY_EXC_ERR");
         assert_eq!(wc_status_name(99), "unknown status");
         assert!(random_psn() <= PSN_MASK);
+    }
+
+    #[test]
+    fn rates_and_pacing() {
+        use std::time::Duration;
+        assert_eq!(Rate::parse("1000"), Ok(Rate::MessagesPerSec(1000.0)));
+        assert_eq!(Rate::parse("2g"), Ok(Rate::Gbps(2.0)));
+        assert_eq!(Rate::parse("0.5G"), Ok(Rate::Gbps(0.5)));
+        for bad in ["0", "-1", "g", "", "x", "infg", "NaN"] {
+            assert!(Rate::parse(bad).is_err(), "{bad}");
+        }
+        // 2 Gb/s of 65536-byte messages: 250 MB/s / 64 KiB = 3814.7 messages/s
+        let r = Rate::Gbps(2.0);
+        assert!((r.messages_per_sec(65536) - 3814.697265625).abs() < 1e-9);
+        assert!((r.gbps(65536) - 2.0).abs() < 1e-12);
+        let m = Rate::MessagesPerSec(1000.0);
+        assert_eq!(m.messages_per_sec(4096), 1000.0);
+        assert!((m.gbps(4096) - 0.032768).abs() < 1e-12);
+        // message 0 at once, message k at k/mps
+        assert_eq!(post_due(0, 1000.0), Duration::ZERO);
+        assert_eq!(post_due(500, 1000.0), Duration::from_millis(500));
+        assert_eq!(post_due(1, 4.0), Duration::from_millis(250));
+        // 2 Gb/s of 64 KiB: one message every 262.144 us
+        assert_eq!(
+            post_due(1, r.messages_per_sec(65536)),
+            Duration::from_nanos(262_144)
+        );
     }
 }
