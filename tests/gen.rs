@@ -886,8 +886,10 @@ fn gen_next_slice_in_the_soft_roce_lab() {
         }
         assert_eq!(nak_total(c), 0, "{what}: NAKs");
         if role == "requester" {
-            assert_eq!(u(&c["packets"]), 128, "{what}: packets");
-            assert_eq!(u(&fc["packets"]), 128, "{what}: packets in gen's capture");
+            // 1024-byte WRITEs at path MTU 1024: one packet a message (kept small: four QPs at once
+            // otherwise outrun the emulated guest's own capture, which then reports drops).
+            assert_eq!(u(&c["packets"]), 32, "{what}: packets");
+            assert_eq!(u(&fc["packets"]), 32, "{what}: packets in gen's capture");
             assert_eq!(u(&c["messages"]["count"]), 32, "{what}: messages");
             assert_eq!(c["opcodes"], e["opcodes"], "{what}: opcodes");
             firsts.push(u(&e["psn_first"]));
@@ -898,7 +900,7 @@ fn gen_next_slice_in_the_soft_roce_lab() {
     assert_eq!(firsts.len(), 4, "gen_multi: each pair its own PSNs");
     summary.push(format!(
         "gen_multi: -q 4, requester QPNs {} -> {}, 8 flows on the cable and in gen's \
-         check, each with its PSN range and 128 request packets, FABRIC CHECK: PASS",
+         check, each with its PSN range and 32 request packets, FABRIC CHECK: PASS",
         hexes(&req_qpns),
         hexes(&resp_qpns)
     ));

@@ -93,9 +93,9 @@ sc_gen_text() {
     rm -rf /tmp/ret
     return $r
 }
-# 4 QP pairs (-q 4), each with its own PSNs and 32 WRITEs of 4096 bytes (posted round-robin), under the fabric
+# 4 QP pairs (-q 4), each with its own PSNs and 32 WRITEs of 1024 bytes (posted round-robin), under the fabric
 # check: 8 flows (4 requester, 4 responder) on eth0, each as posted; returns gen.json/gen.log
-sc_gen_multi() { gen_run --op write -s 4096 -n 32 -q 4 --capture eth0; }
+sc_gen_multi() { gen_run --op write -s 1024 -n 32 -q 4 --capture eth0; }
 # ECN: traffic class 2 (rxe puts it in the IP TOS: ECT(0)), netem on eth0 marks 5% of the ECT requests CE instead
 # of dropping them; the fabric check reports the CE marks as congestion signals and passes (exit 0); returns
 # gen.json/gen.log
