@@ -79,8 +79,6 @@ pub struct Engine {
     /// 802.3x PAUSE frames: they pause the whole link.
     pub link_pause: PriorityPause,
     pub events: Events,
-    /// Path MTU: configured, or the largest FIRST/MIDDLE payload seen.
-    pub mtu: Option<u32>,
     inferred_mtu: u32,
 }
 
@@ -96,7 +94,6 @@ impl Engine {
             pause: [PriorityPause::default(); 8],
             link_pause: PriorityPause::default(),
             events: Events::default(),
-            mtu: cfg.mtu,
             inferred_mtu: 0,
         }
     }
@@ -249,7 +246,7 @@ impl Engine {
 
     /// The path MTU in use: configured, or inferred from full-size segments.
     pub fn mtu(&self) -> Option<u32> {
-        self.mtu.or_else(|| {
+        self.cfg.mtu.or_else(|| {
             MTU_CANDIDATES
                 .iter()
                 .copied()
