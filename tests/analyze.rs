@@ -122,7 +122,7 @@ fn hand_worked_figures() {
         .filter(|p| p.to_string_lossy().ends_with(".expected.json"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 11);
+    assert_eq!(files.len(), 12);
     let mut errors = Vec::new();
     for expected in files {
         let name = expected

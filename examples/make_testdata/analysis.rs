@@ -249,6 +249,58 @@ fn read_psn(dir: &Path) {
     );
 }
 
+/// Two READs of 3000 bytes back to back (PSNs 300 and 303) before any response, as ib_read_bw posts them:
+/// the path MTU is learnt only from the responses that follow (1024: FIRST, MIDDLE, LAST per READ), so the
+/// second READ's PSN consumption (303-305) is settled at the end: the requester's last PSN is 305, as the
+/// responses' is.
+fn read_burst(dir: &Path) {
+    let mut c = Capture::new(1);
+    let none = json!({});
+    for (at, psn) in [(0, 300), (10, 303)] {
+        let mut read = AB.frame(true, 0x0C, psn);
+        read.ext.reth = Some(Reth {
+            va: 0x9000,
+            r_key: 5,
+            dma_len: 3000,
+        });
+        c.add_at(at, read.build(), none.clone());
+    }
+    for (at, op, psn, len, msn) in [
+        (50, 0x0D, 300, 1024, 1),
+        (60, 0x0E, 301, 1024, 1),
+        (70, 0x0F, 302, 952, 1),
+        (80, 0x0D, 303, 1024, 2),
+        (90, 0x0E, 304, 1024, 2),
+        (100, 0x0F, 305, 952, 2),
+    ] {
+        let mut r = AB.frame(false, op, psn);
+        if op != 0x0E {
+            r.ext.aeth = Some(Aeth {
+                syndrome: 0x1F,
+                msn,
+            });
+        }
+        r.payload = payload(len, 4);
+        c.add_at(at, r.build(), none.clone());
+    }
+    write(
+        dir,
+        "read_burst",
+        &c,
+        json!({
+            "config": {"mtu": 1024, "mtu_source": "inferred"},
+            "flows": [
+                {"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "packets": 2,
+                 "psn": {"first": 300, "last": 305, "gap_events": 0, "missing": 0, "retransmitted": 0},
+                 "read_latency_us": {"samples": 2, "min": 50.0, "max": 70.0}},
+                {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "read_responses": 6,
+                 "psn": {"first": 300, "last": 305}, "implied_naks": 0}
+            ],
+            "verdict": {"status": "pass", "problems": []}
+        }),
+    );
+}
+
 /// Requests 1-8 acknowledged by two coalesced ACKs (4 and 8) and a repeated ACK 8.
 fn coalesced_acks(dir: &Path) {
     let mut c = Capture::new(1);
@@ -541,6 +593,7 @@ pub fn write_all(dir: &Path) {
     rnr_storm(dir);
     psn_wrap(dir);
     read_psn(dir);
+    read_burst(dir);
     coalesced_acks(dir);
     same_qpn_two_hosts(dir);
     ecn_cnp(dir);

@@ -585,7 +585,9 @@ impl Engine {
     pub fn finish(&mut self) {
         let end = self.totals.last_ts;
         let window = self.cfg.cnp_window_nanos;
+        let mtu = self.mtu();
         for (id, f) in self.flows.iter_mut().enumerate() {
+            f.psn.settle(mtu);
             // Marks within the last window of the capture may have been answered after it ended.
             f.expire_ce(end.saturating_sub(window));
             if f.ce_without_cnp > 0 {

@@ -198,6 +198,18 @@ impl RequestPsns {
         (step, taken)
     }
 
+    /// At the end of the capture: the last READ's PSN consumption, with the path MTU known by then.
+    pub fn settle(&mut self, mtu: Option<u32>) {
+        if let (Some((psn, len)), Some(m)) = (self.pending_read, mtu) {
+            let end = add(psn, read_psns(len, m));
+            if diff(end, self.next) > 0 {
+                self.next = end;
+                self.highest = add(end, u32::MAX);
+            }
+            self.pending_read = None;
+        }
+    }
+
     fn seen_before(&mut self, psn: u32) -> bool {
         self.seen.mark(psn)
     }
