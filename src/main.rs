@@ -4,6 +4,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 #[path = "gen/mod.rs"]
 mod generator;
+mod labnet;
 use rocescope::analyze;
 use rocescope::dissect::{self, Filter, Style};
 
@@ -85,6 +86,10 @@ enum Command {
     /// devices of this host against each other, with a data check and the QPNs/PSNs to match a capture.
     #[command(subcommand)]
     Gen(generator::GenCommand),
+    /// The two-NIC Soft-RoCE loopback on this host (Linux, root, rdma_rxe): `lab up` builds a veth pair with rxe
+    /// on each end so that `gen loopback` traffic crosses a wire one can capture on; `lab down` removes it.
+    #[command(subcommand)]
+    Lab(labnet::LabCommand),
     /// Terminal UI over a capture file, or over a live capture (`-i IFACE`): flows, a flow's PSN chart and
     /// events, packets with their tree and hex.
     Tui(rocescope::tui::TuiArgs),
@@ -127,6 +132,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Capture(args) => rocescope::capture::main(args),
         Command::Gen(cmd) => generator::main(cmd),
+        Command::Lab(cmd) => labnet::main(cmd),
         Command::Tui(args) => rocescope::tui::main(args),
         Command::Analyze {
             file,

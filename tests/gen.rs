@@ -15,14 +15,20 @@
 //!     gaps, NAKs and retransmissions that agree, flow by flow, with `rocescope analyze` of the cable capture.
 //!
 //! (4) The next slice, in one lab run: gen_atomic (32 FETCH_ADDs, then 32 COMPARE_SWAPs, each under
-//!     `--capture eth0`: PASS, returned originals checked, opcodes and PSNs as on the cable), gen_multi (`-q 4`:
-//!     8 flows, each found and matching), gen_ecn (`--tclass 2` through `netem loss 5% ecn`: the CE marks of
-//!     gen's check, gen's capture, `analyze` of the cable and tshark agree, and the check passes naming them).
+//!     `--capture eth0`: PASS, returned originals checked, opcodes and PSNs as on the cable), gen_multi (`-q 4`
+//!     WRITEs: 8 flows), gen_multi_send, gen_multi_read, gen_multi_atomic (`-q 3` SENDs, READs, FETCH_ADDs: 6
+//!     flows each): PASS, and per QP pair gen's flows, its check and `analyze` of the cable agree on the QPNs,
+//!     PSN ranges, packets and opcodes that the parameters make; gen_ecn (`--tclass 2` through `netem loss 5%
+//!     ecn`: the CE marks of gen's check, gen's capture, `analyze` of the cable and tshark agree, and the check
+//!     passes naming them).
 //!
 //! (5) Issue scenario 6, a benchmark: gen_vs_perftest runs `ib_write_bw -s 65536 -n 200` (rxe0 -> rxe1, TX depth
 //!     128) and `gen loopback --op write -s 65536 -n 200 --depth 128` in one guest; both must complete and gen's
 //!     data check pass; the two throughputs and their ratio are printed, not judged. gen_paced (`--duration 1
 //!     --rate 500`): stopped by the duration, never more messages than the rate allows in the posting time.
+//!     gen_paced_check (`--duration 1 --rate 200 --capture eth0`): PASS, the messages gen reports are the WRITE
+//!     messages on the cable with its PSN range, and the rate achieved (gen's, and on the cable) is within
+//!     loose bounds of the target.
 //!
 //! (2), (3), (4) and (5) need what `lab/setup` installs (run here; idempotent) and about 20-60 s of emulated guest. It fails,
 //! with the reason, when the lab cannot run: it never skips. Everything runs under hard timeouts.
@@ -672,6 +678,181 @@ fn hexes(v: &[u64]) -> String {
         .join(",")
 }
 
+/// Messages per QP pair in the gen_multi* scenarios (`-n 32`).
+const MULTI_N: u64 = 32;
+
+/// A `gen_multi*` scenario: `gen loopback --op OP -s SIZE -n 32 -q QPS --capture eth0`, SIZE at most the path
+/// MTU (1024), so one packet a message. Asserts exit 0 with `FABRIC CHECK: PASS`, the data check passed on
+/// every message, each pair with its own QPNs and PSNs, and per pair: gen's two flows, its check and `analyze`
+/// of the host-side cable agree on the QPNs and the PSN range (the requester's send PSN, one PSN a message),
+/// the packets (32 requests; 32 READ responses or atomic ACKs, or 1..=32 coalesced ACKs) and the opcodes
+/// (`req_op`, `resp_op` or RC_ACKNOWLEDGE), with no gap, NAK or retransmission. Returns a one-line summary.
+fn check_multi(
+    lab_out: &Path,
+    name: &str,
+    op: &str,
+    qps: u64,
+    size: u64,
+    req_op: &str,
+    resp_op: Option<&str>,
+) -> String {
+    let sc = lab_out.join(name);
+    let n = MULTI_N;
+    let log =
+        fs::read_to_string(sc.join("gen.log")).unwrap_or_else(|e| panic!("{name}: gen.log: {e}"));
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        ["FABRIC CHECK: PASS", "exit 0"],
+        "{name}: standard error and exit status"
+    );
+    let g: Value = serde_json::from_slice(&fs::read(sc.join("gen.json")).unwrap())
+        .unwrap_or_else(|e| panic!("{name}: gen.json is not JSON: {e}"));
+    assert!(g["error"].is_null(), "{name}: error {}", g["error"]);
+    assert_eq!(
+        (g["op"].as_str(), u(&g["size"]), u(&g["qps"]), u(&g["mtu"])),
+        (Some(op), size, qps, 1024),
+        "{name}: op, size, QP pairs, path MTU"
+    );
+    assert_eq!(u(&g["completion_errors"]), 0, "{name}");
+    assert_eq!(u(&g["messages"]), qps * n, "{name}");
+    assert_eq!(
+        g["data_check"]["status"], "passed",
+        "{name}: {}",
+        g["data_check"]
+    );
+    assert_eq!(u(&g["data_check"]["checked"]), qps * n, "{name}");
+    assert_eq!(u(&g["data_check"]["mismatches"]), 0, "{name}");
+    let pairs = g["pairs"].as_array().expect("pairs");
+    assert_eq!(pairs.len() as u64, qps, "{name}: pairs");
+    let distinct = |side: &str| {
+        let mut v: Vec<u64> = pairs.iter().map(|p| u(&p[side]["qpn"])).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let (req_qpns, resp_qpns) = (distinct("requester"), distinct("responder"));
+    assert_eq!(
+        (req_qpns.len() as u64, resp_qpns.len() as u64),
+        (qps, qps),
+        "{name}: QPNs {pairs:?}"
+    );
+    let gf = g["flows"].as_array().unwrap();
+    assert_eq!(gf.len() as u64, 2 * qps, "{name}: flows {}", g["flows"]);
+    let check = &g["capture"]["check"];
+    assert_eq!(check["status"], "pass", "{name}: {check}");
+    assert_eq!(check["line"], "FABRIC CHECK: PASS", "{name}");
+    assert_eq!(check["flows"].as_array().unwrap().len(), gf.len(), "{name}");
+    assert_eq!(u(&check["other_flows"]), 0, "{name}");
+    assert_eq!(u(&check["capture_dropped"]), 0, "{name}");
+    let a = analyze_json(&sc.join("cable.pcap"));
+    for k in ["malformed", "icrc_bad", "icrc_unverifiable"] {
+        assert_eq!(u(&a["capture"][k]), 0, "{name}: analyze: {k}");
+    }
+    assert_eq!(a["verdict"]["status"], "pass", "{name}: {}", a["verdict"]);
+    let cable = flows_by_key(&a);
+    assert_eq!(
+        cable.len(),
+        gf.len(),
+        "{name}: flows on the cable {:?}",
+        cable.keys()
+    );
+    let mut firsts = Vec::new();
+    for (i, e) in gf.iter().enumerate() {
+        let req = i % 2 == 0;
+        let role = if req { "requester" } else { "responder" };
+        let pair = &pairs[i / 2];
+        let (to, from) = if req {
+            ("responder", "requester")
+        } else {
+            ("requester", "responder")
+        };
+        assert_eq!(e["role"], role, "{name}: flow {i} {e}");
+        assert_eq!(e["dest_qp"], pair[to]["qpn"], "{name}: flow {i}");
+        assert_eq!(e["src"], pair[from]["ip"], "{name}: flow {i}");
+        assert_eq!(e["dst"], pair[to]["ip"], "{name}: flow {i}");
+        let key = (
+            e["src"].as_str().unwrap().to_string(),
+            e["dst"].as_str().unwrap().to_string(),
+            u(&e["dest_qp"]),
+        );
+        let what = format!("{name}: flow {key:?} ({role})");
+        let c = cable
+            .get(&key)
+            .unwrap_or_else(|| panic!("{what}: not on the cable"));
+        let fc = &check["flows"][i];
+        assert_eq!(fc["psn_ok"], true, "{what}: {fc}");
+        assert!(fc["capture_flow"].is_u64(), "{what}: {fc}");
+        assert_eq!(c["role"], role, "{what}");
+        // the pair's PSN range: from the requester's send PSN, one PSN a message
+        let first = u(&pair["requester"]["sq_psn"]);
+        let last = (first + n - 1) & 0xff_ffff;
+        assert_eq!(u(&c["psn"]["last"]), last, "{what}: last PSN on the cable");
+        assert_eq!(c["psn"]["first"], e["psn_first"], "{what}: first PSN");
+        assert_eq!(c["psn"]["last"], e["psn_last"], "{what}: last PSN");
+        for k in ["gap_events", "missing", "retransmitted", "duplicates"] {
+            assert_eq!(u(&c["psn"][k]), 0, "{what}: {k}");
+        }
+        assert_eq!(nak_total(c), 0, "{what}: NAKs");
+        assert_eq!(u(&c["rnr_naks"]), 0, "{what}: RNR NAKs");
+        let p = u(&c["packets"]);
+        assert_eq!(u(&fc["packets"]), p, "{what}: packets in gen's capture");
+        let opcode = match (req, resp_op) {
+            (true, _) => Some(req_op),
+            (false, Some(r)) => Some(r),
+            (false, None) => None,
+        };
+        match opcode {
+            Some(o) => {
+                let ops = serde_json::json!({ o: n });
+                assert_eq!(p, n, "{what}: packets");
+                assert_eq!(u(&e["packets"]), n, "{what}: packets gen expected");
+                assert_eq!(c["opcodes"], ops, "{what}: opcodes on the cable");
+                assert_eq!(e["opcodes"], ops, "{what}: gen's opcodes");
+                assert_eq!(fc["opcodes"], ops, "{what}: opcodes in gen's capture");
+                // requests from the send PSN; READ responses and atomic ACKs, one for each request
+                assert_eq!(
+                    u(&c["psn"]["first"]),
+                    first,
+                    "{what}: first PSN on the cable"
+                );
+            }
+            None => {
+                // ACKs, which may be coalesced: at most one a message, the last for the last PSN
+                assert!((1..=n).contains(&p), "{what}: {p} ACKs");
+                assert_eq!(
+                    c["opcodes"],
+                    serde_json::json!({ "RC_ACKNOWLEDGE": p }),
+                    "{what}: opcodes on the cable"
+                );
+                assert_eq!(u(&c["acks"]), p, "{what}: ACKs");
+            }
+        }
+        if req {
+            assert_eq!(u(&fc["packets_posted"]), n, "{what}: packets posted");
+            assert_eq!(c["messages"]["count"], e["messages"], "{what}: messages");
+            if matches!(op, "write" | "send") {
+                assert_eq!(u(&c["messages"]["count"]), n, "{what}: messages");
+                assert_eq!(
+                    (u(&c["messages"]["min_size"]), u(&c["messages"]["max_size"])),
+                    (size, size),
+                    "{what}: message sizes"
+                );
+            }
+            firsts.push(first);
+        }
+    }
+    firsts.sort();
+    firsts.dedup();
+    assert_eq!(firsts.len() as u64, qps, "{name}: each pair its own PSNs");
+    format!(
+        "{name}: --op {op} -s {size} -q {qps}, requester QPNs {} -> {}, {} flows on the cable and in gen's \
+         check, each with its PSN range, {n} {req_op} a pair, FABRIC CHECK: PASS",
+        hexes(&req_qpns),
+        hexes(&resp_qpns),
+        gf.len()
+    )
+}
+
 /// One `gen_run` of an atomic op under `--capture eth0` (GEN_TAG = the op): exit 0 with `FABRIC CHECK: PASS`,
 /// the data check passed on 32 returned originals, the JSON's wire flows name the atomic op (32 requests) and
 /// 32 ATOMIC_ACKNOWLEDGEs, and `cable` (analyze of the host-side capture) has both flows with the same PSNs,
@@ -776,11 +957,22 @@ fn check_atomic(
 
 /// The next slice of the generator in the lab: gen_atomic runs 32 FETCH_ADDs and then 32 COMPARE_SWAPs under
 /// `--capture eth0`; each must PASS, and the host-side cable capture (analyze --json) must hold both runs'
-/// flows (4 in all) with their QPNs, PSN ranges and opcodes, verdict pass.
+/// flows (4 in all) with their QPNs, PSN ranges and opcodes, verdict pass. The gen_multi* scenarios: see
+/// `check_multi`; gen_ecn: the CE marks counted four ways agree.
 #[test]
 fn gen_next_slice_in_the_soft_roce_lab() {
     let t0 = Instant::now();
-    let (lab_out, lab_secs) = run_lab("lab-gen-next", &["gen_atomic", "gen_multi", "gen_ecn"]);
+    let (lab_out, lab_secs) = run_lab(
+        "lab-gen-next",
+        &[
+            "gen_atomic",
+            "gen_multi",
+            "gen_multi_send",
+            "gen_multi_read",
+            "gen_multi_atomic",
+            "gen_ecn",
+        ],
+    );
     let mut summary = Vec::new();
 
     let sc = lab_out.join("gen_atomic");
@@ -803,106 +995,43 @@ fn gen_next_slice_in_the_soft_roce_lab() {
     summary.push(check_atomic(&sc, "fetch-add", "FETCH_ADD", &cable));
     summary.push(check_atomic(&sc, "cmp-swap", "COMPARE_SWAP", &cable));
 
-    // --- -q 4: four QP pairs, 8 flows, each as posted
-    let sc = lab_out.join("gen_multi");
-    let log = fs::read_to_string(sc.join("gen.log")).expect("gen_multi: gen.log");
-    assert_eq!(
-        log.lines().collect::<Vec<_>>(),
-        ["FABRIC CHECK: PASS", "exit 0"],
-        "gen_multi: standard error and exit status"
-    );
-    let g: Value = serde_json::from_slice(&fs::read(sc.join("gen.json")).unwrap())
-        .expect("gen_multi: gen.json is JSON");
-    assert!(g["error"].is_null(), "gen_multi: error {}", g["error"]);
-    assert_eq!(u(&g["qps"]), 4);
-    assert_eq!(u(&g["messages"]), 4 * 32);
-    assert_eq!(
-        g["data_check"]["status"], "passed",
-        "gen_multi: {}",
-        g["data_check"]
-    );
-    assert_eq!(u(&g["data_check"]["checked"]), 4 * 32);
-    let pairs = g["pairs"].as_array().expect("gen_multi: pairs");
-    assert_eq!(pairs.len(), 4);
-    let mut req_qpns: Vec<u64> = pairs.iter().map(|p| u(&p["requester"]["qpn"])).collect();
-    let mut resp_qpns: Vec<u64> = pairs.iter().map(|p| u(&p["responder"]["qpn"])).collect();
-    req_qpns.sort();
-    req_qpns.dedup();
-    resp_qpns.sort();
-    resp_qpns.dedup();
-    assert_eq!(
-        (req_qpns.len(), resp_qpns.len()),
-        (4, 4),
-        "gen_multi: QPNs {pairs:?}"
-    );
-    let gf = g["flows"].as_array().unwrap();
-    assert_eq!(gf.len(), 8, "gen_multi: flows {}", g["flows"]);
-    let check = &g["capture"]["check"];
-    assert_eq!(check["status"], "pass", "gen_multi: {check}");
-    assert_eq!(check["flows"].as_array().unwrap().len(), 8);
-    assert_eq!(u(&check["other_flows"]), 0);
-    let a = analyze_json(&sc.join("cable.pcap"));
-    assert_eq!(
-        a["verdict"]["status"], "pass",
-        "gen_multi: {}",
-        a["verdict"]
-    );
-    let cable = flows_by_key(&a);
-    assert_eq!(
-        cable.len(),
+    // --- -q: several QP pairs at once, each as posted (1024-byte WRITEs, SENDs, READs and 8-byte FETCH_ADDs:
+    // one packet a message at path MTU 1024)
+    summary.push(check_multi(
+        &lab_out,
+        "gen_multi",
+        "write",
+        4,
+        1024,
+        "RC_WRITE_ONLY",
+        None,
+    ));
+    summary.push(check_multi(
+        &lab_out,
+        "gen_multi_send",
+        "send",
+        3,
+        1024,
+        "RC_SEND_ONLY",
+        None,
+    ));
+    summary.push(check_multi(
+        &lab_out,
+        "gen_multi_read",
+        "read",
+        3,
+        1024,
+        "RC_READ_REQUEST",
+        Some("RC_READ_RESPONSE_ONLY"),
+    ));
+    summary.push(check_multi(
+        &lab_out,
+        "gen_multi_atomic",
+        "fetch-add",
+        3,
         8,
-        "gen_multi: flows on the cable {:?}",
-        cable.keys()
-    );
-    let mut firsts = Vec::new();
-    for (i, e) in gf.iter().enumerate() {
-        let role = if i % 2 == 0 { "requester" } else { "responder" };
-        assert_eq!(e["role"], role, "gen_multi: flow {i} {e}");
-        let pair = &pairs[i / 2];
-        let (to, from) = if i % 2 == 0 {
-            ("responder", "requester")
-        } else {
-            ("requester", "responder")
-        };
-        assert_eq!(e["dest_qp"], pair[to]["qpn"], "gen_multi: flow {i}");
-        assert_eq!(e["src"], pair[from]["ip"], "gen_multi: flow {i}");
-        let key = (
-            e["src"].as_str().unwrap().to_string(),
-            e["dst"].as_str().unwrap().to_string(),
-            u(&e["dest_qp"]),
-        );
-        let what = format!("gen_multi: flow {key:?} ({role})");
-        let c = cable
-            .get(&key)
-            .unwrap_or_else(|| panic!("{what}: not on the cable"));
-        let fc = &check["flows"][i];
-        assert_eq!(fc["psn_ok"], true, "{what}: {fc}");
-        assert!(fc["capture_flow"].is_u64(), "{what}: {fc}");
-        assert_eq!(c["role"], role, "{what}");
-        assert_eq!(c["psn"]["first"], e["psn_first"], "{what}: first PSN");
-        assert_eq!(c["psn"]["last"], e["psn_last"], "{what}: last PSN");
-        for k in ["gap_events", "missing", "retransmitted", "duplicates"] {
-            assert_eq!(u(&c["psn"][k]), 0, "{what}: {k}");
-        }
-        assert_eq!(nak_total(c), 0, "{what}: NAKs");
-        if role == "requester" {
-            // 1024-byte WRITEs at path MTU 1024: one packet a message (kept small: four QPs at once
-            // otherwise outrun the emulated guest's own capture, which then reports drops).
-            assert_eq!(u(&c["packets"]), 32, "{what}: packets");
-            assert_eq!(u(&fc["packets"]), 32, "{what}: packets in gen's capture");
-            assert_eq!(u(&c["messages"]["count"]), 32, "{what}: messages");
-            assert_eq!(c["opcodes"], e["opcodes"], "{what}: opcodes");
-            firsts.push(u(&e["psn_first"]));
-        }
-    }
-    firsts.sort();
-    firsts.dedup();
-    assert_eq!(firsts.len(), 4, "gen_multi: each pair its own PSNs");
-    summary.push(format!(
-        "gen_multi: -q 4, requester QPNs {} -> {}, 8 flows on the cable and in gen's \
-         check, each with its PSN range and 32 request packets, FABRIC CHECK: PASS",
-        hexes(&req_qpns),
-        hexes(&resp_qpns)
+        "RC_FETCH_ADD",
+        Some("RC_ATOMIC_ACKNOWLEDGE"),
     ));
 
     // --- ECN: --tclass 2 (ECT(0)) through netem loss 5% ecn: the CE marks counted three ways agree
@@ -1035,7 +1164,10 @@ fn perftest_bw_average_mib(log: &str, bytes: u64, iters: u64) -> Option<f64> {
 #[test]
 fn gen_vs_perftest_benchmark_and_pacing_in_the_soft_roce_lab() {
     let t0 = Instant::now();
-    let (lab_out, lab_secs) = run_lab("lab-gen-bench", &["gen_vs_perftest", "gen_paced"]);
+    let (lab_out, lab_secs) = run_lab(
+        "lab-gen-bench",
+        &["gen_vs_perftest", "gen_paced", "gen_paced_check"],
+    );
     let read_gen = |sc: &Path, what: &str| -> Value {
         let log = fs::read_to_string(sc.join("gen.log")).unwrap_or_default();
         assert_eq!(
@@ -1125,8 +1257,128 @@ fn gen_vs_perftest_benchmark_and_pacing_in_the_soft_roce_lab() {
         rate["achieved_messages_per_sec"].as_f64().unwrap_or(0.0),
         rate["achieved_gbps"].as_f64().unwrap_or(0.0)
     );
+    // --- --duration 1 --rate 200 under --capture eth0: PASS, the messages gen reports are the WRITEs on the
+    // cable, and the posting is paced (loosely: a pacing check, not a timing test)
+    let name = "gen_paced_check";
+    let sc = lab_out.join(name);
+    let g = read_gen(&sc, name);
+    let log = fs::read_to_string(sc.join("gen.log")).unwrap();
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        ["FABRIC CHECK: PASS", "exit 0"],
+        "{name}: standard error and exit status"
+    );
+    assert_eq!(g["stopped_by"], "duration", "{name}");
+    assert_eq!((u(&g["size"]), u(&g["mtu"])), (4096, 1024), "{name}");
+    let target = 200.0;
+    let rate = &g["rate"];
+    assert_eq!(
+        rate["target_messages_per_sec"].as_f64(),
+        Some(target),
+        "{name}: {rate}"
+    );
+    let n = u(&g["messages"]);
+    assert!(n >= 2, "{name}: {n} messages");
+    assert_eq!(u(&g["iterations"]), n, "{name}: the messages posted");
+    let check = &g["capture"]["check"];
+    assert_eq!(check["status"], "pass", "{name}: {check}");
+    let a = analyze_json(&sc.join("cable.pcap"));
+    assert_eq!(a["verdict"]["status"], "pass", "{name}: {}", a["verdict"]);
+    let cable = flows_by_key(&a);
+    let gf = g["flows"].as_array().unwrap();
+    assert_eq!(
+        (cable.len(), gf.len()),
+        (2, 2),
+        "{name}: flows {:?}",
+        cable.keys()
+    );
+    // 4096 bytes at path MTU 1024: 4 packets a message, one PSN each
+    let (mut req_first, mut req_last) = (0.0, 0.0);
+    for (i, e) in gf.iter().enumerate() {
+        let key = (
+            e["src"].as_str().unwrap().to_string(),
+            e["dst"].as_str().unwrap().to_string(),
+            u(&e["dest_qp"]),
+        );
+        let what = format!("{name}: flow {key:?} ({})", e["role"]);
+        let c = cable
+            .get(&key)
+            .unwrap_or_else(|| panic!("{what}: not on the cable"));
+        let fc = &check["flows"][i];
+        assert_eq!(fc["psn_ok"], true, "{what}: {fc}");
+        assert_eq!(c["role"], e["role"], "{what}");
+        assert_eq!(c["psn"]["first"], e["psn_first"], "{what}: first PSN");
+        assert_eq!(c["psn"]["last"], e["psn_last"], "{what}: last PSN");
+        for k in ["gap_events", "missing", "retransmitted", "duplicates"] {
+            assert_eq!(u(&c["psn"][k]), 0, "{what}: {k}");
+        }
+        assert_eq!(nak_total(c), 0, "{what}: NAKs");
+        assert_eq!(
+            u(&fc["packets"]),
+            u(&c["packets"]),
+            "{what}: packets in gen's capture"
+        );
+        if i == 0 {
+            let first = u(&g["requester"]["sq_psn"]);
+            assert_eq!(u(&c["psn"]["first"]), first, "{what}: the send PSN");
+            assert_eq!(
+                u(&c["psn"]["last"]),
+                (first + 4 * n - 1) & 0xff_ffff,
+                "{what}: {n} messages of 4 PSNs"
+            );
+            assert_eq!(
+                u(&c["messages"]["count"]),
+                n,
+                "{what}: messages on the cable"
+            );
+            assert_eq!(u(&c["messages"]["max_size"]), 4096, "{what}");
+            assert_eq!(u(&c["packets"]), 4 * n, "{what}: packets on the cable");
+            assert_eq!(u(&fc["packets_posted"]), 4 * n, "{what}: packets posted");
+            assert_eq!(
+                c["opcodes"],
+                serde_json::json!({ "RC_WRITE_FIRST": n, "RC_WRITE_MIDDLE": 2 * n, "RC_WRITE_LAST": n }),
+                "{what}: opcodes"
+            );
+            req_first = c["first_time"].as_f64().unwrap();
+            req_last = c["last_time"].as_f64().unwrap();
+        } else {
+            assert!(
+                (1..=n).contains(&u(&c["packets"])),
+                "{what}: ACKs {}",
+                c["packets"]
+            );
+        }
+    }
+    // Message k is posted no earlier than k / rate after the start (exact, whatever the speed): at most
+    // 1 + rate x posting time messages, and the achieved rate (messages over the time to the last completion,
+    // which follows the last post) at most rate x n / (n - 1). The floor is loose, half the target: the
+    // schedule catches up after a stall, so only a guest starved for about half the second falls below it.
+    let posting = g["posting_seconds"].as_f64().unwrap();
+    assert!(
+        n as f64 <= 1.0 + target * posting + 1e-6,
+        "{name}: {n} messages posted in {posting} s at --rate {target}"
+    );
+    let achieved = rate["achieved_messages_per_sec"].as_f64().unwrap();
+    let nf = n as f64;
+    assert!(
+        achieved <= target * nf / (nf - 1.0) + 1e-6 && achieved >= target / 2.0,
+        "{name}: achieved {achieved} messages/s, target {target}, {n} messages"
+    );
+    // On the wire (host clock): the first to the last WRITE spans about (n - 1) / rate. Loose (0.5x to 1.5x
+    // the target), as the guest's send path may delay one end by a few tens of ms.
+    let wire = (nf - 1.0) / (req_last - req_first);
+    assert!(
+        (target / 2.0..=target * 1.5).contains(&wire),
+        "{name}: {n} WRITEs over {:.3} s on the cable: {wire:.1} messages/s, target {target}",
+        req_last - req_first
+    );
+    let paced_check = format!(
+        "{name}: --duration 1 --rate 200 --capture eth0: FABRIC CHECK: PASS, {n} messages = {n} WRITE messages \
+         on the cable (PSN {}..{}), achieved {achieved:.1} messages/s (gen), {wire:.1} messages/s (cable)",
+        gf[0]["psn_first"], gf[0]["psn_last"]
+    );
     eprintln!(
-        "{bench}\n{paced}\nlab setup + guest run {lab_secs:.1} s, total {:.1} s",
+        "{bench}\n{paced}\n{paced_check}\nlab setup + guest run {lab_secs:.1} s, total {:.1} s",
         t0.elapsed().as_secs_f64()
     );
 }

@@ -26,17 +26,19 @@ sc_write_ecn()  { netem eth0 loss 5% ecn && perf_pair ib_write_bw "-s 4096 -n 32
 # a tiny receive queue on the receiver (-r 1; perftest 4.5 reports "RX depth: 2"): SENDs that find no
 # receive WQE posted get RNR NAKs
 sc_send_rnr()   { perf_pair ib_send_bw "-s 1024 -n 50 -t 4" "-r 1"; }
-# the write scenario under the project's own live capture, taken inside the guest on eth0 (the requester's end
-# of the cable; needs EXTRA_BINARIES=.../rocescope): returns own.pcapng (rocescope's -w), capture.json (its
-# --json report) and client.log (ib_write_bw's output) next to the host's cable.pcap of the same cable.
-sc_capture_write() {
+# issue scenario 5: a perftest pair (TOOL -s 4096 -n 32, as sc_write/sc_send/sc_read) under the project's own live
+# capture, taken inside the guest on eth0 (the requester's end of the cable; needs EXTRA_BINARIES=.../rocescope):
+# capture_perf TOOL runs the client as `rocescope capture -i eth0 -q -w own.pcapng --json -- TOOL ...` and returns
+# own.pcapng (rocescope's -w), capture.json (its --json report) and client.log (TOOL's output) next to the host's
+# cable.pcap of the same cable.
+capture_perf() {
     local r f
     [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
     mkdir -p /tmp/ret
-    # rocescope's stdout gets ib_write_bw's output (the command inherits it), then the JSON report ("{" alone
-    # on a line, serde's pretty printer); -q: no status lines on stderr to interleave with ib_write_bw's output.
+    # rocescope's stdout gets the tool's output (the command inherits it), then the JSON report ("{" alone on a
+    # line, serde's pretty printer); -q: no status lines on stderr to interleave with the tool's output.
     PT_WRAP="/usr/local/bin/rocescope capture -i eth0 -q -w /tmp/ret/own.pcapng --json --"
-    perf_pair ib_write_bw "-s 4096 -n 32"
+    perf_pair "$1" "-s 4096 -n 32"
     r=$?
     PT_WRAP=""
     awk '/^\{$/ { j = 1 } { print > (j ? "/tmp/ret/capture.json" : "/tmp/ret/client.log") }' /tmp/client.log
@@ -44,6 +46,9 @@ sc_capture_write() {
     rm -rf /tmp/ret
     return $r
 }
+sc_capture_write() { capture_perf ib_write_bw; }
+sc_capture_send()  { capture_perf ib_send_bw; }
+sc_capture_read()  { capture_perf ib_read_bw; }
 # the project's own verbs generator (needs EXTRA_BINARIES=.../rocescope): two RC QPs, rxe0 (requester) ->
 # rxe1, in one process. gen_run ARGS... runs `rocescope gen loopback -d rxe0 --peer-device rxe1 ARGS --json`
 # and returns gen.json (its report: QPNs, PSN ranges, data check) and gen.log (its standard error, with the
@@ -96,6 +101,12 @@ sc_gen_text() {
 # 4 QP pairs (-q 4), each with its own PSNs and 32 WRITEs of 1024 bytes (posted round-robin), under the fabric
 # check: 8 flows (4 requester, 4 responder) on eth0, each as posted; returns gen.json/gen.log
 sc_gen_multi() { gen_run --op write -s 1024 -n 32 -q 4 --capture eth0; }
+# -q with the other ops under the fabric check, 3 QP pairs x 32 messages each, small so that the guest's own capture
+# keeps up: 1024-byte SENDs and READs (one packet each at MTU 1024), 8-byte FETCH_ADDs; 6 flows each, as posted;
+# returns gen.json/gen.log
+sc_gen_multi_send()   { gen_run --op send -s 1024 -n 32 -q 3 --capture eth0; }
+sc_gen_multi_read()   { gen_run --op read -s 1024 -n 32 -q 3 --capture eth0; }
+sc_gen_multi_atomic() { gen_run --op fetch-add -n 32 -q 3 --capture eth0; }
 # ECN: traffic class 2 (rxe puts it in the IP TOS: ECT(0)), netem on eth0 marks 5% of the ECT requests CE instead
 # of dropping them; the fabric check reports the CE marks as congestion signals and passes (exit 0); returns
 # gen.json/gen.log
@@ -154,6 +165,9 @@ sc_gen_vs_perftest() {
 # --duration and --rate: 4096-byte WRITEs paced at 500 messages/s for 1 s, then the window drains; returns
 # gen.json / gen.log (stopped_by "duration", about 500 messages, the rate achieved)
 sc_gen_paced() { gen_run --op write -s 4096 --duration 1 --rate 500; }
+# pacing under the fabric check: 4096-byte WRITEs at 200 messages/s for 1 s with --capture eth0 (PASS, exit 0);
+# returns gen.json / gen.log
+sc_gen_paced_check() { gen_run --op write -s 4096 --duration 1 --rate 200 --capture eth0; }
 # no traffic: devices, GIDs, and the --version of every extra binary (lab/build-initramfs EXTRA_BINARIES)
 sc_info() {
     for c in "ibv_devices" "ibv_devinfo" "/usr/bin/rdma link" "/usr/bin/rdma dev"; do echo "+ $c"; $c; done
@@ -259,5 +273,66 @@ run_scenario() {
         awk 'NR == FNR { a[$1 " " $2] = $3; next } ($3 - a[$1 " " $2]) != 0 { print $1, $2, "+" ($3 - a[$1 " " $2]) }' /tmp/c0 /tmp/c1
     } >&3 2>&1
     say "@@@ LAB-END $idx $name rc=$r uptime=$(cut -d' ' -f1 /proc/uptime)"
+    return $r
+}
+
+# ---------------------------------------------------------------------------------------------------------
+# `rocescope lab up | status | down` (needs EXTRA_BINARIES=.../rocescope and the veth module): the Soft-RoCE
+# loopback on a veth pair (rlab0/rlab1, rxe_rlab0/rxe_rlab1, 10.79.91.1/2, tables 7991/7992, rules at pref 10/11)
+# beside the guest's own rxe0/rxe1. To exercise down's restores, the guest is first put back in a stock host's
+# state (the local table rule at pref 0, all.rp_filter 1), and its own settings are put back at the end.
+# Returns before.txt / during.txt / after.txt (ip -d link, ip rule, ip route show table all, permanent
+# neighbours, rdma link, rp_filter/accept_local), up.txt, status.txt, down.txt, status-after.txt (each with
+# "exit N" last), gen-write.json/.log and gen-read.json/.log (gen loopback --capture rlab0 --json).
+labnet_snap() {
+    {
+        echo "--- ip -d link"; /usr/sbin/ip -d link
+        echo "--- ip rule"; /usr/sbin/ip rule
+        echo "--- ip route show table all"; /usr/sbin/ip route show table all
+        echo "--- ip neigh show nud permanent"; /usr/sbin/ip neigh show nud permanent
+        echo "--- rdma link"; /usr/bin/rdma link
+        echo "--- sysctl"; grep -H '' /proc/sys/net/ipv4/conf/*/rp_filter /proc/sys/net/ipv4/conf/*/accept_local
+    } > "$1" 2>&1
+}
+labnet_step() {   # labnet_step FILE COMMAND...: output and "exit N" in FILE; returns the command's status
+    local f=$1 r
+    shift
+    echo "+ $*"
+    timeout 120 "$@" > "$f" 2>&1
+    r=$?
+    echo "exit $r" >> "$f"
+    cat "$f"
+    return $r
+}
+sc_lab_updown() {
+    local r=0 R=/usr/local/bin/rocescope D=/tmp/ret op rc
+    [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p $D
+    /usr/sbin/ip rule add pref 0 lookup local && /usr/sbin/ip rule del pref 200 lookup local || r=1
+    echo 1 > /proc/sys/net/ipv4/conf/all/rp_filter || r=1
+    labnet_snap $D/before.txt
+    labnet_step $D/up.txt $R lab up || r=1
+    labnet_snap $D/during.txt
+    labnet_step $D/status.txt $R lab status || r=1
+    for op in write read; do
+        echo "+ $R gen loopback -d rxe_rlab0 --peer-device rxe_rlab1 --op $op -s 4096 -n 32 --capture rlab0 --json"
+        timeout 120 $R gen loopback -d rxe_rlab0 --peer-device rxe_rlab1 --op $op -s 4096 -n 32 --capture rlab0 \
+            --json > $D/gen-$op.json 2> $D/gen-$op.log
+        rc=$?
+        [ $rc -eq 0 ] || r=1
+        echo "exit $rc" >> $D/gen-$op.log
+        cat $D/gen-$op.log
+    done
+    labnet_step $D/down.txt $R lab down || r=1
+    labnet_step $D/status-after.txt $R lab status && r=1
+    labnet_snap $D/after.txt
+    cmp -s $D/before.txt $D/after.txt || { echo "before/after differ:"; diff $D/before.txt $D/after.txt; r=1; }
+    # the guest's own settings back (lab/guest/init)
+    echo 0 > /proc/sys/net/ipv4/conf/all/rp_filter
+    /usr/sbin/ip rule add pref 200 lookup local && /usr/sbin/ip rule del pref 0 lookup local || r=1
+    for f in before during after; do lab_return $D/$f.txt || r=1; done
+    for f in up status down status-after; do lab_return $D/$f.txt || r=1; done
+    for f in gen-write.json gen-write.log gen-read.json gen-read.log; do lab_return $D/$f || r=1; done
+    rm -rf $D
     return $r
 }
