@@ -155,6 +155,41 @@ sc_gen_vs_perftest() {
 # gen.json / gen.log (stopped_by "duration", about 500 messages, the rate achieved)
 sc_gen_paced() { gen_run --op write -s 4096 --duration 1 --rate 500; }
 # no traffic: devices, GIDs, and the --version of every extra binary (lab/build-initramfs EXTRA_BINARIES)
+# Two guests (lab/run boots two for duo_* scenarios; LAB_ROLE is a or b): `gen server` on b (10.0.0.2),
+# `gen client 10.0.0.2` on a (10.0.0.1) with the fabric check on eth0, once per operation in DUO_OPS; the
+# out-of-band TCP exchange crosses the cable too. a returns client-OP.json / client-OP.log (stderr, exit status
+# last), b returns server.json (one JSON document per client run) and server.log as b-server.*.
+DUO_OPS="write write-imm send read fetch-add"
+sc_duo_gen() {
+    local r=0 op n
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p /tmp/ret
+    n=$(echo $DUO_OPS | wc -w)
+    if [ "$LAB_ROLE" = b ]; then
+        echo "+ rocescope gen server -d rxe0 --runs $n --timeout 60 --json"
+        timeout 200 /usr/local/bin/rocescope gen server -d rxe0 --runs "$n" --timeout 60 --json \
+            > /tmp/ret/server.json 2> /tmp/ret/server.log
+        r=$?
+        echo "exit $r" >> /tmp/ret/server.log
+        cat /tmp/ret/server.log
+        lab_return /tmp/ret/server.json || r=1
+        lab_return /tmp/ret/server.log || r=1
+    else
+        for op in $DUO_OPS; do
+            echo "+ rocescope gen client 10.0.0.2 -d rxe0 --op $op -s 4096 -n 32 --capture eth0 --json"
+            timeout 120 /usr/local/bin/rocescope gen client 10.0.0.2 -d rxe0 --op "$op" -s 4096 -n 32 \
+                --connect-timeout 90 --capture eth0 --json > /tmp/ret/client-$op.json 2> /tmp/ret/client-$op.log
+            c=$?
+            echo "exit $c" >> /tmp/ret/client-$op.log
+            cat /tmp/ret/client-$op.log
+            [ $c -eq 0 ] || r=1
+            lab_return /tmp/ret/client-$op.json || r=1
+            lab_return /tmp/ret/client-$op.log || r=1
+        done
+    fi
+    rm -rf /tmp/ret
+    return $r
+}
 sc_info() {
     for c in "ibv_devices" "ibv_devinfo" "/usr/bin/rdma link" "/usr/bin/rdma dev"; do echo "+ $c"; $c; done
     for b in /usr/local/bin/*; do [ -x "$b" ] && { echo "+ $b --version"; "$b" --version; }; done
@@ -232,7 +267,8 @@ counters() {   # "rxeN counter value" lines (one grep: forks are slow in an emul
         sed 's|^/sys/class/infiniband/\(rxe[01]\)/ports/1/hw_counters/\([^:]*\):|\1 \2 |'
 }
 
-marker() {  # marker INDEX 0|1
+marker() {  # marker INDEX 0|1 (sent by the guest at 10.0.0.1 only)
+    [ "$LAB_ROLE" != b ] || return 0
     ping -c 1 -W 1 -I 10.0.0.1 -s $((1200 + 2 * $1 + $2)) -p a5 10.0.0.2 > /dev/null 2>&1
 }
 
