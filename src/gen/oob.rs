@@ -200,3 +200,117 @@ pub fn expect<T>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello() -> Hello {
+        Hello {
+            version: VERSION,
+            op: Op::Write,
+            size: 4096,
+            qps: 2,
+            depth: 16,
+            slots: 32,
+            iters: Some(1000),
+        }
+    }
+
+    #[test]
+    fn messages_round_trip_as_lines() {
+        let mut wire = Vec::new();
+        send(&mut wire, &Msg::Hello(hello())).unwrap();
+        send(&mut wire, &Msg::Ready).unwrap();
+        assert_eq!(wire.iter().filter(|&&b| b == b'\n').count(), 2);
+        assert!(wire.starts_with(b"{\"msg\":\"hello\",\"version\":1,\"op\":\"write\""));
+        let mut r = &wire[..];
+        match recv(&mut r).unwrap() {
+            Msg::Hello(h) => assert_eq!((h.size, h.qps, h.slots), (4096, 2, 32)),
+            m => panic!("{m:?}"),
+        }
+        assert!(matches!(recv(&mut r).unwrap(), Msg::Ready));
+        assert_eq!(recv(&mut r).unwrap_err(), "the peer closed the connection");
+    }
+
+    #[test]
+    fn hostile_lines_are_refused_in_one_line() {
+        let long = vec![b'x'; MAX_LINE as usize + 10];
+        let e = recv(&mut &long[..]).unwrap_err();
+        assert_eq!(
+            e,
+            format!("the peer sent a line longer than {MAX_LINE} bytes")
+        );
+        let e = recv(&mut &b"{\"msg\":\"ready\""[..]).unwrap_err();
+        assert_eq!(
+            e,
+            "the peer closed the connection in the middle of a message"
+        );
+        for bad in [
+            &b"GET / HTTP/1.0\n"[..],
+            b"{\"msg\":\"launch\"}\n",
+            b"{\"msg\":\"hello\",\"size\":-1}\n",
+        ] {
+            let e = recv(&mut &bad[..]).unwrap_err();
+            assert!(
+                e.starts_with("the peer sent something that is not a rocescope gen message"),
+                "{e}"
+            );
+        }
+        let mut r = &b"{\"msg\":\"error\",\"message\":\"no device\"}\n{\"msg\":\"ready\"}\n"[..];
+        assert_eq!(
+            expect(&mut r, "welcome", |_| Some(())).unwrap_err(),
+            "the peer reported: no device"
+        );
+        assert_eq!(
+            expect(&mut r, "welcome", |m| matches!(m, Msg::Welcome(_))
+                .then_some(()))
+            .unwrap_err(),
+            "the peer sent 'ready' where 'welcome' was due"
+        );
+    }
+
+    #[test]
+    fn the_server_bounds_what_a_client_may_ask_for() {
+        assert_eq!(hello().validate(), Ok(()));
+        let refuse = |f: fn(&mut Hello)| {
+            let mut h = hello();
+            f(&mut h);
+            h.validate().unwrap_err()
+        };
+        assert!(refuse(|h| h.version = 2).starts_with("protocol version 2"));
+        assert_eq!(refuse(|h| h.size = 0), "message size 0 is out of range");
+        assert_eq!(
+            refuse(|h| h.op = Op::FetchAdd),
+            "message size 4096 is out of range"
+        );
+        assert!(refuse(|h| h.qps = 65).contains("out of range"));
+        assert!(refuse(|h| h.slots = 8).contains("out of range (16..4096)"));
+        // 64 QPs x 4096 slots x 1 MiB: far more than the server registers
+        let e = refuse(|h| {
+            h.qps = 64;
+            h.slots = 4096;
+            h.size = 1 << 20;
+        });
+        assert_eq!(
+            e,
+            format!(
+                "{} bytes of buffers asked for; this server registers at most {MAX_SERVER_BYTES}",
+                64u64 << 32
+            )
+        );
+    }
+
+    #[test]
+    fn slots_cover_twice_the_window_and_up_to_64_mib_of_writes() {
+        // SEND: receives for two windows
+        assert_eq!(slots_for(Op::Send, 4096, 16, Some(1000)), 32);
+        // WRITE: 64 MiB / 4 KiB = 16384, capped at 4096 slots, at most -n
+        assert_eq!(slots_for(Op::Write, 4096, 16, None), 4096);
+        assert_eq!(slots_for(Op::Write, 4096, 16, Some(100)), 100);
+        assert_eq!(slots_for(Op::Write, 1 << 20, 16, Some(1000)), 64);
+        // never fewer than two windows, even for -n 1
+        assert_eq!(slots_for(Op::Read, 65536, 128, Some(1)), 256);
+        assert_eq!(slots_for(Op::FetchAdd, 8, 4096, None), 4096);
+    }
+}
