@@ -10,6 +10,8 @@ markers of a scenario (echo replies to markers excluded) go to OUT_DIR/<scenario
 channel's lines between "@@@ LAB-BEGIN i name" and "@@@ LAB-END i name" go to OUT_DIR/<scenario>/perftest.log,
 except files the scenario sent back (lab_return in guest/scenarios.sh: "@@@ LAB-FILE name size md5", gzip +
 base64 lines, "@@@ LAB-FILE-END name"), which are decoded, checked and written to OUT_DIR/<scenario>/<name>.
+With SPLIT_PREFIX=p (the second guest of a two-guest run: no cable capture of its own), the log and the files
+are written as <p>perftest.log and <p><name>, and only files with that prefix are replaced.
 """
 import base64
 import gzip
@@ -72,6 +74,7 @@ def write_pcap(path, header, recs):
 
 def main():
     run, out, scenarios = sys.argv[1], sys.argv[2], sys.argv[3:]
+    prefix = os.environ.get("SPLIT_PREFIX", "")
     lines = open(os.path.join(run, "data.txt"), errors="replace").read().splitlines()
     head = [l for l in lines if l.startswith("@@@ LAB-VERSION") or l.startswith("@@@ LAB-BOOT")]
     logs = {}
@@ -106,24 +109,28 @@ def main():
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
         for old in os.listdir(d):  # nothing stale from an earlier run may pass for this run's result
-            if os.path.isfile(os.path.join(d, old)):
+            if old.startswith(prefix) and os.path.isfile(os.path.join(d, old)):
                 os.remove(os.path.join(d, old))
         log = logs.get(i, [])
         end = [l for l in log if l.startswith("@@@ LAB-END")]
         rc = end[0].split("rc=")[1].split()[0] if end else "missing"
         log, files, errors = extract_files(log)
         for fname, data in files.items():
-            with open(os.path.join(d, fname), "wb") as f:
+            with open(os.path.join(d, prefix + fname), "wb") as f:
                 f.write(data)
-            print(f"  {name:12s} returned {fname} ({len(data)} bytes)")
+            print(f"  {name:12s} returned {prefix}{fname} ({len(data)} bytes)")
         for e in errors:
             print(f"  {name:12s} {e}")
             ok = False
-        with open(os.path.join(d, "perftest.log"), "w") as f:
+        with open(os.path.join(d, prefix + "perftest.log"), "w") as f:
             f.write("\n".join(head) + "\n")
             f.write(f"@@@ host qemu: {qemu_cmd}\n")
             f.write("\n".join(log) + "\n")
         cap = os.path.join(d, "cable.pcap")
+        if prefix:
+            print(f"  {name:12s} rc={rc:7s} ({prefix}perftest.log)")
+            ok = ok and rc == "0"
+            continue
         if os.path.exists(cap):
             os.remove(cap)
         if i in parts and header is not None:

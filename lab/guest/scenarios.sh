@@ -169,6 +169,55 @@ sc_gen_paced() { gen_run --op write -s 4096 --duration 1 --rate 500; }
 # returns gen.json / gen.log
 sc_gen_paced_check() { gen_run --op write -s 4096 --duration 1 --rate 200 --capture eth0; }
 # no traffic: devices, GIDs, and the --version of every extra binary (lab/build-initramfs EXTRA_BINARIES)
+# Two guests (lab/run boots two for duo_* scenarios; LAB_ROLE is a or b): `gen server` on b (10.0.0.2),
+# `gen client 10.0.0.2` on a (10.0.0.1) with the fabric check on eth0, once per operation in DUO_OPS; the
+# out-of-band TCP exchange crosses the cable too. a returns client-OP.json / client-OP.log (stderr, exit status
+# last), b returns server.json (one JSON document per client run) and server.log as b-server.*. A last client
+# run (WRITE, --duration 60 at 50 messages/s) gets SIGINT after 3 s: client-sigint.json / .log. Its QP timeout
+# is 20 (~4.3 s): rxe 6.1 arms the retransmit timer once and does not push it back, so a requester that stays
+# busy longer than the timeout retransmits with nothing lost (seen here with 17 after 2.5 s at 50/s).
+DUO_OPS="write write-imm send read fetch-add"
+sc_duo_gen() {
+    local r=0 op n
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p /tmp/ret
+    n=$(($(echo $DUO_OPS | wc -w) + 1))
+    if [ "$LAB_ROLE" = b ]; then
+        echo "+ rocescope gen server -d rxe0 --runs $n --timeout 60 --json"
+        timeout 200 /usr/local/bin/rocescope gen server -d rxe0 --runs "$n" --timeout 60 --json \
+            > /tmp/ret/server.json 2> /tmp/ret/server.log
+        r=$?
+        echo "exit $r" >> /tmp/ret/server.log
+        cat /tmp/ret/server.log
+        lab_return /tmp/ret/server.json || r=1
+        lab_return /tmp/ret/server.log || r=1
+    else
+        for op in $DUO_OPS; do
+            echo "+ rocescope gen client 10.0.0.2 -d rxe0 --op $op -s 4096 -n 32 --capture eth0 --json"
+            timeout 120 /usr/local/bin/rocescope gen client 10.0.0.2 -d rxe0 --op "$op" -s 4096 -n 32 \
+                --connect-timeout 90 --capture eth0 --json > /tmp/ret/client-$op.json 2> /tmp/ret/client-$op.log
+            c=$?
+            echo "exit $c" >> /tmp/ret/client-$op.log
+            cat /tmp/ret/client-$op.log
+            [ $c -eq 0 ] || r=1
+            lab_return /tmp/ret/client-$op.json || r=1
+            lab_return /tmp/ret/client-$op.log || r=1
+        done
+        echo "+ rocescope gen client 10.0.0.2 -d rxe0 --op write -s 4096 --duration 60 --rate 50 --json &; kill -INT after 3 s"
+        /usr/local/bin/rocescope gen client 10.0.0.2 -d rxe0 --op write -s 4096 --duration 60 --rate 50 --qp-timeout 20 \
+            --connect-timeout 90 --json > /tmp/ret/client-sigint.json 2> /tmp/ret/client-sigint.log &
+        c=$!
+        sleep 3
+        kill -INT $c
+        wait $c
+        echo "exit $?" >> /tmp/ret/client-sigint.log
+        cat /tmp/ret/client-sigint.log
+        lab_return /tmp/ret/client-sigint.json || r=1
+        lab_return /tmp/ret/client-sigint.log || r=1
+    fi
+    rm -rf /tmp/ret
+    return $r
+}
 sc_info() {
     for c in "ibv_devices" "ibv_devinfo" "/usr/bin/rdma link" "/usr/bin/rdma dev"; do echo "+ $c"; $c; done
     for b in /usr/local/bin/*; do [ -x "$b" ] && { echo "+ $b --version"; "$b" --version; }; done
@@ -246,7 +295,8 @@ counters() {   # "rxeN counter value" lines (one grep: forks are slow in an emul
         sed 's|^/sys/class/infiniband/\(rxe[01]\)/ports/1/hw_counters/\([^:]*\):|\1 \2 |'
 }
 
-marker() {  # marker INDEX 0|1
+marker() {  # marker INDEX 0|1 (sent by the guest at 10.0.0.1 only)
+    [ "$LAB_ROLE" != b ] || return 0
     ping -c 1 -W 1 -I 10.0.0.1 -s $((1200 + 2 * $1 + $2)) -p a5 10.0.0.2 > /dev/null 2>&1
 }
 

@@ -20,7 +20,7 @@ use rocescope::capture::CaptureArgs;
 use rocescope::capture::live::{Control, Live, Update};
 use rocescope::report::Report;
 
-use super::loopback;
+use super::run;
 
 /// What the capture thread left: its newest report, and the error that stopped it, if any.
 type Latest = Arc<Mutex<(Option<Arc<Report>>, Option<String>)>>;
@@ -157,7 +157,7 @@ pub struct Check {
     pub line: String,
 }
 
-fn name(f: &loopback::Flow) -> String {
+fn name(f: &run::Flow) -> String {
     format!(
         "flow {} -> {} QP {:#08x} ({})",
         f.src.as_deref().unwrap_or("?"),
@@ -173,7 +173,7 @@ fn within(p: u32, first: u32, last: u32) -> bool {
 }
 
 /// Holds the capture's report against the generator's record.
-pub fn verify(g: &loopback::Report, c: &Report) -> Check {
+pub fn verify(g: &run::Report, c: &Report) -> Check {
     let mut reasons = Vec::new();
     if let Some(e) = &g.error {
         reasons.push(format!("the generator failed: {e}"));
@@ -401,7 +401,7 @@ pub fn detail_lines(c: &Check) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::generator::Op;
-    use crate::generator::loopback::{DataCheck, Endpoint, Flow, Latency};
+    use crate::generator::run::{DataCheck, Endpoint, Flow, Latency};
 
     /// `rocescope analyze` of a bundled lab capture (perftest over Soft-RoCE).
     fn analyze(name: &str) -> Report {
@@ -440,7 +440,7 @@ mod tests {
 
     /// The generator's record of a WRITE run of `n` x 4096 bytes at MTU 1024, with the flows of capture `c`
     /// (requester and responder, as perftest's run had them).
-    fn gen_for(c: &Report, n: u64) -> loopback::Report {
+    fn gen_for(c: &Report, n: u64) -> run::Report {
         let req = c
             .flows
             .iter()
@@ -463,7 +463,7 @@ mod tests {
             .iter()
             .find(|f| f.src == req.dst && f.dst == req.src)
             .expect("reply flow");
-        loopback::Report {
+        run::Report {
             op: Op::Write,
             size: 4096,
             iterations: n,
@@ -475,6 +475,8 @@ mod tests {
             mtu: 1024,
             mtu_source: String::new(),
             qp_timeout: 17,
+            retry_count: 7,
+            rnr_retry: 7,
             max_rd_atomic: 1,
             traffic_class: 0,
             fault: None,
@@ -508,11 +510,12 @@ mod tests {
             latency_us: Latency::default(),
             completion_errors: 0,
             data_check: DataCheck {
-                status: "passed",
+                status: "passed".to_string(),
                 checked: n,
                 mismatches: 0,
                 first_mismatch: None,
             },
+            server: None,
             error: None,
         }
     }

@@ -8,10 +8,16 @@
 
 mod check;
 mod loopback;
+mod oob;
 pub mod pattern;
 pub mod plan;
+mod remote;
+mod run;
+mod verbs;
 
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -19,14 +25,22 @@ use clap::{Args, Subcommand, ValueEnum};
 #[derive(Subcommand)]
 pub enum GenCommand {
     /// Two RC QPs on two RDMA devices of this host, connected to each other in one process (no TCP
-    /// exchange): RDMA WRITE, SEND or READ from the first to the second, with a data check.
+    /// exchange): the requester on the first posts to the responder on the second, with a data check.
     Loopback(LoopbackArgs),
+    /// The responder of a two-host run: waits for `gen client` on a TCP port (default 18516), creates its
+    /// QPs, checks the data it receives or is written, and sends the client a summary.
+    Server(ServerArgs),
+    /// The requester of a two-host run against `gen server HOST`: exchanges QPNs, PSNs, GIDs, MTU, R_Keys
+    /// and buffer addresses over TCP, then posts as `gen loopback` does.
+    Client(ClientArgs),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Op {
     Write,
+    /// RDMA WRITE with immediate data (the message number): consumes a receive on the responder
+    WriteImm,
     Send,
     Read,
     /// 8-byte atomic FETCH_ADD on an 8-byte-aligned remote word (-s is ignored: 8 bytes)
@@ -41,10 +55,16 @@ impl Op {
         matches!(self, Op::FetchAdd | Op::CmpSwap)
     }
 
+    /// SEND and WRITE with immediate consume a receive work request on the responder.
+    pub fn consumes_receive(self) -> bool {
+        matches!(self, Op::Send | Op::WriteImm)
+    }
+
     /// The operation as the verbs / the wire name it.
     pub fn name(self) -> &'static str {
         match self {
             Op::Write => "WRITE",
+            Op::WriteImm => "WRITE_WITH_IMM",
             Op::Send => "SEND",
             Op::Read => "READ",
             Op::FetchAdd => "FETCH_ADD",
@@ -67,12 +87,70 @@ pub struct LoopbackArgs {
     /// The responder's RDMA device (e.g. rxe1).
     #[arg(long = "peer-device", value_name = "DEV")]
     pub peer_device: String,
-    /// Port number on both devices.
+    #[command(flatten)]
+    pub port: PortArgs,
+    #[command(flatten)]
+    pub work: WorkArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ClientArgs {
+    /// The server's host name or address (the out-of-band TCP exchange; the RDMA traffic goes between the
+    /// two devices' GIDs).
+    pub host: String,
+    /// This host's RDMA device; by default the first one with a RoCE v2 IPv4-mapped GID on --ib-port.
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub device: Option<String>,
+    /// TCP port of the server's out-of-band exchange.
+    #[arg(short = 'p', long = "port", default_value_t = remote::DEFAULT_PORT)]
+    pub tcp_port: u16,
+    /// Keep trying to reach the server for this many seconds (it may still be starting).
+    #[arg(long = "connect-timeout", value_name = "SECS", default_value_t = 10.0, value_parser = parse_duration)]
+    pub connect_timeout: f64,
+    #[command(flatten)]
+    pub port: PortArgs,
+    #[command(flatten)]
+    pub work: WorkArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// This host's RDMA device; by default the first one with a RoCE v2 IPv4-mapped GID on --ib-port.
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub device: Option<String>,
+    /// TCP port of the out-of-band exchange.
+    #[arg(short = 'p', long = "port", default_value_t = remote::DEFAULT_PORT)]
+    pub tcp_port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind: String,
+    /// Serve this many client runs, one after the other, then exit (0: until stopped).
+    #[arg(long, default_value_t = 1)]
+    pub runs: u32,
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// Give up a run when neither a completion nor a word from the client arrives for this many seconds.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS", value_parser = parse_duration)]
+    pub timeout: f64,
+    /// One JSON document per run.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where the traffic starts and ends on a device.
+#[derive(Args, Debug, Clone)]
+pub struct PortArgs {
+    /// Port number on the device(s).
     #[arg(long = "ib-port", default_value_t = 1)]
-    pub port: u8,
-    /// GID index on both devices; by default the RoCE v2 GID with an IPv4-mapped address (::ffff:a.b.c.d).
+    pub ib_port: u8,
+    /// GID index; by default the RoCE v2 GID with an IPv4-mapped address (::ffff:a.b.c.d).
     #[arg(short = 'x', long = "gid-index", value_name = "GID_INDEX")]
     pub gid_index: Option<u8>,
+}
+
+/// What the requester posts, and how: shared by `gen loopback` and `gen client`.
+#[derive(Args, Debug, Clone)]
+pub struct WorkArgs {
     /// Operation the requester posts.
     #[arg(long, value_enum, default_value_t = Op::Write)]
     pub op: Op,
@@ -109,6 +187,13 @@ pub struct LoopbackArgs {
     /// spuriously with 14).
     #[arg(long = "qp-timeout", default_value_t = 17, value_parser = clap::value_parser!(u8).range(1..=31))]
     pub qp_timeout: u8,
+    /// Retransmissions after a timeout or a sequence NAK before the QP fails with "retry counter exceeded"
+    /// (0..7).
+    #[arg(long = "retry-count", default_value_t = 7, value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub retry_count: u8,
+    /// Retries after an RNR NAK (0..7; 7 retries for ever).
+    #[arg(long = "rnr-retry", default_value_t = 7, value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub rnr_retry: u8,
     /// Give up when no completion arrives for this many seconds.
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub timeout: f64,
@@ -160,22 +245,57 @@ fn parse_mtu(s: &str) -> Result<u32, String> {
 }
 
 pub fn main(cmd: GenCommand) -> ExitCode {
+    // Ctrl-C / SIGTERM: stop posting, let what is in flight complete, report, tear down (the verbs objects
+    // are released as they drop)
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
+            eprintln!("rocescope: gen: cannot handle signal {sig}: {e}");
+            return ExitCode::from(1);
+        }
+    }
     match cmd {
-        GenCommand::Loopback(args) if args.capture.is_some() => with_capture(&args),
-        GenCommand::Loopback(args) => match loopback::run(&args) {
-            Ok(report) => {
-                print_report(&report, args.json);
-                if report.error.is_some() {
-                    ExitCode::from(1)
-                } else {
-                    ExitCode::SUCCESS
-                }
-            }
+        GenCommand::Loopback(args) => requester(&args.work, &stop, |s| loopback::run(&args, s)),
+        GenCommand::Client(args) => requester(&args.work, &stop, |s| remote::client(&args, s)),
+        GenCommand::Server(args) => match remote::serve(&args, &stop) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(1),
             Err(e) => {
-                eprintln!("rocescope: gen: {e}");
+                eprintln!("rocescope: gen server: {e}");
                 ExitCode::from(1)
             }
         },
+    }
+}
+
+/// Exit status of a requester run: 0, 1 on an error, 130 when interrupted; --capture adds 3 on FAIL.
+fn requester(
+    w: &WorkArgs,
+    stop: &AtomicBool,
+    run: impl FnOnce(&AtomicBool) -> Result<run::Report, String>,
+) -> ExitCode {
+    if let Some(iface) = &w.capture {
+        return with_capture(w, iface, stop, run);
+    }
+    match run(stop) {
+        Ok(report) => {
+            print_report(&report, w.json);
+            exit_status(&report)
+        }
+        Err(e) => {
+            eprintln!("rocescope: gen: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn exit_status(r: &run::Report) -> ExitCode {
+    if r.stopped_by == "signal" {
+        ExitCode::from(130)
+    } else if r.error.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
@@ -189,22 +309,26 @@ struct CaptureSection<'a> {
 #[derive(serde::Serialize)]
 struct WithCapture<'a> {
     #[serde(flatten)]
-    generator: &'a loopback::Report,
+    generator: &'a run::Report,
     capture: CaptureSection<'a>,
 }
 
-/// `gen loopback --capture IFACE`: exit 0 on PASS, 3 on FAIL, 1 when the generator or the capture failed.
-fn with_capture(args: &LoopbackArgs) -> ExitCode {
-    let iface = args.capture.as_deref().unwrap_or_default();
+/// `--capture IFACE`: exit 0 on PASS, 3 on FAIL, 1 when the generator or the capture failed.
+fn with_capture(
+    w: &WorkArgs,
+    iface: &str,
+    stop: &AtomicBool,
+    run: impl FnOnce(&AtomicBool) -> Result<run::Report, String>,
+) -> ExitCode {
     // the capture is active before the generator opens a device, let alone posts
-    let running = match check::start(iface, args.mtu) {
+    let running = match check::start(iface, w.mtu) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rocescope: gen: {e}");
             return ExitCode::from(1);
         }
     };
-    let report = match loopback::run(args) {
+    let report = match run(stop) {
         Ok(r) => r,
         Err(e) => {
             running.abort();
@@ -212,16 +336,16 @@ fn with_capture(args: &LoopbackArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let captured = match running.finish(Duration::from_secs_f64(args.capture_grace)) {
+    let captured = match running.finish(Duration::from_secs_f64(w.capture_grace)) {
         Ok(c) => c,
         Err(e) => {
-            print_report(&report, args.json);
+            print_report(&report, w.json);
             eprintln!("rocescope: gen: --capture {iface}: {e}");
             return ExitCode::from(1);
         }
     };
     let result = check::verify(&report, &captured);
-    if args.json {
+    if w.json {
         let doc = WithCapture {
             generator: &report,
             capture: CaptureSection {
@@ -251,8 +375,8 @@ fn with_capture(args: &LoopbackArgs) -> ExitCode {
         }
         println!("{}", result.line);
     }
-    if report.error.is_some() {
-        ExitCode::from(1)
+    if report.error.is_some() || report.stopped_by == "signal" {
+        exit_status(&report)
     } else if result.status == "pass" {
         ExitCode::SUCCESS
     } else {
@@ -260,7 +384,7 @@ fn with_capture(args: &LoopbackArgs) -> ExitCode {
     }
 }
 
-fn print_report(r: &loopback::Report, json: bool) {
+fn print_report(r: &run::Report, json: bool) {
     if json {
         println!(
             "{}",
@@ -298,12 +422,16 @@ fn print_report(r: &loopback::Report, json: bool) {
                 f.packets
             );
         }
-        match r.duration {
-            Some(d) => println!(
+        match (r.stopped_by, r.duration) {
+            ("signal", _) => println!(
+                "interrupted after {:.6} s of posting; drained the messages in flight",
+                r.posting_seconds
+            ),
+            (_, Some(d)) => println!(
                 "stopped by --duration {d} s: posted for {:.6} s, then drained the messages in flight",
                 r.posting_seconds
             ),
-            None => println!("stopped by -n {}", r.iterations),
+            _ => println!("stopped by -n {}", r.iterations),
         }
         println!(
             "{} messages, {} bytes in {:.6} s: {:.3} Gb/s, {:.0} messages/s",
@@ -319,6 +447,12 @@ fn print_report(r: &loopback::Report, json: bool) {
             "latency (post to completion) us: p50 {:.1}, p99 {:.1}, max {:.1}",
             r.latency_us.p50, r.latency_us.p99, r.latency_us.max
         );
+        if let Some(s) = &r.server {
+            println!(
+                "server: {} messages received, {} WRITE slots checked in its memory",
+                s.received, s.memory_checked
+            );
+        }
         println!(
             "completion errors: {}; data check: {} ({} checked, {} mismatches)",
             r.completion_errors, r.data_check.status, r.data_check.checked, r.data_check.mismatches

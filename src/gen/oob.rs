@@ -1,0 +1,316 @@
+//! The out-of-band exchange of `gen client` and `gen server`: one JSON object per line over TCP.
+//!
+//! client -> Hello (the workload)           server -> Welcome (its QPs, GIDs, R_Keys, buffer addresses)
+//! client -> Connect (its QPs, MTU, ...)    server -> Ready (its QPs are in RTS)
+//!           ... the RDMA traffic ...
+//! client -> Done (messages posted)         server -> Summary (what it received and found in memory)
+//! Either side may send Error instead and close. Lines are bounded and every number is checked: the peer
+//! is not trusted.
+
+use std::io::{BufRead, Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+use super::Op;
+use super::run::{DataCheck, Endpoint};
+
+pub const VERSION: u32 = 1;
+/// Longest line accepted (64 QPs of endpoints fit in well under this).
+pub const MAX_LINE: u64 = 256 * 1024;
+/// Most memory a server registers for one run (all QPs).
+pub const MAX_SERVER_BYTES: u64 = 1 << 30;
+/// Most message slots (and receives posted) per server QP.
+pub const MAX_SLOTS: u64 = 4096;
+
+#[derive(Serialize, Deserialize, Debug)]
+#[serde(tag = "msg", rename_all = "snake_case")]
+pub enum Msg {
+    Hello(Hello),
+    Welcome(Welcome),
+    Connect(Connect),
+    Ready,
+    Done(Done),
+    Summary(Summary),
+    Error { message: String },
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Hello {
+    pub version: u32,
+    pub op: Op,
+    /// Bytes per message on the wire (8 for the atomics).
+    pub size: u32,
+    pub qps: u32,
+    pub depth: u32,
+    /// Message slots the server gives each QP: message k uses slot k % slots.
+    pub slots: u64,
+    /// -n, or None with --duration.
+    pub iters: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+pub struct ServerQp {
+    pub endpoint: Endpoint,
+    pub addr: u64,
+    pub rkey: u32,
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+pub struct Welcome {
+    pub qps: Vec<ServerQp>,
+    pub max_rd_atom: u32,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct ClientQp {
+    pub qpn: u32,
+    pub psn: u32,
+    /// The GID as an IPv6 address (::ffff:a.b.c.d for RoCE v2 over IPv4).
+    pub gid: String,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Connect {
+    pub mtu: u32,
+    pub rd_atomic: u8,
+    pub qp_timeout: u8,
+    pub retry_count: u8,
+    pub rnr_retry: u8,
+    pub tclass: u8,
+    /// In the order of Welcome's QPs.
+    pub qps: Vec<ClientQp>,
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+pub struct Done {
+    /// Per QP, messages posted and completed (in Welcome's order).
+    pub posted: Vec<u64>,
+    pub completed: Vec<u64>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Summary {
+    /// Messages that consumed a receive (SEND, WRITE with immediate), over all QPs.
+    pub received: u64,
+    /// WRITE messages whose slot was checked at the end (the last `slots` per QP).
+    pub memory_checked: u64,
+    pub data_check: DataCheck,
+    pub error: Option<String>,
+}
+
+impl Hello {
+    /// The server's checks of a client's request; bounds what one run may allocate.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.version != VERSION {
+            return Err(format!(
+                "protocol version {} (this server speaks {VERSION}): use the same rocescope on both hosts",
+                self.version
+            ));
+        }
+        let size_ok = if self.op.is_atomic() {
+            self.size == 8
+        } else {
+            (1..=1 << 30).contains(&self.size)
+        };
+        if !size_ok {
+            return Err(format!("message size {} is out of range", self.size));
+        }
+        if !(1..=64).contains(&self.qps) || !(1..=4096).contains(&self.depth) {
+            return Err(format!(
+                "{} QPs x depth {} is out of range (1..64, 1..4096)",
+                self.qps, self.depth
+            ));
+        }
+        if self.slots < u64::from(self.depth) || self.slots > MAX_SLOTS {
+            return Err(format!(
+                "{} slots per QP is out of range ({}..{MAX_SLOTS})",
+                self.slots, self.depth
+            ));
+        }
+        let bytes = u64::from(self.size) * self.slots * u64::from(self.qps);
+        if bytes > MAX_SERVER_BYTES {
+            return Err(format!(
+                "{bytes} bytes of buffers asked for; this server registers at most {MAX_SERVER_BYTES}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Slots per server QP for a workload: room for twice the window (the server reposts receives behind the
+/// client) and, for WRITE/READ, up to 64 MiB or -n messages so that more of them are checked.
+pub fn slots_for(op: Op, size: u32, depth: u32, iters: Option<u64>) -> u64 {
+    let window = 2 * u64::from(depth);
+    let want = match op {
+        Op::Write | Op::Read => (64 << 20) / u64::from(size.max(1)),
+        _ => window,
+    };
+    let want = iters.map_or(want, |n| want.min(n));
+    want.max(window).min(MAX_SLOTS).max(u64::from(depth))
+}
+
+/// Sends one message as a line.
+pub fn send(w: &mut impl Write, m: &Msg) -> Result<(), String> {
+    let mut line = serde_json::to_vec(m).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    w.write_all(&line)
+        .and_then(|_| w.flush())
+        .map_err(|e| format!("cannot send to the peer: {e}"))
+}
+
+/// Reads one message; the peer closing the connection, an overlong line or bad JSON is an error.
+pub fn recv<R: BufRead>(r: &mut R) -> Result<Msg, String> {
+    let mut line = Vec::new();
+    let n = Read::take(&mut *r, MAX_LINE + 1)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                "the peer said nothing in time".to_string()
+            }
+            _ => format!("cannot read from the peer: {e}"),
+        })?;
+    if n == 0 {
+        return Err("the peer closed the connection".to_string());
+    }
+    if line.last() != Some(&b'\n') {
+        return Err(if n as u64 > MAX_LINE {
+            format!("the peer sent a line longer than {MAX_LINE} bytes")
+        } else {
+            "the peer closed the connection in the middle of a message".to_string()
+        });
+    }
+    serde_json::from_slice(&line)
+        .map_err(|e| format!("the peer sent something that is not a rocescope gen message: {e}"))
+}
+
+/// Reads the message `what` names, turning the peer's Error into ours.
+pub fn expect<T>(
+    r: &mut impl BufRead,
+    what: &str,
+    pick: impl FnOnce(Msg) -> Option<T>,
+) -> Result<T, String> {
+    match recv(r)? {
+        Msg::Error { message } => Err(format!("the peer reported: {message}")),
+        m => {
+            let name = serde_json::to_value(&m)
+                .ok()
+                .and_then(|v| v.get("msg").and_then(|s| s.as_str()).map(str::to_string))
+                .unwrap_or_default();
+            pick(m).ok_or_else(|| format!("the peer sent '{name}' where '{what}' was due"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello() -> Hello {
+        Hello {
+            version: VERSION,
+            op: Op::Write,
+            size: 4096,
+            qps: 2,
+            depth: 16,
+            slots: 32,
+            iters: Some(1000),
+        }
+    }
+
+    #[test]
+    fn messages_round_trip_as_lines() {
+        let mut wire = Vec::new();
+        send(&mut wire, &Msg::Hello(hello())).unwrap();
+        send(&mut wire, &Msg::Ready).unwrap();
+        assert_eq!(wire.iter().filter(|&&b| b == b'\n').count(), 2);
+        assert!(wire.starts_with(b"{\"msg\":\"hello\",\"version\":1,\"op\":\"write\""));
+        let mut r = &wire[..];
+        match recv(&mut r).unwrap() {
+            Msg::Hello(h) => assert_eq!((h.size, h.qps, h.slots), (4096, 2, 32)),
+            m => panic!("{m:?}"),
+        }
+        assert!(matches!(recv(&mut r).unwrap(), Msg::Ready));
+        assert_eq!(recv(&mut r).unwrap_err(), "the peer closed the connection");
+    }
+
+    #[test]
+    fn hostile_lines_are_refused_in_one_line() {
+        let long = vec![b'x'; MAX_LINE as usize + 10];
+        let e = recv(&mut &long[..]).unwrap_err();
+        assert_eq!(
+            e,
+            format!("the peer sent a line longer than {MAX_LINE} bytes")
+        );
+        let e = recv(&mut &b"{\"msg\":\"ready\""[..]).unwrap_err();
+        assert_eq!(
+            e,
+            "the peer closed the connection in the middle of a message"
+        );
+        for bad in [
+            &b"GET / HTTP/1.0\n"[..],
+            b"{\"msg\":\"launch\"}\n",
+            b"{\"msg\":\"hello\",\"size\":-1}\n",
+        ] {
+            let e = recv(&mut &bad[..]).unwrap_err();
+            assert!(
+                e.starts_with("the peer sent something that is not a rocescope gen message"),
+                "{e}"
+            );
+        }
+        let mut r = &b"{\"msg\":\"error\",\"message\":\"no device\"}\n{\"msg\":\"ready\"}\n"[..];
+        assert_eq!(
+            expect(&mut r, "welcome", |_| Some(())).unwrap_err(),
+            "the peer reported: no device"
+        );
+        assert_eq!(
+            expect(&mut r, "welcome", |m| matches!(m, Msg::Welcome(_))
+                .then_some(()))
+            .unwrap_err(),
+            "the peer sent 'ready' where 'welcome' was due"
+        );
+    }
+
+    #[test]
+    fn the_server_bounds_what_a_client_may_ask_for() {
+        assert_eq!(hello().validate(), Ok(()));
+        let refuse = |f: fn(&mut Hello)| {
+            let mut h = hello();
+            f(&mut h);
+            h.validate().unwrap_err()
+        };
+        assert!(refuse(|h| h.version = 2).starts_with("protocol version 2"));
+        assert_eq!(refuse(|h| h.size = 0), "message size 0 is out of range");
+        assert_eq!(
+            refuse(|h| h.op = Op::FetchAdd),
+            "message size 4096 is out of range"
+        );
+        assert!(refuse(|h| h.qps = 65).contains("out of range"));
+        assert!(refuse(|h| h.slots = 8).contains("out of range (16..4096)"));
+        // 64 QPs x 4096 slots x 1 MiB: far more than the server registers
+        let e = refuse(|h| {
+            h.qps = 64;
+            h.slots = 4096;
+            h.size = 1 << 20;
+        });
+        assert_eq!(
+            e,
+            format!(
+                "{} bytes of buffers asked for; this server registers at most {MAX_SERVER_BYTES}",
+                64u64 << 32
+            )
+        );
+    }
+
+    #[test]
+    fn slots_cover_twice_the_window_and_up_to_64_mib_of_writes() {
+        // SEND: receives for two windows
+        assert_eq!(slots_for(Op::Send, 4096, 16, Some(1000)), 32);
+        // WRITE: 64 MiB / 4 KiB = 16384, capped at 4096 slots, at most -n
+        assert_eq!(slots_for(Op::Write, 4096, 16, None), 4096);
+        assert_eq!(slots_for(Op::Write, 4096, 16, Some(100)), 100);
+        assert_eq!(slots_for(Op::Write, 1 << 20, 16, Some(1000)), 64);
+        // never fewer than two windows, even for -n 1
+        assert_eq!(slots_for(Op::Read, 65536, 128, Some(1)), 256);
+        assert_eq!(slots_for(Op::FetchAdd, 8, 4096, None), 4096);
+    }
+}

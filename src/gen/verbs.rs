@@ -1,0 +1,498 @@
+//! The verbs a generator side needs, on top of `sideway`: open a device with its GID, PD, registered buffer,
+//! CQs and RC QP, and walk the QP from RESET to RTS toward a peer.
+//!
+//! As verified on rxe (see the project notes): the basic CQ (`ibv_create_cq`/`ibv_poll_cq`, not the
+//! extended one, whose rxe provider in rdma-core < 55 returns phantom completions), the basic QP
+//! (`ibv_post_send`), max_rd_atomic and max_dest_rd_atomic >= 1, the RoCE v2 GID with an IPv4-mapped
+//! address, and a path MTU the network device can carry.
+
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use sideway::ibverbs::AccessFlags;
+use sideway::ibverbs::address::{AddressHandleAttribute, Gid, GidType};
+use sideway::ibverbs::completion::BasicCompletionQueue;
+use sideway::ibverbs::device::{DeviceInfo, DeviceList, GetDeviceListErrorKind};
+use sideway::ibverbs::device_context::{DeviceContext, Mtu};
+use sideway::ibverbs::memory_region::MemoryRegion;
+use sideway::ibverbs::protection_domain::ProtectionDomain;
+use sideway::ibverbs::queue_pair::{
+    BasicQueuePair, QueuePair, QueuePairAttribute, QueuePairAttributeMask, QueuePairState,
+    SetScatterGatherEntry,
+};
+
+use super::PortArgs;
+use super::plan::{self, ipv4_mapped, mtu_bytes};
+use super::run::Endpoint;
+
+/// Memory the device reads and writes: 8-byte aligned, never moved, freed after the MR is deregistered.
+/// Owned through a raw pointer (from `Box::into_raw`): the device and this process both write it.
+pub struct Buffer {
+    ptr: *mut u8,
+    len: usize,
+    words: usize,
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: ptr and words come from Box::into_raw in Buffer::new; dropped once.
+        drop(unsafe {
+            Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.ptr.cast::<u64>(),
+                self.words,
+            ))
+        });
+    }
+}
+
+impl Buffer {
+    pub fn new(len: usize) -> Buffer {
+        let words = len.div_ceil(8).max(1);
+        let mem = vec![0u64; words].into_boxed_slice();
+        Buffer {
+            ptr: Box::into_raw(mem).cast::<u8>(),
+            len,
+            words,
+        }
+    }
+
+    pub fn addr(&self, off: usize) -> u64 {
+        self.ptr as u64 + off as u64
+    }
+
+    /// # Safety
+    /// No work request that targets `off..off + len` may be outstanding.
+    pub unsafe fn slice_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
+        assert!(off + len <= self.len);
+        // SAFETY: in bounds (checked above); the caller guarantees the device does not touch it now.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), len) }
+    }
+
+    /// # Safety
+    /// No work request that writes `off..off + len` may be outstanding.
+    pub unsafe fn slice(&self, off: usize, len: usize) -> &[u8] {
+        assert!(off + len <= self.len);
+        // SAFETY: as for slice_mut.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(off), len) }
+    }
+}
+
+pub struct GidInfo {
+    pub index: u8,
+    pub gid: Gid,
+    pub gid_type: GidType,
+    pub ip: Option<Ipv4Addr>,
+    pub netdev: Option<String>,
+    pub choice: String,
+}
+
+/// Field order is drop order: the QP before its CQs, the MR before the PD, the buffer last.
+pub struct Side {
+    pub qp: BasicQueuePair,
+    pub send_cq: Arc<BasicCompletionQueue>,
+    pub recv_cq: Arc<BasicCompletionQueue>,
+    pub mr: Arc<MemoryRegion>,
+    _pd: Arc<ProtectionDomain>,
+    _ctx: Arc<DeviceContext>,
+    pub buf: Buffer,
+    pub name: String,
+    pub gid: GidInfo,
+    pub active_mtu: u32,
+    pub netdev_mtu: Option<u32>,
+    /// min(max_qp_rd_atom, max_qp_init_rd_atom) of the device
+    pub max_rd_atom: u32,
+    pub sq_psn: u32,
+}
+
+/// The RDMA devices of this host, or one line saying why there are none and what to do.
+pub fn devices() -> Result<DeviceList, String> {
+    let list = DeviceList::new().map_err(|e| match &e.0 {
+        GetDeviceListErrorKind::Ibverbs(io) => no_rdma_message(io),
+        _ => format!("no RDMA here: libibverbs cannot list the RDMA devices: {e}"),
+    })?;
+    if list.is_empty() {
+        return Err(
+            "no RDMA device here (libibverbs found none; Soft-RoCE: rdma link add rxe0 type rxe \
+                    netdev ETH)"
+                .to_string(),
+        );
+    }
+    Ok(list)
+}
+
+/// `-d` or, without it, the first device whose port has a RoCE v2 IPv4-mapped GID (or the GID `-x` names).
+pub fn device_name(
+    list: &DeviceList,
+    given: Option<&str>,
+    port: &PortArgs,
+) -> Result<String, String> {
+    if let Some(d) = given {
+        return Ok(d.to_string());
+    }
+    let mut seen = Vec::new();
+    for dev in list.iter() {
+        let name = dev.name();
+        if let Ok(ctx) = dev.open()
+            && pick_gid(&ctx, &name, port.ib_port, port.gid_index).is_ok()
+        {
+            return Ok(name);
+        }
+        seen.push(name);
+    }
+    Err(format!(
+        "no RDMA device with a RoCE v2 IPv4-mapped GID on port {} (devices: {}); give one with -d, or a GID \
+         with -x",
+        port.ib_port,
+        seen.join(", ")
+    ))
+}
+
+/// The path MTU must fit the network device under `s` (rxe puts nothing on the wire otherwise).
+pub fn check_netdev_mtu(
+    name: &str,
+    netdev: Option<&str>,
+    netdev_mtu: Option<u32>,
+    mtu: u32,
+) -> Result<(), String> {
+    if let Some(n) = netdev_mtu {
+        let limit = plan::max_path_mtu_for_netdev(n);
+        if limit.is_none_or(|l| mtu > l) {
+            return Err(format!(
+                "path MTU {mtu} is larger than {} ({name}, MTU {n}) allows ({}): rxe would put nothing on the \
+                 wire and no completion would come",
+                netdev.unwrap_or("?"),
+                match limit {
+                    Some(l) => format!(
+                        "at most {l} after {} header bytes",
+                        plan::RXE_MAX_HDR_LENGTH
+                    ),
+                    None => "not even 256".to_string(),
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn no_rdma_message(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) => "no RDMA here: libibverbs (libibverbs.so.1) could not be loaded; install \
+             libibverbs1 and ibverbs-providers (rdma-core), or run in the Soft-RoCE lab (lab/README.md)"
+            .to_string(),
+        Some(libc::ENOSYS) => "no RDMA here: this kernel has no RDMA support (libibverbs: \
+             ibv_get_device_list failed with ENOSYS); run where RDMA devices exist, e.g. the Soft-RoCE lab \
+             (lab/README.md)"
+            .to_string(),
+        _ => format!("no RDMA here: libibverbs cannot list the RDMA devices: {e}"),
+    }
+}
+
+pub fn io_of<E: std::error::Error>(e: &E) -> String {
+    // sideway's errors wrap an io::Error whose text is the useful part
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let t = inner.to_string();
+        if !s.contains(&t) {
+            s = format!("{s}: {t}");
+        }
+        src = inner.source();
+    }
+    s
+}
+
+pub fn mtu_enum(bytes: u32) -> Mtu {
+    match bytes {
+        256 => Mtu::Mtu256,
+        512 => Mtu::Mtu512,
+        1024 => Mtu::Mtu1024,
+        2048 => Mtu::Mtu2048,
+        _ => Mtu::Mtu4096,
+    }
+}
+
+pub fn gid_type_name(t: GidType) -> &'static str {
+    match t {
+        GidType::InfiniBand => "IB",
+        GidType::RoceV1 => "RoCE v1",
+        GidType::RoceV2 => "RoCE v2",
+    }
+}
+
+fn pick_gid(
+    ctx: &DeviceContext,
+    dev: &str,
+    port: u8,
+    forced: Option<u8>,
+) -> Result<GidInfo, String> {
+    let table = ctx
+        .query_gid_table()
+        .map_err(|e| format!("{dev}: cannot read the GID table: {}", io_of(&e)))?;
+    let entries: Vec<_> = table
+        .iter()
+        .filter(|e| e.port_num() == u32::from(port) && !e.gid().is_zero())
+        .collect();
+    let describe = || {
+        entries
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} ({})",
+                    e.gid_index(),
+                    Ipv6Addr::from(e.gid()),
+                    gid_type_name(e.gid_type())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let entry = match forced {
+        Some(i) => entries
+            .iter()
+            .find(|e| e.gid_index() == u32::from(i))
+            .ok_or_else(|| {
+                format!(
+                    "{dev} port {port} has no GID index {i}; its GIDs: {}",
+                    describe()
+                )
+            })?,
+        None => entries
+            .iter()
+            .find(|e| e.gid_type() == GidType::RoceV2 && ipv4_mapped(&e.gid().raw).is_some())
+            .ok_or_else(|| {
+                format!(
+                    "{dev} port {port} has no RoCE v2 GID with an IPv4-mapped address (::ffff:a.b.c.d); its \
+                     GIDs: {}; give one with -x",
+                    if entries.is_empty() {
+                        "none".to_string()
+                    } else {
+                        describe()
+                    }
+                )
+            })?,
+    };
+    let ip = ipv4_mapped(&entry.gid().raw);
+    let choice = match forced {
+        Some(_) => format!(
+            "-x: {}{}",
+            gid_type_name(entry.gid_type()),
+            if ip.is_some() { ", IPv4-mapped" } else { "" }
+        ),
+        None => "auto: RoCE v2 and IPv4-mapped".to_string(),
+    };
+    Ok(GidInfo {
+        index: entry.gid_index() as u8,
+        gid: entry.gid(),
+        gid_type: entry.gid_type(),
+        ip,
+        netdev: entry.netdev_name().ok(),
+        choice,
+    })
+}
+
+/// What a side's QP is created with: queue depths and the completion queue size.
+pub struct Queues {
+    pub send: u32,
+    pub recv: u32,
+    pub cqe: u32,
+}
+
+pub fn open_side(
+    list: &DeviceList,
+    name: &str,
+    port: &PortArgs,
+    buf_len: usize,
+    q: &Queues,
+) -> Result<Side, String> {
+    let dev = list.iter().find(|d| d.name() == name).ok_or_else(|| {
+        let names: Vec<String> = list.iter().map(|d| d.name()).collect();
+        format!(
+            "no RDMA device '{name}' (devices: {})",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        )
+    })?;
+    let ctx = dev
+        .open()
+        .map_err(|e| format!("{name}: cannot open: {}", io_of(&e)))?;
+    let pattr = ctx
+        .query_port(port.ib_port)
+        .map_err(|e| format!("{name}: cannot query port {}: {}", port.ib_port, io_of(&e)))?;
+    let active_mtu = mtu_bytes(pattr.active_mtu() as u32).unwrap_or(1024);
+    let dattr = ctx
+        .query_device()
+        .map_err(|e| format!("{name}: cannot query the device: {}", io_of(&e)))?;
+    let max_rd_atom = dattr
+        .max_qp_rd_atom()
+        .min(dattr.max_qp_init_rd_atom())
+        .max(0) as u32;
+    let gid = pick_gid(&ctx, name, port.ib_port, port.gid_index)?;
+    let netdev_mtu = gid.netdev.as_ref().and_then(|n| {
+        std::fs::read_to_string(format!("/sys/class/net/{n}/mtu"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    });
+    let pd = ctx
+        .alloc_pd()
+        .map_err(|e| format!("{name}: cannot allocate a protection domain: {}", io_of(&e)))?;
+    let buf = Buffer::new(buf_len);
+    // SAFETY: buf lives in the Side, after the MR in drop order, and is never moved or freed before it.
+    let mr = unsafe {
+        pd.reg_mr(
+            buf.ptr as usize,
+            buf.len,
+            AccessFlags::LocalWrite
+                | AccessFlags::RemoteWrite
+                | AccessFlags::RemoteRead
+                | AccessFlags::RemoteAtomic,
+        )
+    }
+    .map_err(|e| {
+        format!(
+            "{name}: cannot register {buf_len} bytes of memory: {} (non-root users: raise RLIMIT_MEMLOCK, \
+             ulimit -l)",
+            io_of(&e)
+        )
+    })?;
+    let mut cqb = ctx.create_cq_builder();
+    cqb.setup_cqe(q.cqe);
+    let send_cq = cqb
+        .build()
+        .map_err(|e| format!("{name}: cannot create a completion queue: {}", io_of(&e)))?;
+    let recv_cq = cqb
+        .build()
+        .map_err(|e| format!("{name}: cannot create a completion queue: {}", io_of(&e)))?;
+    let mut qpb = pd.create_qp_builder();
+    qpb.setup_send_cq(send_cq.clone())
+        .setup_recv_cq(recv_cq.clone())
+        .setup_max_send_wr(q.send)
+        .setup_max_recv_wr(q.recv)
+        .setup_max_send_sge(1)
+        .setup_max_recv_sge(1)
+        .setup_max_inline_data(0);
+    let qp = qpb
+        .build()
+        .map_err(|e| format!("{name}: cannot create an RC QP: {}", io_of(&e)))?;
+    Ok(Side {
+        qp,
+        send_cq,
+        recv_cq,
+        mr,
+        _pd: pd,
+        _ctx: ctx,
+        buf,
+        name: name.to_string(),
+        gid,
+        active_mtu,
+        max_rd_atom,
+        netdev_mtu,
+        sq_psn: plan::random_psn(),
+    })
+}
+
+pub struct ConnectParams {
+    pub port: u8,
+    pub mtu: u32,
+    pub timeout: u8,
+    pub rd_atomic: u8,
+    pub tclass: u8,
+    pub retry_count: u8,
+    pub rnr_retry: u8,
+}
+
+/// RESET -> INIT -> RTR -> RTS toward the peer (its QPN, GID, and the PSN it will send first).
+pub fn connect(
+    side: &mut Side,
+    peer_qpn: u32,
+    peer_gid: &Gid,
+    peer_sq_psn: u32,
+    p: &ConnectParams,
+) -> Result<(), String> {
+    let name = side.name.clone();
+    let qpn = side.qp.qp_number();
+    let step = |what: &str, e: &dyn std::error::Error| {
+        let mut s = format!("{name}: QP {qpn:#x} to {what}: {e}");
+        if let Some(src) = e.source() {
+            s = format!("{s}: {src}");
+        }
+        s
+    };
+    let mut a = QueuePairAttribute::new();
+    a.setup_state(QueuePairState::Init)
+        .setup_pkey_index(0)
+        .setup_port(p.port)
+        .setup_access_flags(
+            AccessFlags::LocalWrite
+                | AccessFlags::RemoteWrite
+                | AccessFlags::RemoteRead
+                | AccessFlags::RemoteAtomic,
+        );
+    side.qp.modify(&a).map_err(|e| step("INIT", &e))?;
+
+    let mut a = QueuePairAttribute::new();
+    a.setup_state(QueuePairState::ReadyToReceive)
+        .setup_path_mtu(mtu_enum(p.mtu))
+        .setup_dest_qp_num(peer_qpn)
+        .setup_rq_psn(peer_sq_psn)
+        .setup_max_dest_read_atomic(p.rd_atomic)
+        .setup_min_rnr_timer(12);
+    let mut ah = AddressHandleAttribute::new();
+    ah.setup_dest_lid(0)
+        .setup_port(p.port)
+        .setup_service_level(0)
+        .setup_grh(peer_gid, 0, side.gid.index, 64, p.tclass);
+    a.setup_address_vector(&ah);
+    side.qp.modify(&a).map_err(|e| step("RTR", &e))?;
+
+    let mut a = QueuePairAttribute::new();
+    a.setup_state(QueuePairState::ReadyToSend)
+        .setup_sq_psn(side.sq_psn)
+        .setup_timeout(p.timeout)
+        .setup_retry_cnt(p.retry_count)
+        .setup_rnr_retry(p.rnr_retry)
+        .setup_max_read_atomic(p.rd_atomic);
+    side.qp.modify(&a).map_err(|e| step("RTS", &e))?;
+    Ok(())
+}
+
+pub fn post_recv(side: &mut Side, wqe: u64, size: u32, depth: u32) -> Result<(), String> {
+    let slot = (wqe % u64::from(depth)) as usize;
+    let addr = side.buf.addr(slot * size as usize);
+    let lkey = side.mr.lkey();
+    let mut g = side.qp.start_post_recv();
+    // SAFETY: the slot is inside the registered buffer, which outlives the QP.
+    unsafe { g.construct_wr(wqe).setup_sge(lkey, addr, size) };
+    g.post()
+        .map_err(|e| format!("{}: post receive: {}", side.name, io_of(&e)))
+}
+
+impl Side {
+    pub fn qp_state_now(&self) -> String {
+        match self.qp.query(QueuePairAttributeMask::State) {
+            Ok((a, _)) => format!("{:?}", a.state()),
+            Err(e) => format!("unknown ({})", io_of(&e)),
+        }
+    }
+}
+
+pub fn endpoint(s: &Side, port: u8, rq_psn: u32) -> Endpoint {
+    Endpoint {
+        device: s.name.clone(),
+        port,
+        netdev: s.gid.netdev.clone(),
+        netdev_mtu: s.netdev_mtu,
+        active_mtu: s.active_mtu,
+        gid_index: s.gid.index,
+        gid: Ipv6Addr::from(s.gid.gid).to_string(),
+        gid_type: gid_type_name(s.gid.gid_type).to_string(),
+        gid_choice: s.gid.choice.clone(),
+        ip: s.gid.ip.map(|i| i.to_string()),
+        qpn: s.qp.qp_number(),
+        sq_psn: s.sq_psn,
+        rq_psn,
+    }
+}
