@@ -339,16 +339,25 @@ fn gen_loopback_in_the_soft_roce_lab_matches_the_cable() {
         2,
         "gen_bad_rkey: one error line then the exit status:\n{log}"
     );
-    assert!(
-        lines[0].starts_with("rocescope: gen: rxe0: QP ")
-            && lines[0].contains("message 3 completed with IBV_WC_REM_ACCESS_ERR (status 10"),
-        "gen_bad_rkey: {}",
-        lines[0]
-    );
     assert_eq!(lines[1], "exit 1");
     let g: Value =
         serde_json::from_slice(&fs::read(sc.join("gen.json")).expect("gen_bad_rkey: gen.json"))
             .expect("gen_bad_rkey: gen.json is JSON");
+    // message 3 of 4096 bytes at path MTU 1024 starts 12 PSNs after the first
+    let bad_psn = (u(&g["requester"]["sq_psn"]) + 12) & 0xff_ffff;
+    assert!(
+        lines[0].starts_with("rocescope: gen: rxe0: QP ")
+            && lines[0].contains(&format!(
+                "message 3 (PSN {bad_psn:#x}) completed with IBV_WC_REM_ACCESS_ERR (status 10"
+            ))
+            && lines[0].contains(&format!(
+                ": remote access error: the peer refused the R_Key, address or length of PSN {bad_psn:#x} \
+                 on QP {:#x}",
+                u(&g["responder"]["qpn"])
+            )),
+        "gen_bad_rkey: {}",
+        lines[0]
+    );
     assert_eq!(g["fault"], "bad-rkey");
     assert_eq!(u(&g["completion_errors"]), 1);
     assert_eq!(

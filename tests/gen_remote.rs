@@ -13,6 +13,8 @@
 //! A sixth client run (WRITE, --duration 60 at 50 messages/s) gets SIGINT after 3 s: it stops posting, lets
 //! the messages in flight complete, reports `stopped_by: "signal"` and exits 130; the server still gets the
 //! count and checks those messages in its memory; the cable carries exactly that many.
+//! A seventh (WRITE, --duration 60, --timeout 3) loses its server (kill -9 once its traffic flows): the client
+//! ends on its own within seconds, exit 1, one line naming the silence and the QPs' states.
 
 mod lab_support;
 
@@ -299,6 +301,35 @@ fn check_sigint(sc: &Path, server: &Value) -> String {
     format!("duo_gen SIGINT after 3 s: {m} messages, all completed and checked at both ends")
 }
 
+fn check_gone(sc: &Path) -> String {
+    let log = fs::read_to_string(sc.join("client-gone.log")).expect("client-gone.log");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "server killed: one error line, then the exit status:\n{log}"
+    );
+    assert_eq!(lines[1], "exit 1", "server killed");
+    assert!(
+        lines[0].starts_with("rocescope: gen: no completion for 3.0 s: ")
+            && lines[0].contains(" of the server (has it stopped?)"),
+        "server killed: {}",
+        lines[0]
+    );
+    let g: Value = serde_json::from_slice(&fs::read(sc.join("client-gone.json")).unwrap())
+        .expect("client-gone.json");
+    let completed = u(&g["messages"]);
+    assert!(completed >= 1, "traffic flowed before the kill");
+    // it ended by its deadline, not by --duration 60
+    let posting = g["posting_seconds"].as_f64().unwrap();
+    assert!(posting < 40.0, "server killed: posted for {posting} s");
+    assert!(g["server"].is_null(), "no summary from a dead server");
+    assert_eq!(g["data_check"]["status"], "incomplete");
+    format!(
+        "duo_gen server killed: the client ended after {posting:.1} s of posting, {completed} messages completed"
+    )
+}
+
 /// The last PSN of the run: N messages of PPM PSNs each (an atomic takes one).
 fn flow_last(op: &str, req: &Value) -> u64 {
     let per = if op == "fetch-add" { 1 } else { PPM };
@@ -322,5 +353,6 @@ fn gen_server_and_client_on_two_guests() {
         eprintln!("{}", check_run(&sc, op, s));
     }
     eprintln!("{}", check_sigint(&sc, &servers[ops.len()]));
+    eprintln!("{}", check_gone(&sc));
     eprintln!("lab duo_gen: two guests booted and ran in {secs:.1} s");
 }

@@ -175,7 +175,9 @@ sc_gen_paced_check() { gen_run --op write -s 4096 --duration 1 --rate 200 --capt
 # last), b returns server.json (one JSON document per client run) and server.log as b-server.*. A last client
 # run (WRITE, --duration 60 at 50 messages/s) gets SIGINT after 3 s: client-sigint.json / .log. Its QP timeout
 # is 20 (~4.3 s): rxe 6.1 arms the retransmit timer once and does not push it back, so a requester that stays
-# busy longer than the timeout retransmits with nothing lost (seen here with 17 after 2.5 s at 50/s).
+# busy longer than the timeout retransmits with nothing lost (seen here with 17 after 2.5 s at 50/s). Then the
+# peer that disappears: b kills its next server (-9) once that client's traffic flows; the client (--timeout 3)
+# must end on its own with one line: client-gone.json / .log.
 DUO_OPS="write write-imm send read fetch-add"
 sc_duo_gen() {
     local r=0 op n
@@ -191,6 +193,19 @@ sc_duo_gen() {
         cat /tmp/ret/server.log
         lab_return /tmp/ret/server.json || r=1
         lab_return /tmp/ret/server.log || r=1
+        # the peer that disappears: a server killed (-9) once the next client's traffic flows
+        echo "+ rocescope gen server -d rxe0 --runs 1 & ; kill -9 once 200 more packets arrived"
+        /usr/local/bin/rocescope gen server -d rxe0 --runs 1 --timeout 60 > /dev/null 2> /tmp/ret/killed.log &
+        c=$!
+        p0=$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts)
+        i=0
+        while [ $(($(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts) - p0)) -lt 200 ] && [ $i -lt 600 ]; do
+            sleep 0.1; i=$((i + 1))
+        done
+        kill -9 $c
+        wait $c
+        echo "killed: exit $? after $i polls" >> /tmp/ret/killed.log
+        cat /tmp/ret/killed.log
     else
         for op in $DUO_OPS; do
             echo "+ rocescope gen client 10.0.0.2 -d rxe0 --op $op -s 4096 -n 32 --capture eth0 --json"
@@ -214,6 +229,13 @@ sc_duo_gen() {
         cat /tmp/ret/client-sigint.log
         lab_return /tmp/ret/client-sigint.json || r=1
         lab_return /tmp/ret/client-sigint.log || r=1
+        echo "+ rocescope gen client 10.0.0.2 -d rxe0 --op write -s 4096 --duration 60 --rate 50 --timeout 3 --json (the server is killed)"
+        timeout 120 /usr/local/bin/rocescope gen client 10.0.0.2 -d rxe0 --op write -s 4096 --duration 60 --rate 50 \
+            --timeout 3 --connect-timeout 90 --json > /tmp/ret/client-gone.json 2> /tmp/ret/client-gone.log
+        echo "exit $?" >> /tmp/ret/client-gone.log
+        cat /tmp/ret/client-gone.log
+        lab_return /tmp/ret/client-gone.json || r=1
+        lab_return /tmp/ret/client-gone.log || r=1
     fi
     rm -rf /tmp/ret
     return $r

@@ -70,6 +70,26 @@ pub fn wc_status_name(status: u32) -> &'static str {
         .unwrap_or("unknown status")
 }
 
+/// What a failed work completion of the request at `psn` to `dest_qp` means, in words (None: the name
+/// says it).
+pub fn wc_status_meaning(status: u32, psn: u32, dest_qp: u32) -> Option<String> {
+    let at = format!("PSN {psn:#x} on QP {dest_qp:#x}");
+    Some(match status {
+        1 => "local length error: a buffer is too small for the message".to_string(),
+        4 => "local protection error: the local buffer is outside its memory region".to_string(),
+        5 => "flushed: the QP was already in the error state".to_string(),
+        7 => format!("bad response: the peer answered {at} with something not asked for"),
+        9 => {
+            format!("remote invalid request: the peer refused {at} (opcode, length or queue state)")
+        }
+        10 => format!("remote access error: the peer refused the R_Key, address or length of {at}"),
+        11 => format!("remote operation error: the peer could not complete {at}"),
+        12 => format!("retry counter exceeded: the peer did not acknowledge {at}"),
+        13 => format!("RNR retry counter exceeded: the peer had no receive posted for {at}"),
+        _ => return None,
+    })
+}
+
 /// A 24-bit random PSN (getrandom(2); the clock if that fails).
 pub fn random_psn() -> u32 {
     let mut b = [0u8; 4];
@@ -159,6 +179,22 @@ mod tests {
         assert_eq!(mtu_bytes(3), Some(1024));
         assert_eq!(mtu_bytes(5), Some(4096));
         assert_eq!(mtu_bytes(0), None);
+    }
+
+    #[test]
+    fn completion_errors_in_words() {
+        // ibv_wc_status: 12 = IBV_WC_RETRY_EXC_ERR, 10 = IBV_WC_REM_ACCESS_ERR, 0 = success
+        assert_eq!(
+            wc_status_meaning(12, 0x1234, 0x11).as_deref(),
+            Some("retry counter exceeded: the peer did not acknowledge PSN 0x1234 on QP 0x11")
+        );
+        assert_eq!(wc_status_name(10), "IBV_WC_REM_ACCESS_ERR");
+        assert!(
+            wc_status_meaning(10, 1, 2)
+                .unwrap()
+                .starts_with("remote access error")
+        );
+        assert_eq!(wc_status_meaning(0, 1, 2), None);
     }
 
     #[test]

@@ -307,6 +307,11 @@ pub fn run(
     let depth = args.depth as usize;
     let n = args.iters;
     let mtu = setup.mtu;
+    let psns_per_message = if args.op.is_atomic() {
+        1
+    } else {
+        packets_per_message(u64::from(size32), mtu)
+    };
     let deadline = Duration::from_secs_f64(args.timeout);
     let mut hist = Histogram::<u64>::new(3).expect("histogram");
     let mut check = DataCheck {
@@ -377,6 +382,8 @@ pub fn run(
                 a,
                 b,
                 aq,
+                bq,
+                apsn,
                 limit,
                 posted,
                 completed,
@@ -530,11 +537,16 @@ pub fn run(
                     last_progress = now;
                     if status != 0 {
                         completion_errors += 1;
+                        // the message's first PSN: what the peer did not acknowledge, or refused
+                        let psn = psn_add(*apsn, wr_id.saturating_mul(psns_per_message));
                         error = Some(format!(
-                            "{}: QP {aq:#x}: message {wr_id} completed with {} (status {status}, vendor error \
-                         {vendor_err:#x}); QP state now {}",
+                            "{}: QP {aq:#x}: message {wr_id} (PSN {psn:#x}) completed with {} (status {status}, \
+                             vendor error {vendor_err:#x}){}; QP state now {}",
                             a.name,
                             wc_status_name(status),
+                            plan::wc_status_meaning(status, psn, *bq)
+                                .map(|m| format!(": {m}"))
+                                .unwrap_or_default(),
                             a.qp_state_now()
                         ));
                         break 'run;
@@ -636,15 +648,20 @@ pub fn run(
                     .iter()
                     .map(|p| {
                         let peer = match &p.b {
-                            Peer::Local(b) => format!("{} is {}", b.name, b.qp_state_now()),
-                            Peer::Remote(r) => format!("{} on the server", r.endpoint.device),
+                            Peer::Local(b) => {
+                                format!("QP {:#x} ({}) is {}", p.bq, b.name, b.qp_state_now())
+                            }
+                            // its state is not known here: the server may be gone
+                            Peer::Remote(r) => format!(
+                                "the peer's QP {:#x} is on {} of the server (has it stopped?)",
+                                p.bq, r.endpoint.device
+                            ),
                         };
                         format!(
-                            "QP {:#x} ({}) is {}, QP {:#x} ({peer})",
+                            "QP {:#x} ({}) is {}, {peer}",
                             p.aq,
                             p.a.name,
-                            p.a.qp_state_now(),
-                            p.bq
+                            p.a.qp_state_now()
                         )
                     })
                     .collect::<Vec<_>>()
