@@ -7,7 +7,7 @@
 //!     removes a lab recorded in a state file (built here by hand, rxe apart) and restores what it changed;
 //!     `up` as another user, and with unusable options, fails in one line.
 //! (2) In the Soft-RoCE lab (lab/README.md), scenario lab_updown: `lab up`, `lab status`, `gen loopback
-//!     --capture` (write and read: PASS, gen's flows equal the capture's), `lab down`, with the network and RDMA
+//!     --capture` (write, send, read and fetch-add: PASS, gen's flows equal the capture's), `lab down`, with the network and RDMA
 //!     state before and after identical.
 //!
 //! The state file goes to a test directory (ROCESCOPE_LAB_STATE); names, addresses, tables and preferences
@@ -542,8 +542,13 @@ fn check_gen(dir: &Path, op: &str) -> String {
     );
     assert_eq!(u(&gf[0]["dest_qp"]), u(&g["responder"]["qpn"]));
     assert_eq!(u(&gf[1]["dest_qp"]), u(&g["requester"]["qpn"]));
-    // 32 x 4096 bytes at MTU 1024: 128 WRITE packets, or 32 READ requests of 4 PSNs each and 128 responses
-    let requests = if op == "read" { 32 } else { 128 };
+    // 32 x 4096 bytes at MTU 1024: 128 WRITE or SEND packets, or 32 READ requests of 4 PSNs each and 128
+    // responses; 32 FETCH_ADDs of one PSN each and their 32 ATOMIC_ACKNOWLEDGEs
+    let (requests, psns) = match op {
+        "read" => (32, 128),
+        "fetch-add" => (32, 32),
+        _ => (128, 128),
+    };
     for (i, e) in gf.iter().enumerate() {
         let key = (
             e["src"].as_str().unwrap().to_string(),
@@ -559,7 +564,7 @@ fn check_gen(dir: &Path, op: &str) -> String {
         assert_eq!(f["psn"]["last"], e["psn_last"], "{what}: last PSN");
         // the requests and READ responses use the requester's 128 PSNs; ACKs (coalesced) end on its last
         let (first, last) = (u(&g["requester"]["sq_psn"]), u(&gf[0]["psn_last"]));
-        assert_eq!(psn_span(first, last), 128, "{what}: PSNs used");
+        assert_eq!(psn_span(first, last), psns, "{what}: PSNs used");
         assert_eq!(u(&e["psn_last"]), last, "{what}");
         if e["carries"] != "ACKs" {
             assert_eq!(u(&e["psn_first"]), first, "{what}");
@@ -577,6 +582,8 @@ fn check_gen(dir: &Path, op: &str) -> String {
             assert_eq!(u(&f["packets"]), requests, "{what}: request packets");
         } else if op == "read" {
             assert_eq!(u(&f["packets"]), 128, "{what}: READ responses");
+        } else if op == "fetch-add" {
+            assert_eq!(u(&f["packets"]), 32, "{what}: ATOMIC_ACKNOWLEDGEs");
         }
         for k in ["gap_events", "missing", "retransmitted", "duplicates"] {
             assert_eq!(u(&f["psn"][k]), 0, "{what}: {k}");
@@ -593,7 +600,7 @@ fn check_gen(dir: &Path, op: &str) -> String {
 }
 
 /// lab_updown (lab/guest/scenarios.sh): the guest is put in a stock host's state (local rule at pref 0,
-/// all.rp_filter 1), then `lab up` with the defaults, `lab status`, gen write and read with `--capture rlab0`,
+/// all.rp_filter 1), then `lab up` with the defaults, `lab status`, gen write, send, read and fetch-add with `--capture rlab0`,
 /// `lab down`, `lab status` again.
 #[test]
 fn lab_up_gen_down_in_the_soft_roce_lab() {
@@ -639,7 +646,7 @@ fn lab_up_gen_down_in_the_soft_roce_lab() {
     assert!(status.contains("lab: up, all 13 items present"), "{status}");
 
     let mut summary = Vec::new();
-    for op in ["write", "read"] {
+    for op in ["write", "send", "read", "fetch-add"] {
         summary.push(check_gen(&d, op));
     }
 

@@ -386,7 +386,7 @@ sc_lab_updown() {
     labnet_step $D/up.txt $R lab up || r=1
     labnet_snap $D/during.txt
     labnet_step $D/status.txt $R lab status || r=1
-    for op in write read; do
+    for op in write send read fetch-add; do
         echo "+ $R gen loopback -d rxe_rlab0 --peer-device rxe_rlab1 --op $op -s 4096 -n 32 --capture rlab0 --json"
         timeout 120 $R gen loopback -d rxe_rlab0 --peer-device rxe_rlab1 --op $op -s 4096 -n 32 --capture rlab0 \
             --json > $D/gen-$op.json 2> $D/gen-$op.log
@@ -404,7 +404,7 @@ sc_lab_updown() {
     /usr/sbin/ip rule add pref 200 lookup local && /usr/sbin/ip rule del pref 0 lookup local || r=1
     for f in before during after; do lab_return $D/$f.txt || r=1; done
     for f in up status down status-after; do lab_return $D/$f.txt || r=1; done
-    for f in gen-write.json gen-write.log gen-read.json gen-read.log; do lab_return $D/$f || r=1; done
+    for op in write send read fetch-add; do lab_return $D/gen-$op.json && lab_return $D/gen-$op.log || r=1; done
     rm -rf $D
     return $r
 }
