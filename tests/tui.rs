@@ -643,7 +643,7 @@ fn svg_plots_mark_gaps_retransmissions_and_naks() {
 // ---- Live capture: the model fed as the capture thread feeds it (no terminal, no interface) ----
 
 use rocescope::analysis::Engine;
-use rocescope::capture::ring::{self, Rec, Ring};
+use rocescope::capture::ring::{self, Batch, Ring};
 use rocescope::report::Report;
 use rocescope::source::FileSource;
 
@@ -658,6 +658,7 @@ fn live_replay(rel: &str, ring_frames: usize, cuts: &[u64]) -> (Snapshots, Arc<M
     let ring = Arc::new(Mutex::new(Ring::new(ring_frames, 64 << 20, 1, 65535, "lo")));
     let mut snaps = Vec::new();
     let mut n = 0u64;
+    let mut batch = Batch::new();
     let snapshot = |engine: &Engine, ring: &Mutex<Ring>| {
         let mut r = Report::build(engine, "live capture on lo");
         r.capture_stats = Some(rocescope::capture::CaptureStats {
@@ -673,12 +674,8 @@ fn live_replay(rel: &str, ring_frames: usize, cuts: &[u64]) -> (Snapshots, Arc<M
         let frame =
             parsers::parse_frame(p.linktype, p.data, p.orig_len as usize, &Default::default());
         engine.ingest(n, p.ts_nanos, &frame);
-        ring.lock().unwrap().extend([Arc::new(Rec {
-            number: n,
-            ts_nanos: p.ts_nanos,
-            orig_len: p.orig_len,
-            data: p.data.into(),
-        })]);
+        batch.push(n, p.ts_nanos, p.orig_len, p.data);
+        ring.lock().unwrap().append(&mut batch);
         if cuts.contains(&n) {
             snaps.push(snapshot(&engine, &ring));
         }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use parsers::parse_frame;
 
-use super::ring::{MAX_BYTES, MAX_FRAMES, Rec, Ring};
+use super::ring::{Batch, MAX_BYTES, MAX_FRAMES, Ring};
 use super::writer::{Format, Writer};
 use super::{CaptureArgs, CaptureStats, Written};
 use crate::analysis::{Config, Engine};
@@ -115,7 +115,10 @@ impl Live {
         let mut next_snapshot = start;
         let mut next_flush = start + Duration::from_secs(1);
         let mut error: Option<String> = None;
-        let mut batch = Vec::with_capacity(4096);
+        // The frames read since the ring was last appended to (allocated once, reused).
+        let mut batch = Batch::new();
+        // True when the last read stopped because the batch was full, not because nothing was left.
+        let mut more = false;
         let stopped_by: &str = 'capture: loop {
             if stop.load(Ordering::Relaxed) {
                 break "signal";
@@ -141,16 +144,24 @@ impl Live {
                     }
                 }
             }
-            // Wait for frames, at most 50 ms, then read what is there (a batch at most).
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            unsafe { libc::poll(&mut pfd, 1, 50) };
+            // Wait for frames, at most 50 ms (unless the last batch was full: there is likely more), then
+            // read what is there (a batch at most).
+            if !more {
+                let mut pfd = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut pfd, 1, 50) };
+            }
             let mut why = None;
-            while batch.len() < 4096 {
+            more = false;
+            loop {
+                if batch.is_full() {
+                    more = true;
+                    break;
+                }
                 if args.count.is_some_and(|n| number >= n) {
                     why = Some("count");
                     break;
@@ -170,12 +181,7 @@ impl Live {
                             error = Some(w.describe(&e));
                             why = Some("write_error");
                         }
-                        batch.push(Arc::new(Rec {
-                            number,
-                            ts_nanos: ts,
-                            orig_len: h.len,
-                            data: p.data.into(),
-                        }));
+                        batch.push(number, ts, h.len, p.data);
                         if why.is_some() {
                             break;
                         }
@@ -190,8 +196,9 @@ impl Live {
             }
             if !batch.is_empty() {
                 // The ring is locked once per batch (and once per snapshot, for its length).
+                // One allocation for the whole batch (the chunk its frames share), none per frame.
                 let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
-                ring.extend(batch.drain(..));
+                ring.append(&mut batch);
             }
             if let Some(why) = why {
                 break why;

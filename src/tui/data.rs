@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use parsers::aeth::Syndrome;
 use parsers::fields::{Field, Value, Visitor};
@@ -627,7 +627,7 @@ pub fn detail(index: &Index, number: u64) -> Result<PacketDetail, String> {
 
 /// Live capture: the frames of `numbers` still in the ring, with the ring's link type and first time (the
 /// lock is held only to take the frames, not to parse them).
-fn ring_frames(ring: &Mutex<Ring>, numbers: &[u64]) -> (Vec<Arc<Rec>>, u16, u64) {
+fn ring_frames(ring: &Mutex<Ring>, numbers: &[u64]) -> (Vec<Rec>, u16, u64) {
     let r = ring.lock().unwrap_or_else(|p| p.into_inner());
     let recs = numbers.iter().filter_map(|&n| r.get(n)).collect();
     (recs, r.linktype, r.first_ts.unwrap_or(0))
@@ -638,7 +638,7 @@ fn rec_packet(rec: &Rec, linktype: u16) -> Packet<'_> {
         ts_nanos: rec.ts_nanos,
         linktype,
         interface: 0,
-        data: &rec.data,
+        data: rec.data(),
         orig_len: rec.orig_len,
     }
 }
