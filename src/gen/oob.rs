@@ -137,6 +137,78 @@ impl Hello {
     }
 }
 
+const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+
+fn check_qp(what: &str, qpn: u32, psn: u32) -> Result<(), String> {
+    if qpn > 0xff_ffff || psn > 0xff_ffff {
+        return Err(format!(
+            "{what}: QPN {qpn:#x} / PSN {psn:#x} do not fit in 24 bits"
+        ));
+    }
+    Ok(())
+}
+
+impl Welcome {
+    /// The client's checks of the server's offer (`qps` QPs asked for).
+    pub fn validate(&self, qps: usize) -> Result<(), String> {
+        if self.qps.len() != qps {
+            return Err(format!("it offered {} QPs for {qps}", self.qps.len()));
+        }
+        for q in &self.qps {
+            let e = &q.endpoint;
+            check_qp("its QP", e.qpn, e.sq_psn)?;
+            if !MTUS.contains(&e.active_mtu) {
+                return Err(format!(
+                    "active MTU {} is not an InfiniBand MTU",
+                    e.active_mtu
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Connect {
+    /// The server's checks of the client's QPs and the parameters it chose (`qps` server QPs).
+    pub fn validate(&self, qps: usize) -> Result<(), String> {
+        if self.qps.len() != qps {
+            return Err(format!(
+                "{} client QPs for {qps} server QPs",
+                self.qps.len()
+            ));
+        }
+        if !MTUS.contains(&self.mtu) || !(1..=16).contains(&self.rd_atomic) {
+            return Err(format!(
+                "path MTU {} / rd_atomic {} out of range",
+                self.mtu, self.rd_atomic
+            ));
+        }
+        if self.qp_timeout > 31 || self.retry_count > 7 || self.rnr_retry > 7 {
+            return Err(format!(
+                "QP timeout {} / retry count {} / RNR retry {} out of range",
+                self.qp_timeout, self.retry_count, self.rnr_retry
+            ));
+        }
+        for q in &self.qps {
+            check_qp("a client QP", q.qpn, q.psn)?;
+        }
+        Ok(())
+    }
+}
+
+impl Done {
+    /// Per QP (`qps` of them): messages completed never exceed those posted.
+    pub fn validate(&self, qps: usize) -> Result<(), String> {
+        if self.posted.len() != qps || self.completed.len() != qps {
+            return Err("done: wrong number of QPs".to_string());
+        }
+        if self.posted.iter().zip(&self.completed).any(|(p, c)| c > p) {
+            return Err("done: more messages completed than posted".to_string());
+        }
+        Ok(())
+    }
+}
+
 /// Slots per server QP for a workload: room for twice the window (the server reposts receives behind the
 /// client) and, for WRITE/READ, up to 64 MiB or -n messages so that more of them are checked.
 pub fn slots_for(op: Op, size: u32, depth: u32, iters: Option<u64>) -> u64 {
@@ -299,6 +371,87 @@ mod tests {
                 64u64 << 32
             )
         );
+    }
+
+    #[test]
+    fn offers_and_answers_out_of_range_are_refused() {
+        use crate::generator::run::Endpoint;
+        let endpoint = |qpn, psn, mtu| Endpoint {
+            device: "rxe0".into(),
+            port: 1,
+            netdev: None,
+            netdev_mtu: None,
+            active_mtu: mtu,
+            gid_index: 1,
+            gid: "::ffff:10.0.0.2".into(),
+            gid_type: "RoCE v2".into(),
+            gid_choice: String::new(),
+            ip: None,
+            qpn,
+            sq_psn: psn,
+            rq_psn: 0,
+        };
+        let welcome = |qpn, psn, mtu| Welcome {
+            qps: vec![ServerQp {
+                endpoint: endpoint(qpn, psn, mtu),
+                addr: 0,
+                rkey: 0,
+            }],
+            max_rd_atom: 16,
+        };
+        assert_eq!(welcome(0x11, 0xff_ffff, 1024).validate(1), Ok(()));
+        assert_eq!(
+            welcome(0x11, 5, 1024).validate(2).unwrap_err(),
+            "it offered 1 QPs for 2"
+        );
+        // an MTU of 0 would divide by zero when the client counts packets per message
+        assert_eq!(
+            welcome(0x11, 5, 0).validate(1).unwrap_err(),
+            "active MTU 0 is not an InfiniBand MTU"
+        );
+        assert!(
+            welcome(0x100_0000, 5, 1024)
+                .validate(1)
+                .unwrap_err()
+                .contains("24 bits")
+        );
+        let connect = |mtu, retry| Connect {
+            mtu,
+            rd_atomic: 1,
+            qp_timeout: 17,
+            retry_count: retry,
+            rnr_retry: 7,
+            tclass: 0,
+            qps: vec![ClientQp {
+                qpn: 0x12,
+                psn: 0x1000,
+                gid: "::ffff:10.0.0.1".into(),
+            }],
+        };
+        assert_eq!(connect(4096, 7).validate(1), Ok(()));
+        assert!(
+            connect(3000, 7)
+                .validate(1)
+                .unwrap_err()
+                .starts_with("path MTU 3000")
+        );
+        assert!(
+            connect(1024, 8)
+                .validate(1)
+                .unwrap_err()
+                .contains("retry count 8")
+        );
+        // a client claiming more completions than posts would send the server's memory check past its slots
+        let done = |p: u64, c: u64| Done {
+            posted: vec![p],
+            completed: vec![c],
+        };
+        assert_eq!(done(32, 32).validate(1), Ok(()));
+        assert_eq!(
+            done(0, u64::MAX).validate(1).unwrap_err(),
+            "done: more messages completed than posted"
+        );
+        assert!(done(1, 1).validate(2).is_err());
     }
 
     #[test]

@@ -97,17 +97,13 @@ pub fn client(args: &ClientArgs, stop: &AtomicBool) -> Result<Report, String> {
         _ => None,
     })
     .map_err(ctx)?;
-    if welcome.qps.len() != sides.len() {
-        return Err(ctx(format!(
-            "it offered {} QPs for {}",
-            welcome.qps.len(),
-            sides.len()
-        )));
-    }
     let fail = |wr: &mut BufWriter<TcpStream>, e: String| {
         let _ = oob::send(wr, &Msg::Error { message: e.clone() });
         e
     };
+    welcome
+        .validate(sides.len())
+        .map_err(|e| fail(&mut wr, ctx(e)))?;
     // path MTU: both ports' active MTU unless given; never more than either network device carries
     let a = &sides[0];
     let srv = &welcome.qps[0].endpoint;
@@ -476,21 +472,7 @@ fn responder_run(
         Msg::Connect(c) => Some(c),
         _ => None,
     })?;
-    if c.qps.len() != qps.len() {
-        return Err(fail(
-            &mut wr,
-            format!("{} client QPs for {} server QPs", c.qps.len(), qps.len()),
-        ));
-    }
-    if ![256, 512, 1024, 2048, 4096].contains(&c.mtu) || c.rd_atomic == 0 || c.rd_atomic > 16 {
-        return Err(fail(
-            &mut wr,
-            format!(
-                "path MTU {} / rd_atomic {} out of range",
-                c.mtu, c.rd_atomic
-            ),
-        ));
-    }
+    c.validate(qps.len()).map_err(|e| fail(&mut wr, e))?;
     for r in &qps {
         verbs::check_netdev_mtu(
             &r.side.name,
@@ -557,9 +539,7 @@ fn responder_run(
         let mut progressed = false;
         match msgs.try_recv() {
             Ok(Ok(Msg::Done(d))) => {
-                if d.posted.len() != qps.len() || d.completed.len() != qps.len() {
-                    return Err(fail(&mut wr, "done: wrong number of QPs".to_string()));
-                }
+                d.validate(qps.len()).map_err(|e| fail(&mut wr, e))?;
                 for (r, &p) in qps.iter_mut().zip(&d.posted) {
                     r.expect = p;
                 }
