@@ -356,3 +356,69 @@ fn gen_server_and_client_on_two_guests() {
     eprintln!("{}", check_gone(&sc));
     eprintln!("lab duo_gen: two guests booted and ran in {secs:.1} s");
 }
+
+/// gen_hostile_peer (one guest; busybox nc plays the other end): peers that lie end the run with one line
+/// and exit 1, and a lying client gets the server's reason as an error message.
+#[test]
+fn peers_that_lie_are_refused_in_one_line() {
+    let (lab_out, secs) = run_lab("lab-hostile", &["gen_hostile_peer"]);
+    let sc = lab_out.join("gen_hostile_peer");
+    let log = |i: u32| fs::read_to_string(sc.join(format!("hostile-{i}.log"))).unwrap();
+    let last_two = |i: u32| {
+        let l = log(i);
+        let v: Vec<String> = l.lines().map(str::to_string).collect();
+        assert!(v.len() >= 2, "hostile-{i}: {l}");
+        (v[v.len() - 2].clone(), v[v.len() - 1].clone())
+    };
+    // 1: a "server" that answers HTTP
+    let (line, exit) = last_two(1);
+    assert_eq!(exit, "exit 1");
+    assert!(
+        line.starts_with(
+            "rocescope: gen: gen server 127.0.0.1:18601: the peer sent something that is not a rocescope \
+             gen message: "
+        ),
+        "{line}"
+    );
+    assert_eq!(log(1).lines().count(), 2, "one line, then the exit status");
+    // 2: a welcome with an active MTU of 0
+    let (line, exit) = last_two(2);
+    assert_eq!(exit, "exit 1");
+    assert_eq!(
+        line,
+        "rocescope: gen: gen server 127.0.0.1:18602: active MTU 0 is not an InfiniBand MTU"
+    );
+    // 3: a client asking for 64 QPs x 4096 slots x 1 GiB = 2^48 bytes
+    let (line, exit) = last_two(3);
+    assert_eq!(exit, "exit 1");
+    let want = format!(
+        "{} bytes of buffers asked for; this server registers at most {}",
+        1u64 << 48,
+        1u64 << 30
+    );
+    assert!(
+        line.starts_with("rocescope: gen server: client 127.0.0.1:") && line.ends_with(&want),
+        "{line}"
+    );
+    let got: Value = serde_json::from_str(
+        fs::read_to_string(sc.join("hostile-3.got"))
+            .unwrap()
+            .lines()
+            .next()
+            .expect("the server answered"),
+    )
+    .unwrap();
+    assert_eq!(got["msg"], "error");
+    assert_eq!(got["message"], want.as_str());
+    // 4: a client that says nothing: the server gives up after --timeout 2
+    let (line, exit) = last_two(4);
+    assert_eq!(exit, "exit 1");
+    assert!(
+        line.starts_with("rocescope: gen server: client 127.0.0.1:")
+            && line.ends_with(": the peer said nothing in time"),
+        "{line}"
+    );
+    eprintln!(
+        "gen_hostile_peer: four lying peers refused in one line each ({secs:.1} s with the lab)"
+    );
+}

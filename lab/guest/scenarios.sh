@@ -169,6 +169,50 @@ sc_gen_paced() { gen_run --op write -s 4096 --duration 1 --rate 500; }
 # returns gen.json / gen.log
 sc_gen_paced_check() { gen_run --op write -s 4096 --duration 1 --rate 200 --capture eth0; }
 # no traffic: devices, GIDs, and the --version of every extra binary (lab/build-initramfs EXTRA_BINARIES)
+# gen server / gen client against peers that lie (busybox nc plays the other end on 127.0.0.1; needs
+# EXTRA_BINARIES): a "server" answering with a line that is not a gen message, one whose welcome claims an
+# active MTU of 0, a "client" asking for 256 GiB of buffers, and one that connects and says nothing. Each
+# rocescope must end with one line and exit 1; returns hostile-N.log (its standard error, exit status last)
+# and, for the servers, what the fake client received (hostile-N.got).
+HOSTILE_WELCOME='{"msg":"welcome","qps":[{"endpoint":{"device":"rxe9","port":1,"netdev":null,"netdev_mtu":null,"active_mtu":0,"gid_index":1,"gid":"::ffff:10.0.0.2","gid_type":"RoCE v2","gid_choice":"","ip":"10.0.0.2","qpn":17,"sq_psn":1,"rq_psn":0},"addr":0,"rkey":0}],"max_rd_atom":16}'
+HOSTILE_HELLO='{"msg":"hello","version":1,"op":"write","size":1073741824,"qps":64,"depth":16,"slots":4096,"iters":1}'
+sc_gen_hostile_peer() {
+    local R=/usr/local/bin/rocescope r=0 i
+    [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p /tmp/ret
+    # 1 and 2: fake servers
+    for i in 1 2; do
+        if [ $i -eq 1 ]; then reply='HTTP/1.0 200 OK'; else reply=$HOSTILE_WELCOME; fi
+        { sleep 2; echo "$reply"; } | nc -l -p $((18600 + i)) > /tmp/ret/hostile-$i.got &
+        sleep 0.3
+        echo "+ $R gen client 127.0.0.1 -p $((18600 + i)) -d rxe0 --op write -s 4096 -n 4"
+        timeout 60 $R gen client 127.0.0.1 -p $((18600 + i)) -d rxe0 --op write -s 4096 -n 4 --connect-timeout 10 \
+            > /dev/null 2> /tmp/ret/hostile-$i.log
+        echo "exit $?" >> /tmp/ret/hostile-$i.log
+        wait
+    done
+    # 3 and 4: fake clients
+    for i in 3 4; do
+        echo "+ $R gen server -d rxe1 -p $((18600 + i)) --runs 1 --timeout 2"
+        timeout 60 $R gen server -d rxe1 -p $((18600 + i)) --runs 1 --timeout 2 > /dev/null 2> /tmp/ret/hostile-$i.log &
+        s=$!
+        sleep 1
+        if [ $i -eq 3 ]; then
+            { echo "$HOSTILE_HELLO"; sleep 3; } | nc 127.0.0.1 $((18600 + i)) > /tmp/ret/hostile-$i.got
+        else
+            sleep 5 | nc 127.0.0.1 $((18600 + i)) > /tmp/ret/hostile-$i.got
+        fi
+        wait $s
+        echo "exit $?" >> /tmp/ret/hostile-$i.log
+    done
+    for i in 1 2 3 4; do
+        cat /tmp/ret/hostile-$i.log
+        lab_return /tmp/ret/hostile-$i.log || r=1
+    done
+    for i in 3 4; do lab_return /tmp/ret/hostile-$i.got || r=1; done
+    rm -rf /tmp/ret
+    return $r
+}
 # Two guests (lab/run boots two for duo_* scenarios; LAB_ROLE is a or b): `gen server` on b (10.0.0.2),
 # `gen client 10.0.0.2` on a (10.0.0.1) with the fabric check on eth0, once per operation in DUO_OPS; the
 # out-of-band TCP exchange crosses the cable too. a returns client-OP.json / client-OP.log (stderr, exit status
