@@ -13,7 +13,7 @@ use parsers::parse_frame;
 
 use super::ring::{Batch, MAX_BYTES, MAX_FRAMES, Ring};
 use super::writer::{Format, Writer};
-use super::{CaptureArgs, CaptureStats, Written};
+use super::{CaptureArgs, CaptureStats, DRAIN, Written};
 use crate::analysis::{Config, Engine};
 use crate::report::Report;
 
@@ -119,13 +119,21 @@ impl Live {
         let mut batch = Batch::new();
         // True when the last read stopped because the batch was full, not because nothing was left.
         let mut more = false;
+        // A stop by signal or --duration first reads on for DRAIN: the frames of the kernel's current block
+        let mut stopping: Option<(&str, Instant)> = None;
         let stopped_by: &str = 'capture: loop {
-            if stop.load(Ordering::Relaxed) {
-                break "signal";
-            }
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                break "duration";
+            if stopping.is_none() {
+                if stop.load(Ordering::Relaxed) {
+                    stopping = Some(("signal", now + DRAIN));
+                } else if deadline.is_some_and(|d| now >= d) {
+                    stopping = Some(("duration", now + DRAIN));
+                }
+            }
+            if let Some((why, until)) = stopping
+                && now >= until
+            {
+                break why;
             }
             while let Ok(c) = control.try_recv() {
                 match c {
@@ -213,8 +221,8 @@ impl Live {
             }
             if now >= next_snapshot {
                 let r = self.snapshot(&engine, &source, "", None);
-                if !send(r) {
-                    break "signal";
+                if !send(r) && stopping.is_none() {
+                    stopping = Some(("signal", now + DRAIN));
                 }
                 while next_snapshot <= now {
                     next_snapshot += SNAPSHOT_EVERY;
