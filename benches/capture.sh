@@ -11,7 +11,7 @@
 #   rocescope      rocescope capture -i rsb -q --json --buffer-size BUFFER       (release build, analyses)
 #   rocescope-w    the same with -w FILE, FILE on tmpfs (/dev/shm), removed after each run
 #   rocescope-snap the same as rocescope with --snaplen SNAPLEN (2048: still whole frames here). It mattered
-#                  while rocescope opened the handle in immediate mode (until commit 267d86c): libpcap then gave
+#                  while rocescope opened the handle in immediate mode (until commit 53ca667): libpcap then gave
 #                  it a TPACKET_V2 ring of fixed-size slots of min(snaplen, 65535) + 18 bytes (interfaces with
 #                  offloads, as veth and most NICs), 512 slots in 32M at the default snaplen, 15,769 at 2048
 #                  (PACKET_RX_RING as seen with gdb). Both tools now get TPACKET_V3, whose blocks pack frames by
