@@ -176,6 +176,14 @@ sc_gen_paced_check() { gen_run --op write -s 4096 --duration 1 --rate 200 --capt
 # and, for the servers, what the fake client received (hostile-N.got).
 HOSTILE_WELCOME='{"msg":"welcome","qps":[{"endpoint":{"device":"rxe9","port":1,"netdev":null,"netdev_mtu":null,"active_mtu":0,"gid_index":1,"gid":"::ffff:10.0.0.2","gid_type":"RoCE v2","gid_choice":"","ip":"10.0.0.2","qpn":17,"sq_psn":1,"rq_psn":0},"addr":0,"rkey":0}],"max_rd_atom":16}'
 HOSTILE_HELLO='{"msg":"hello","version":1,"op":"write","size":1073741824,"qps":64,"depth":16,"slots":4096,"iters":1}'
+wait_listen() {   # wait_listen PORT: until a TCP socket listens on PORT (10 s at most); a test connection
+    local hex i=0  # would count as the server's client, so /proc/net/tcp is read instead
+    hex=$(printf '%04X' "$1")
+    until grep -q ":$hex 00000000:0000 0A" /proc/net/tcp 2>/dev/null; do
+        i=$((i + 1)); [ $i -lt 100 ] || { echo "nothing listens on port $1"; return 1; }
+        sleep 0.1
+    done
+}
 sc_gen_hostile_peer() {
     local R=/usr/local/bin/rocescope r=0 i
     [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
@@ -196,7 +204,7 @@ sc_gen_hostile_peer() {
         echo "+ $R gen server -d rxe1 -p $((18600 + i)) --runs 1 --timeout 2"
         timeout 60 $R gen server -d rxe1 -p $((18600 + i)) --runs 1 --timeout 2 > /dev/null 2> /tmp/ret/hostile-$i.log &
         s=$!
-        sleep 1
+        wait_listen $((18600 + i)) || r=1
         if [ $i -eq 3 ]; then
             { echo "$HOSTILE_HELLO"; sleep 3; } | nc 127.0.0.1 $((18600 + i)) > /tmp/ret/hostile-$i.got
         else
