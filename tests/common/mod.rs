@@ -96,6 +96,15 @@ impl Tmux {
         }
     }
 
+    /// Waits (20 s at most) for a screen showing every one of `texts`: a screen caught while the terminal
+    /// is still drawing may show the first and not yet the others.
+    pub fn wait_for_all(&self, texts: &[&str]) -> String {
+        self.wait_until(Duration::from_secs(20), |s| {
+            texts.iter().all(|t| s.contains(t))
+        })
+        .unwrap_or_else(|s| panic!("waited for all of {texts:?}; screen:\n{s}"))
+    }
+
     /// Waits at most `limit` for a screen that `ok` accepts; returns it, or None with the last screen.
     pub fn wait_until(&self, limit: Duration, ok: impl Fn(&str) -> bool) -> Result<String, String> {
         let start = Instant::now();
