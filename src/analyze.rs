@@ -1,5 +1,5 @@
 //! `rocescope analyze`: the analysis engine over a capture file, as a text report or a JSON document.
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, sync_channel};
@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use parsers::{Frame, parse_frame_deferred};
 
 use crate::analysis::{Config, Engine};
-use crate::report::{CONDITIONS, Report, text};
+use crate::report::{CONDITIONS, Report};
 use crate::source::FileSource;
 
 pub struct Options {
@@ -169,19 +169,5 @@ fn progress_bar(opts: &Options, len: u64) -> Option<ProgressBar> {
 }
 
 pub fn write(report: &Report, json: bool) -> Result<(), String> {
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let written = if json {
-        serde_json::to_writer_pretty(&mut out, report)
-            .map_err(io::Error::other)
-            .and_then(|()| writeln!(out))
-    } else {
-        text::write(&mut out, report)
-    };
-    match written.and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            Err(format!("cannot write the report: {e}"))
-        }
-        _ => Ok(()),
-    }
+    crate::report::write(io::stdout().lock(), report, json)
 }

@@ -8,7 +8,7 @@ pub mod ring;
 pub mod stats;
 pub mod writer;
 
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Child, ExitCode};
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use parsers::parse_frame;
 
 use crate::analysis::{Config, Engine};
-use crate::report::{Report, text};
+use crate::report::Report;
 pub use stats::{CaptureStats, CommandReport, Written};
 use writer::{Format, Writer};
 
@@ -619,23 +619,9 @@ pub fn run(args: &CaptureArgs) -> Result<u8, String> {
 }
 
 fn write_report(report: &Report, json: bool, to_stderr: bool) -> Result<(), String> {
-    let sink: Box<dyn Write> = if to_stderr {
-        Box::new(io::stderr().lock())
+    if to_stderr {
+        crate::report::write(io::stderr().lock(), report, json)
     } else {
-        Box::new(io::stdout().lock())
-    };
-    let mut out = BufWriter::new(sink);
-    let written = if json {
-        serde_json::to_writer_pretty(&mut out, report)
-            .map_err(io::Error::other)
-            .and_then(|()| writeln!(out))
-    } else {
-        text::write(&mut out, report)
-    };
-    match written.and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            Err(format!("cannot write the report: {e}"))
-        }
-        _ => Ok(()),
+        crate::report::write(io::stdout().lock(), report, json)
     }
 }

@@ -3,6 +3,7 @@
 pub mod text;
 
 use std::collections::BTreeMap;
+use std::io::{self, BufWriter, Write};
 
 use serde::Serialize;
 
@@ -482,5 +483,24 @@ fn verdict(r: &Report) -> Verdict {
         status,
         problems,
         text,
+    }
+}
+
+/// Writes the report as JSON or text to `sink` (buffered); a reader that went away (a closed pipe) is not an
+/// error.
+pub fn write(sink: impl Write, report: &Report, json: bool) -> Result<(), String> {
+    let mut out = BufWriter::new(sink);
+    let written = if json {
+        serde_json::to_writer_pretty(&mut out, report)
+            .map_err(io::Error::other)
+            .and_then(|()| writeln!(out))
+    } else {
+        text::write(&mut out, report)
+    };
+    match written.and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write the report: {e}"))
+        }
+        _ => Ok(()),
     }
 }
