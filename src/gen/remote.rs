@@ -27,6 +27,12 @@ fn gid_of(text: &str) -> Result<Gid, String> {
         .map_err(|_| format!("the peer sent '{text}' as a GID"))
 }
 
+/// Tells the peer why this end gives up (best effort: it may be gone), and hands the reason on.
+fn fail(wr: &mut BufWriter<TcpStream>, e: String) -> String {
+    let _ = oob::send(wr, &Msg::Error { message: e.clone() });
+    e
+}
+
 fn tcp_connect(host: &str, port: u16, patience: Duration) -> Result<TcpStream, String> {
     let t0 = Instant::now();
     loop {
@@ -97,10 +103,6 @@ pub fn client(args: &ClientArgs, stop: &AtomicBool) -> Result<Report, String> {
         _ => None,
     })
     .map_err(ctx)?;
-    let fail = |wr: &mut BufWriter<TcpStream>, e: String| {
-        let _ = oob::send(wr, &Msg::Error { message: e.clone() });
-        e
-    };
     welcome
         .validate(sides.len())
         .map_err(|e| fail(&mut wr, ctx(e)))?;
@@ -424,10 +426,6 @@ fn responder_run(
     let _ = writer.set_nodelay(true);
     let mut rd = BufReader::new(stream);
     let mut wr = BufWriter::new(writer);
-    let fail = |wr: &mut BufWriter<TcpStream>, e: String| {
-        let _ = oob::send(wr, &Msg::Error { message: e.clone() });
-        e
-    };
     let hello = oob::expect(&mut rd, "hello", |m| match m {
         Msg::Hello(h) => Some(h),
         _ => None,
