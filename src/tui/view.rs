@@ -660,30 +660,7 @@ fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area
     );
     // Events.
     let h = usize::from(ev.height.saturating_sub(2)).max(1);
-    let offset = d.event.saturating_sub(h - 1);
-    let rows = events
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(h)
-        .map(|(pos, &i)| {
-            let e = &r.events[i];
-            let mut style = theme.severity(e.severity);
-            if pos == d.event {
-                style = style.patch(theme.selected());
-            }
-            let mark = if pos == d.event { "▶" } else { " " };
-            Row::new(vec![
-                Cell::from(format!("{mark}{:?}", e.severity).to_lowercase()),
-                Cell::from(format!(
-                    "{:.6}",
-                    e.time - r.capture.first_time.unwrap_or(0.0)
-                )),
-                Cell::from(format!("frame {}", e.frame)),
-                Cell::from(e.message.clone()),
-            ])
-            .style(style)
-        });
+    let rows = event_rows(r, &events, d.event, h, theme, false);
     let table = Table::new(
         rows,
         [
@@ -959,36 +936,47 @@ fn draw_packets(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
     );
 }
 
+/// The rows of an event table: `ids` (indexes into the report's events) scrolled so that `selected` is on
+/// one of the `h` rows; the whole list has a flow column, a flow's own list names the frame instead.
+fn event_rows<'a>(
+    r: &'a Report,
+    ids: &'a [usize],
+    selected: usize,
+    h: usize,
+    theme: &'a Theme,
+    all_flows: bool,
+) -> impl Iterator<Item = Row<'a>> {
+    let first = r.capture.first_time.unwrap_or(0.0);
+    ids.iter()
+        .enumerate()
+        .skip(selected.saturating_sub(h - 1))
+        .take(h)
+        .map(move |(pos, &i)| {
+            let e = &r.events[i];
+            let mut style = theme.severity(e.severity);
+            if pos == selected {
+                style = style.patch(theme.selected());
+            }
+            let mark = if pos == selected { "▶" } else { " " };
+            let mut cells = vec![
+                Cell::from(format!("{mark}{:?}", e.severity).to_lowercase()),
+                Cell::from(format!("{:.6}", e.time - first)),
+            ];
+            if all_flows {
+                cells.push(Cell::from(e.frame.to_string()));
+                cells.push(Cell::from(e.flow.map_or("-".into(), |f| format!("#{f}"))));
+            } else {
+                cells.push(Cell::from(format!("frame {}", e.frame)));
+            }
+            cells.push(Cell::from(e.message.clone()));
+            Row::new(cells).style(style)
+        })
+}
+
 fn draw_events(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area: Rect) {
     let ids = model.visible_events();
     let h = usize::from(area.height.saturating_sub(3)).max(1);
-    let offset = model.events.selected.saturating_sub(h - 1);
-    let first = r.capture.first_time.unwrap_or(0.0);
-    let rows = ids
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(h)
-        .map(|(pos, &i)| {
-            let e = &r.events[i];
-            let mut style = theme.severity(e.severity);
-            if pos == model.events.selected {
-                style = style.patch(theme.selected());
-            }
-            let mark = if pos == model.events.selected {
-                "▶"
-            } else {
-                " "
-            };
-            Row::new(vec![
-                Cell::from(format!("{mark}{:?}", e.severity).to_lowercase()),
-                Cell::from(format!("{:.6}", e.time - first)),
-                Cell::from(e.frame.to_string()),
-                Cell::from(e.flow.map_or("-".into(), |f| format!("#{f}"))),
-                Cell::from(e.message.clone()),
-            ])
-            .style(style)
-        });
+    let rows = event_rows(r, &ids, model.events.selected, h, theme, true);
     let sev = match model.events.min_severity {
         None => "all",
         Some(Severity::Note) => "note+",
