@@ -563,8 +563,8 @@ impl Model {
         }
     }
 
-    /// Opens the flow detail of `flow`.
-    fn open_detail(&mut self, flow: u32) {
+    /// The detail state of `flow`, fresh unless it is the one already held.
+    fn select_flow(&mut self, flow: u32) {
         if self.detail.as_ref().is_none_or(|d| d.flow != flow) {
             self.detail = Some(DetailState {
                 flow,
@@ -573,6 +573,11 @@ impl Model {
                 stale: false,
             });
         }
+    }
+
+    /// Opens the flow detail of `flow`.
+    fn open_detail(&mut self, flow: u32) {
+        self.select_flow(flow);
         self.go(View::Detail);
     }
 
@@ -808,14 +813,7 @@ impl Model {
     }
 
     fn show_flow_packets(&mut self, flow: u32) {
-        if self.detail.as_ref().is_none_or(|d| d.flow != flow) {
-            self.detail = Some(DetailState {
-                flow,
-                series: None,
-                event: 0,
-                stale: false,
-            });
-        }
+        self.select_flow(flow);
         self.packets.scope = Scope::Flow(flow);
         self.packets.selected = 0;
         self.packets.offset = 0;
