@@ -6,6 +6,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use parsers::aeth::Aeth;
 use parsers::atomic::{AtomicAckEth, AtomicEth};
 use parsers::builder::RoceFrame;
+use parsers::opcode::{CNP, rc};
+use parsers::psn;
 use parsers::reth::Reth;
 use parsers::{Config, parse_frame};
 
@@ -17,11 +19,11 @@ fn frame_mix() -> Vec<Vec<u8>> {
     let mut next = |op: u8| {
         let mut f = RoceFrame::new(op);
         f.bth.psn = psn;
-        psn = (psn + 1) & 0xFF_FFFF;
+        psn = psn::add(psn, 1);
         f
     };
     for i in 0..16u32 {
-        let mut first = next(0x06);
+        let mut first = next(rc::WRITE_FIRST);
         first.ext.reth = Some(Reth {
             va: 0x7f00_0000_0000 + u64::from(i) * 4096,
             r_key: 0x1234,
@@ -29,28 +31,28 @@ fn frame_mix() -> Vec<Vec<u8>> {
         });
         first.payload = vec![0xAB; 1024];
         frames.push(first.build());
-        let mut mid = next(0x07);
+        let mut mid = next(rc::WRITE_MIDDLE);
         mid.payload = vec![0xCD; 1024];
         frames.push(mid.build());
-        let mut last = next(0x08);
+        let mut last = next(rc::WRITE_LAST);
         last.bth.ack_req = true;
         last.payload = vec![0xEF; 1024];
         frames.push(last.build());
-        let mut ack = next(0x11);
+        let mut ack = next(rc::ACKNOWLEDGE);
         ack.ext.aeth = Some(Aeth {
             syndrome: 0x1F,
             msn: i,
         });
         frames.push(ack.build());
     }
-    let mut read = next(0x0C);
+    let mut read = next(rc::READ_REQUEST);
     read.ext.reth = Some(Reth {
         va: 0x1000,
         r_key: 7,
         dma_len: 2048,
     });
     frames.push(read.build());
-    for op in [0x0D, 0x0F] {
+    for op in [rc::READ_RESPONSE_FIRST, rc::READ_RESPONSE_LAST] {
         let mut resp = next(op);
         resp.ext.aeth = Some(Aeth {
             syndrome: 0x1F,
@@ -59,10 +61,10 @@ fn frame_mix() -> Vec<Vec<u8>> {
         resp.payload = vec![0x11; 1024];
         frames.push(resp.build());
     }
-    let mut send = next(0x04);
+    let mut send = next(rc::SEND_ONLY);
     send.payload = vec![0x22; 64];
     frames.push(send.build());
-    let mut fadd = next(0x14);
+    let mut fadd = next(rc::FETCH_ADD);
     fadd.ext.atomic_eth = Some(AtomicEth {
         va: 0x2000,
         r_key: 8,
@@ -70,14 +72,14 @@ fn frame_mix() -> Vec<Vec<u8>> {
         compare: 0,
     });
     frames.push(fadd.build());
-    let mut aack = next(0x12);
+    let mut aack = next(rc::ATOMIC_ACKNOWLEDGE);
     aack.ext.aeth = Some(Aeth {
         syndrome: 0x1F,
         msn: 2,
     });
     aack.ext.atomic_ack_eth = Some(AtomicAckEth { orig_rem_data: 41 });
     frames.push(aack.build());
-    let mut cnp = next(0x81);
+    let mut cnp = next(CNP);
     cnp.bth.becn = true;
     frames.push(cnp.build());
     frames

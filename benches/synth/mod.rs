@@ -65,6 +65,12 @@ use parsers::cnp::Cnp;
 use parsers::frame::ExtHeaders;
 use parsers::imm::ImmDt;
 use parsers::ipv4::{self, Ipv4Header};
+use parsers::opcode::CNP;
+use parsers::opcode::rc::{
+    ACKNOWLEDGE, ATOMIC_ACKNOWLEDGE, COMPARE_SWAP, FETCH_ADD, READ_REQUEST, READ_RESPONSE_FIRST,
+    READ_RESPONSE_LAST, READ_RESPONSE_MIDDLE, READ_RESPONSE_ONLY, SEND_FIRST, WRITE_FIRST,
+};
+use parsers::psn::{PSN_MASK, add as psn_add, diff as psn_diff};
 use parsers::reth::Reth;
 use serde_json::{Value, json};
 
@@ -193,22 +199,6 @@ impl Rng {
     }
 }
 
-const PSN_MASK: u32 = 0xFF_FFFF;
-
-fn psn_add(psn: u32, n: u32) -> u32 {
-    psn.wrapping_add(n) & PSN_MASK
-}
-
-/// Serial difference `a - b` of 24-bit PSNs.
-fn psn_diff(a: u32, b: u32) -> i32 {
-    let d = a.wrapping_sub(b) & PSN_MASK;
-    if d > 0x80_0000 {
-        d as i32 - 0x100_0000
-    } else {
-        d as i32
-    }
-}
-
 fn ip(host: u8) -> [u8; 4] {
     [10, 0, 0, host + 1]
 }
@@ -229,19 +219,6 @@ fn wire_ns(bytes: usize) -> u64 {
 
 // ---------------------------------------------------------------------------------------------------------
 // Packets and events
-
-const SEND_FIRST: u8 = 0x00;
-const WRITE_FIRST: u8 = 0x06;
-const READ_REQUEST: u8 = 0x0C;
-const READ_RESPONSE_FIRST: u8 = 0x0D;
-const READ_RESPONSE_MIDDLE: u8 = 0x0E;
-const READ_RESPONSE_LAST: u8 = 0x0F;
-const READ_RESPONSE_ONLY: u8 = 0x10;
-const ACKNOWLEDGE: u8 = 0x11;
-const ATOMIC_ACKNOWLEDGE: u8 = 0x12;
-const COMPARE_SWAP: u8 = 0x13;
-const FETCH_ADD: u8 = 0x14;
-const CNP: u8 = 0x81;
 
 /// Offsets from SEND_FIRST / WRITE_FIRST.
 const FIRST: u8 = 0;

@@ -31,6 +31,7 @@ pub mod ipv4;
 pub mod ipv6;
 pub mod mac_control;
 pub mod opcode;
+pub mod psn;
 pub mod rdeth;
 pub mod reth;
 pub mod sll;

@@ -53,6 +53,36 @@ pub struct Opcode(pub u8);
 
 pub const CNP: u8 = 0x81;
 
+/// The RC opcodes by name (the transport bits are 0: the UC, RD, UD and XRC opcodes are these plus 0x20,
+/// 0x40, 0x60 and 0xA0).
+pub mod rc {
+    pub const SEND_FIRST: u8 = 0x00;
+    pub const SEND_MIDDLE: u8 = 0x01;
+    pub const SEND_LAST: u8 = 0x02;
+    pub const SEND_LAST_IMM: u8 = 0x03;
+    pub const SEND_ONLY: u8 = 0x04;
+    pub const SEND_ONLY_IMM: u8 = 0x05;
+    pub const WRITE_FIRST: u8 = 0x06;
+    pub const WRITE_MIDDLE: u8 = 0x07;
+    pub const WRITE_LAST: u8 = 0x08;
+    pub const WRITE_LAST_IMM: u8 = 0x09;
+    pub const WRITE_ONLY: u8 = 0x0A;
+    pub const WRITE_ONLY_IMM: u8 = 0x0B;
+    pub const READ_REQUEST: u8 = 0x0C;
+    pub const READ_RESPONSE_FIRST: u8 = 0x0D;
+    pub const READ_RESPONSE_MIDDLE: u8 = 0x0E;
+    pub const READ_RESPONSE_LAST: u8 = 0x0F;
+    pub const READ_RESPONSE_ONLY: u8 = 0x10;
+    pub const ACKNOWLEDGE: u8 = 0x11;
+    pub const ATOMIC_ACKNOWLEDGE: u8 = 0x12;
+    pub const COMPARE_SWAP: u8 = 0x13;
+    pub const FETCH_ADD: u8 = 0x14;
+    pub const SEND_LAST_INVALIDATE: u8 = 0x16;
+    pub const SEND_ONLY_INVALIDATE: u8 = 0x17;
+    pub const FLUSH: u8 = 0x1C;
+    pub const ATOMIC_WRITE: u8 = 0x1D;
+}
+
 impl Opcode {
     pub const fn transport(self) -> Transport {
         if self.0 == CNP {
@@ -200,8 +230,49 @@ impl Opcode {
         self.is_response() && (0x0D..=0x10).contains(&self.operation())
     }
 
+    /// ACKNOWLEDGE: an ACK or a NAK (the AETH syndrome tells which).
     pub fn is_ack(self) -> bool {
-        self.is_response() && self.operation() == 0x11
+        self.is_response() && self.operation() == rc::ACKNOWLEDGE
+    }
+
+    /// ATOMIC_ACKNOWLEDGE: the answer to a COMPARE_SWAP or FETCH_ADD, with the original value.
+    pub fn is_atomic_ack(self) -> bool {
+        self.is_response() && self.operation() == rc::ATOMIC_ACKNOWLEDGE
+    }
+
+    /// An RDMA READ request (RC, RD or XRC).
+    pub fn is_read_request(self) -> bool {
+        self.is_request() && self.operation() == rc::READ_REQUEST
+    }
+
+    /// COMPARE_SWAP or FETCH_ADD: one request packet, answered by an ATOMIC_ACKNOWLEDGE.
+    pub fn is_atomic(self) -> bool {
+        self.is_request() && matches!(self.operation(), rc::COMPARE_SWAP | rc::FETCH_ADD)
+    }
+
+    /// A segment of a SEND or WRITE message (FIRST, MIDDLE, LAST or ONLY, with immediate or invalidate):
+    /// what the responder reassembles into messages.
+    pub fn is_send_or_write(self) -> bool {
+        self.is_request()
+            && matches!(
+                self.operation(),
+                rc::SEND_FIRST
+                    ..=rc::WRITE_ONLY_IMM | rc::SEND_LAST_INVALIDATE | rc::SEND_ONLY_INVALIDATE
+            )
+    }
+
+    /// The packet carries an AETH (ACKs, NAKs, READ responses FIRST/LAST/ONLY, atomic ACKs).
+    pub fn has_aeth(self) -> bool {
+        self.headers().has(Headers::AETH)
+    }
+
+    /// PSNs this request consumes: one, or for a READ of `dma_len` bytes one per response packet at the path
+    /// MTU (`None` while the MTU is unknown).
+    pub fn psns_consumed(self, dma_len: Option<u32>, mtu: Option<u32>) -> Option<u32> {
+        match dma_len {
+            Some(len) if self.is_read_request() => mtu.map(|m| crate::psn::read_psns(len, m)),
+            _ => Some(1),
+        }
     }
 
     /// True when the packet may carry payload bytes.

@@ -202,3 +202,61 @@ fn from_name() {
         assert_eq!(Opcode::from_name(bad), None, "{bad:?}");
     }
 }
+
+#[test]
+fn request_kind_predicates_follow_the_names() {
+    // Derived from the IBTA names in the independent table, not from the operation bits.
+    for e in OPCODES {
+        let op = Opcode(e.code);
+        let n = e.name;
+        let request = e.kind == Kind::Request;
+        assert_eq!(op.is_read_request(), n.ends_with("_READ_REQUEST"), "{n}");
+        assert_eq!(
+            op.is_atomic(),
+            n.ends_with("_COMPARE_SWAP") || n.ends_with("_FETCH_ADD"),
+            "{n}"
+        );
+        assert_eq!(
+            op.is_atomic_ack(),
+            n.ends_with("_ATOMIC_ACKNOWLEDGE"),
+            "{n}"
+        );
+        let segment = request
+            && (n.contains("_SEND_") || n.contains("_WRITE_"))
+            && !n.ends_with("_ATOMIC_WRITE");
+        assert_eq!(op.is_send_or_write(), segment, "{n}");
+        assert_eq!(
+            op.has_aeth(),
+            expected_headers(e.code).contains(&"AETH"),
+            "{n}"
+        );
+    }
+    let read = Opcode(parsers::opcode::rc::READ_REQUEST);
+    assert_eq!(read.psns_consumed(Some(3000), Some(1024)), Some(3));
+    assert_eq!(read.psns_consumed(Some(3000), None), None);
+    assert_eq!(read.psns_consumed(None, None), Some(1));
+    let write = Opcode(parsers::opcode::rc::WRITE_ONLY);
+    assert_eq!(write.psns_consumed(Some(3000), None), Some(1));
+}
+
+#[test]
+fn named_rc_opcodes() {
+    use parsers::opcode::rc;
+    for (code, name) in [
+        (rc::SEND_FIRST, "RC_SEND_FIRST"),
+        (rc::SEND_ONLY_IMM, "RC_SEND_ONLY_IMM"),
+        (rc::WRITE_FIRST, "RC_WRITE_FIRST"),
+        (rc::WRITE_ONLY_IMM, "RC_WRITE_ONLY_IMM"),
+        (rc::READ_REQUEST, "RC_READ_REQUEST"),
+        (rc::READ_RESPONSE_ONLY, "RC_READ_RESPONSE_ONLY"),
+        (rc::ACKNOWLEDGE, "RC_ACKNOWLEDGE"),
+        (rc::ATOMIC_ACKNOWLEDGE, "RC_ATOMIC_ACKNOWLEDGE"),
+        (rc::COMPARE_SWAP, "RC_COMPARE_SWAP"),
+        (rc::FETCH_ADD, "RC_FETCH_ADD"),
+        (rc::SEND_ONLY_INVALIDATE, "RC_SEND_ONLY_INVALIDATE"),
+        (rc::FLUSH, "RC_FLUSH"),
+        (rc::ATOMIC_WRITE, "RC_ATOMIC_WRITE"),
+    ] {
+        assert_eq!(lookup(code).map(|e| e.name), Some(name));
+    }
+}

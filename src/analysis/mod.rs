@@ -265,15 +265,12 @@ impl Engine {
         let op = bth.op();
         let payload = roce.payload_len.unwrap_or(0) as u64;
         let mtu = self.mtu();
-        let read_len = if op.operation() == 0x0C {
+        let read_len = if op.is_read_request() {
             roce.ext.reth.map(|r| r.dma_len)
         } else {
             None
         };
-        let consumes = match read_len {
-            Some(len) => mtu.map(|m| psn::read_psns(len, m)),
-            None => Some(1),
-        };
+        let consumes = op.psns_consumed(read_len, mtu);
         // Full-size segments reveal the path MTU.
         if matches!(op.position(), Some(Position::First | Position::Middle))
             && payload as u32 > self.inferred_mtu
@@ -348,7 +345,7 @@ impl Engine {
     fn message(&mut self, id: u32, ts: u64, number: u64, frame: &Frame) {
         let Some(roce) = &frame.roce else { return };
         let op = roce.bth.op();
-        if !(op.operation() <= 0x0B || matches!(op.operation(), 0x16 | 0x17)) {
+        if !op.is_send_or_write() {
             return;
         }
         let payload = roce.payload_len.unwrap_or(0) as u64;
@@ -423,7 +420,7 @@ impl Engine {
                         f.resp.duplicate_acks += 1;
                     }
                     f.resp.last_ack = Some((bth.psn, aeth.msn));
-                } else if op.operation() == 0x12 {
+                } else if op.is_atomic_ack() {
                     f.resp.atomic_acks += 1;
                 }
                 if let Some(r) = requester {

@@ -1,29 +1,5 @@
-//! 24-bit PSN arithmetic and the requester-side PSN tracker.
-
-/// PSNs are 24 bits and wrap: 0xFFFFFF + 1 = 0.
-pub const PSN_MASK: u32 = 0xFF_FFFF;
-
-pub fn add(psn: u32, n: u32) -> u32 {
-    psn.wrapping_add(n) & PSN_MASK
-}
-
-/// Serial difference `a - b` in (-2^23, 2^23]: positive when `a` is ahead of `b`.
-pub fn diff(a: u32, b: u32) -> i32 {
-    let d = a.wrapping_sub(b) & PSN_MASK;
-    if d > 0x80_0000 {
-        d as i32 - 0x100_0000
-    } else {
-        d as i32
-    }
-}
-
-/// The path MTUs a RoCE QP can use.
-pub const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
-
-/// PSNs a READ request of `dma_len` bytes consumes: one per response packet, at least one.
-pub fn read_psns(dma_len: u32, mtu: u32) -> u32 {
-    dma_len.div_ceil(mtu.max(1)).max(1)
-}
+//! The requester-side PSN tracker (the 24-bit arithmetic is `parsers::psn`).
+pub use parsers::psn::{MTUS, add, diff, read_psns};
 
 /// Which request PSNs were seen, for the last `WINDOW` PSNs up to the highest: enough to tell a
 /// go-back-N duplicate from the first copy of a PSN that had been missing, in bounded memory.
@@ -229,17 +205,6 @@ impl RequestPsns {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn serial_arithmetic_wraps() {
-        assert_eq!(add(0xFF_FFFF, 1), 0);
-        assert_eq!(diff(0, 0xFF_FFFF), 1);
-        assert_eq!(diff(0xFF_FFFF, 0), -1);
-        assert_eq!(diff(5, 3), 2);
-        assert_eq!(read_psns(3000, 1024), 3);
-        assert_eq!(read_psns(0, 1024), 1);
-        assert_eq!(read_psns(1024, 1024), 1);
-    }
 
     #[test]
     fn gap_then_go_back_n() {

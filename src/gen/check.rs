@@ -15,7 +15,7 @@ use std::time::Duration;
 use clap::{Args, FromArgMatches};
 use serde::Serialize;
 
-use rocescope::analysis::psn;
+use parsers::psn;
 use rocescope::capture::CaptureArgs;
 use rocescope::capture::live::{Control, Live, Update};
 use rocescope::report::Report;

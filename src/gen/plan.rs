@@ -1,17 +1,6 @@
-//! The pure parts of the generator: PSN arithmetic, path MTU limits, GID choice, work completion names.
-
-/// PSNs are 24 bits.
-pub const PSN_MASK: u32 = 0xff_ffff;
-
-/// Packets of one message of `size` bytes at path MTU `mtu` (a zero-length message is one packet).
-pub fn packets_per_message(size: u64, mtu: u32) -> u64 {
-    size.div_ceil(u64::from(mtu)).max(1)
-}
-
-/// `psn + k` modulo 2^24.
-pub fn psn_add(psn: u32, k: u64) -> u32 {
-    ((u64::from(psn) + k) & u64::from(PSN_MASK)) as u32
-}
+//! The pure parts of the generator: path MTU limits, GID choice, work completion names (PSN arithmetic
+//! is `parsers::psn`).
+use parsers::psn::PSN_MASK;
 
 /// rxe reserves this much of the netdev MTU for headers (RXE_MAX_HDR_LENGTH) when it derives a port's
 /// active MTU; a path MTU beyond that never reaches the wire.
@@ -159,15 +148,6 @@ pub fn post_due(k: u64, mps: f64) -> std::time::Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn psn_ranges() {
-        assert_eq!(packets_per_message(4096, 1024), 4);
-        assert_eq!(packets_per_message(4097, 1024), 5);
-        assert_eq!(packets_per_message(1, 4096), 1);
-        assert_eq!(psn_add(PSN_MASK, 1), 0);
-        assert_eq!(psn_add(14488144, 32 * 4 - 1), 14488271);
-    }
 
     #[test]
     fn netdev_limits() {

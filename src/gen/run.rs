@@ -13,9 +13,10 @@ use sideway::ibverbs::queue_pair::{
     PostSendGuard, QueuePair, SetScatterGatherEntry, WorkRequestFlags,
 };
 
-use super::plan::{self, packets_per_message, psn_add, wc_status_name};
+use super::plan::{self, wc_status_name};
 use super::verbs::{Side, endpoint, io_of, post_recv};
 use super::{Fault, Op, WorkArgs, pattern};
+use parsers::psn::{add_wide as psn_add, packets as packets_per_message};
 
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct Endpoint {
