@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rocescope::analyze::{self, Options};
 use rocescope::capture::ring::{BATCH_FRAMES, Batch, MAX_BYTES, Ring};
 
 #[path = "../benches/synth/mod.rs"]
@@ -215,15 +214,7 @@ fn captures() -> (PathBuf, PathBuf) {
 }
 
 fn analyze(path: &Path) -> rocescope::report::Report {
-    analyze::run(&Options {
-        file: path.to_path_buf(),
-        json: true,
-        parse: Default::default(),
-        analysis: Default::default(),
-        fail_on: Vec::new(),
-        progress: false,
-    })
-    .expect("analyze")
+    rocescope::report::analyze_file(path, &Default::default()).expect("analyze")
 }
 
 #[test]

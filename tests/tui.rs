@@ -21,13 +21,7 @@ fn root() -> PathBuf {
 /// Analyses a capture and hands the snapshot to a new model, as the runtime does.
 fn load(rel: &str, w: u16, h: u16) -> (Model, Index) {
     let path = root().join(rel);
-    let (report, index) = data::analyze(
-        &path,
-        parsers::Config::default(),
-        Default::default(),
-        |_, _| true,
-    )
-    .unwrap();
+    let (report, index) = data::analyze(&path, &Default::default(), |_, _| true).unwrap();
     let mut m = Model::new(rel.to_string(), true);
     update(&mut m, Msg::Resize(w, h));
     let cmds = update(&mut m, Msg::Snapshot(Arc::new(report), index.len()));
@@ -391,11 +385,10 @@ fn pcapng_copy() -> PathBuf {
 #[test]
 fn pcapng_frames_are_read_from_their_offsets() {
     let ng = pcapng_copy();
-    let (_, idx) = data::analyze(&ng, Default::default(), Default::default(), |_, _| true).unwrap();
+    let (_, idx) = data::analyze(&ng, &Default::default(), |_, _| true).unwrap();
     let (_, pcap) = data::analyze(
         &root().join("testdata/lab/write_loss.pcap"),
-        Default::default(),
-        Default::default(),
+        &Default::default(),
         |_, _| true,
     )
     .unwrap();
@@ -417,13 +410,7 @@ fn pcapng_frames_are_read_from_their_offsets() {
 #[test]
 fn pcapng_frames_are_read_too() {
     let rel = "testdata/edge/multi_interface.pcapng";
-    let (report, idx) = data::analyze(
-        &root().join(rel),
-        Default::default(),
-        Default::default(),
-        |_, _| true,
-    )
-    .unwrap();
+    let (report, idx) = data::analyze(&root().join(rel), &Default::default(), |_, _| true).unwrap();
     assert!(idx.len() >= 2);
     let rows = data::rows(&idx, &[1, idx.len()]).unwrap();
     assert_eq!(rows.len(), 2);
@@ -574,8 +561,7 @@ fn a_later_snapshot_replaces_the_report() {
     assert_eq!(m.flows.selected, 3);
     let (r, i) = data::analyze(
         Path::new(&root().join("testdata/analysis/gap_nak_go_back_n.pcap")),
-        Default::default(),
-        Default::default(),
+        &Default::default(),
         |_, _| true,
     )
     .unwrap();
@@ -611,13 +597,13 @@ fn p_lists_the_flow_and_its_pair() {
 fn svg_plots_mark_gaps_retransmissions_and_naks() {
     let dir = std::env::temp_dir().join(format!("rocescope-plots-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let files = rocescope::tui::plot::write_for_file(
+    let (report, index) = data::analyze(
         &root().join("testdata/analysis/gap_nak_go_back_n.pcap"),
-        Default::default(),
-        Default::default(),
-        &dir,
+        &Default::default(),
+        |_, _| true,
     )
     .unwrap();
+    let files = rocescope::tui::plot::write(&index, &report, &dir).unwrap();
     let names: Vec<String> = files
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -661,7 +647,7 @@ fn live_replay(rel: &str, ring_frames: usize, cuts: &[u64]) -> (Snapshots, Arc<M
     let mut batch = Batch::new();
     let snapshot = |engine: &Engine, ring: &Mutex<Ring>| {
         let mut r = Report::build(engine, "live capture on lo");
-        r.capture_stats = Some(rocescope::capture::CaptureStats {
+        r.capture_stats = Some(rocescope::report::capture::CaptureStats {
             interface: "lo".into(),
             received: engine.totals.frames * 2,
             dropped: 3,
@@ -673,9 +659,10 @@ fn live_replay(rel: &str, ring_frames: usize, cuts: &[u64]) -> (Snapshots, Arc<M
         n += 1;
         let frame =
             parsers::parse_frame(p.linktype, p.data, p.orig_len as usize, &Default::default());
-        engine.ingest(n, p.ts_nanos, &frame);
+        let classified = engine.ingest(n, p.ts_nanos, &frame);
         batch.push(n, p.ts_nanos, p.orig_len, p.data);
         ring.lock().unwrap().append(&mut batch);
+        ring.lock().unwrap().classify(&[(n, classified)]);
         if cuts.contains(&n) {
             snaps.push(snapshot(&engine, &ring));
         }
@@ -772,7 +759,7 @@ fn live_snapshots_replace_each_other_and_pause_keeps_the_shown_one() {
         .capture_stats
         .as_mut()
         .unwrap()
-        .stopped_by = "count".into();
+        .stopped_by = rocescope::report::capture::StoppedBy::Count;
     update(&mut m, Msg::Snapshot(last, n));
     let s = screen(&render(&m));
     assert!(s.contains("STOPPED (count) live on lo  310 frames"), "{s}");
@@ -947,13 +934,8 @@ fn live_selection_stays_on_its_frame_as_the_ring_moves() {
 fn ring_reads_and_saves_the_same_as_the_file() {
     let (snaps, ring) = live_replay(LOSSY, 100_000, &[]);
     let report = Arc::clone(&snaps[0].0);
-    let (file_report, idx) = data::analyze(
-        &root().join(LOSSY),
-        Default::default(),
-        Default::default(),
-        |_, _| true,
-    )
-    .unwrap();
+    let (file_report, idx) =
+        data::analyze(&root().join(LOSSY), &Default::default(), |_, _| true).unwrap();
     let numbers: Vec<u64> = vec![1, 38, 200, 310];
     assert_eq!(
         data::ring_rows(&ring, Default::default(), &numbers),
@@ -980,8 +962,7 @@ fn ring_reads_and_saves_the_same_as_the_file() {
         (r.all(), r.linktype)
     };
     assert_eq!(ring::save(&recs, &path, lt, 65535, "lo").unwrap(), 310);
-    let (saved, _) =
-        data::analyze(&path, Default::default(), Default::default(), |_, _| true).unwrap();
+    let (saved, _) = data::analyze(&path, &Default::default(), |_, _| true).unwrap();
     let flows = |r: &Report| serde_json::to_value(&r.flows).unwrap();
     assert_eq!(flows(&saved), flows(&file_report));
     assert_eq!(saved.capture.frames, 310);

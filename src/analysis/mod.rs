@@ -6,7 +6,7 @@ pub mod psn;
 pub mod series;
 
 use parsers::aeth::{NakCode, Syndrome};
-use parsers::frame::{Addr, Frame};
+use parsers::frame::{Addr, Frame, Roce};
 use parsers::icrc::IcrcStatus;
 use parsers::mac_control::MacControl;
 use parsers::opcode::{CNP, Position};
@@ -29,12 +29,20 @@ pub struct Config {
     pub rnr_storm: u64,
 }
 
+impl Config {
+    /// `--cnp-window-us`: a DCQCN notification point answers within tens of microseconds; a millisecond
+    /// leaves room for a slow host.
+    pub const DEFAULT_CNP_WINDOW_US: u64 = 1000;
+    /// `--link-speed`, when not given.
+    pub const DEFAULT_LINK_SPEED_BPS: u64 = 100_000_000_000;
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
             mtu: None,
-            link_speed_bps: 100_000_000_000,
-            cnp_window_nanos: 1_000_000,
+            link_speed_bps: Self::DEFAULT_LINK_SPEED_BPS,
+            cnp_window_nanos: Self::DEFAULT_CNP_WINDOW_US * 1000,
             rnr_storm: 10,
         }
     }
@@ -63,6 +71,51 @@ pub struct PriorityPause {
     pub quanta: u64,
     /// Time and frame number of the first XOFF.
     pub first_xoff: Option<(u64, u64)>,
+}
+
+/// What the engine made of one frame: the flow it counted it in and how, so that views mark frames exactly
+/// as the analysis counted them (the TUI's PSN chart, the SVG plots) instead of judging them again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Classified {
+    /// Index into [`Engine::flows`].
+    pub flow: Option<u32>,
+    pub class: Class,
+}
+
+/// How the engine counted a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Class {
+    /// Not RoCE, or RoCE the analysis does not count as a request or response (UD, unknown opcodes).
+    #[default]
+    Other,
+    /// A request at the next expected PSN (or the flow's first).
+    Request,
+    /// A request ahead of the next expected PSN: the PSNs between are missing.
+    Gap,
+    /// A request at or behind the highest PSN seen (go-back-N, a duplicate).
+    Retransmission,
+    /// A response that acknowledges (ACK, READ response, atomic ACK).
+    Response,
+    /// A NAK (PSN sequence error, invalid request, remote access or operational error).
+    Nak,
+    RnrNak,
+    Cnp,
+    /// A bad ICRC: the receiver drops it, so nothing else is counted.
+    BadIcrc,
+    Malformed,
+}
+
+impl Class {
+    /// A request as the PSN chart shows it (the three request classes).
+    pub fn is_request(self) -> bool {
+        matches!(self, Class::Request | Class::Gap | Class::Retransmission)
+    }
+
+    /// A NAK of either kind, as the PSN chart marks it on the requester's line.
+    pub fn is_nak(self) -> bool {
+        matches!(self, Class::Nak | Class::RnrNak)
+    }
 }
 
 pub struct Engine {
@@ -99,7 +152,8 @@ impl Engine {
     }
 
     /// Feeds one frame: `number` is its position in the capture (from 1), `ts` its time in nanoseconds.
-    pub fn ingest(&mut self, number: u64, ts: u64, frame: &Frame) {
+    /// Returns how it was counted.
+    pub fn ingest(&mut self, number: u64, ts: u64, frame: &Frame) -> Classified {
         let t = &mut self.totals;
         t.frames += 1;
         t.bytes += frame.orig_len as u64;
@@ -138,8 +192,25 @@ impl Engine {
             });
         }
         let (Some(id), Some(roce)) = (flow_id, &frame.roce) else {
-            return;
+            let class = if frame.malformed.is_some() {
+                Class::Malformed
+            } else {
+                Class::Other
+            };
+            return Classified {
+                flow: flow_id,
+                class,
+            };
         };
+        let class = self.roce(id, number, ts, frame, roce);
+        Classified {
+            flow: Some(id),
+            class,
+        }
+    }
+
+    /// The per-flow part of [`Engine::ingest`] for a RoCE frame of flow `id`.
+    fn roce(&mut self, id: u32, number: u64, ts: u64, frame: &Frame, roce: &Roce) -> Class {
         let start = self.totals.first_ts.unwrap_or(ts);
         let f = &mut self.flows[id as usize];
         f.packets += 1;
@@ -170,7 +241,7 @@ impl Engine {
                     kind: Kind::BadIcrc { expected, found },
                 });
                 // A packet that failed its CRC is dropped by the receiver: do not analyse its contents.
-                return;
+                return Class::BadIcrc;
             }
             Some(IcrcStatus::Unverifiable) => {
                 f.icrc_unverifiable += 1;
@@ -179,7 +250,7 @@ impl Engine {
             _ => {}
         }
         if frame.malformed.is_some() {
-            return;
+            return Class::Malformed;
         }
         let op = bth.op();
         let payload = roce.payload_len.unwrap_or(0) as u64;
@@ -187,7 +258,7 @@ impl Engine {
         if bth.opcode == CNP {
             f.cnp += 1;
             self.cnp_received(id, ts);
-            return;
+            return Class::Cnp;
         }
         if let Some(deth) = roce.ext.deth {
             f.src_qp = Some(deth.src_qp);
@@ -196,9 +267,11 @@ impl Engine {
             self.ce_marked(id, ts);
         }
         if op.is_request() {
-            self.request(id, number, ts, frame);
+            self.request(id, number, ts, frame)
         } else if op.is_response() {
-            self.response(id, number, ts, frame);
+            self.response(id, number, ts, frame)
+        } else {
+            Class::Other
         }
     }
 
@@ -259,8 +332,10 @@ impl Engine {
         quanta as f64 * 512.0 * 1e6 / self.cfg.link_speed_bps.max(1) as f64
     }
 
-    fn request(&mut self, id: u32, number: u64, ts: u64, frame: &Frame) {
-        let Some(roce) = &frame.roce else { return };
+    fn request(&mut self, id: u32, number: u64, ts: u64, frame: &Frame) -> Class {
+        let Some(roce) = &frame.roce else {
+            return Class::Other;
+        };
         let bth = roce.bth;
         let op = bth.op();
         let payload = roce.payload_len.unwrap_or(0) as u64;
@@ -281,6 +356,11 @@ impl Engine {
         f.requests += 1;
         let (step, taken) = f.psn.request(bth.psn, consumes, read_len.unwrap_or(0));
         let retransmitted = matches!(step, Step::Retransmit { .. });
+        let class = match step {
+            Step::Gap { .. } => Class::Gap,
+            Step::Retransmit { .. } => Class::Retransmission,
+            Step::First | Step::InOrder => Class::Request,
+        };
         match step {
             Step::Gap { expected, missing } => {
                 let after = psn::add(expected, u32::MAX);
@@ -340,6 +420,7 @@ impl Engine {
                 .or_default()
                 .push(id);
         }
+        class
     }
 
     fn message(&mut self, id: u32, ts: u64, number: u64, frame: &Frame) {
@@ -400,8 +481,10 @@ impl Engine {
         Some(found)
     }
 
-    fn response(&mut self, id: u32, number: u64, ts: u64, frame: &Frame) {
-        let Some(roce) = &frame.roce else { return };
+    fn response(&mut self, id: u32, number: u64, ts: u64, frame: &Frame) -> Class {
+        let Some(roce) = &frame.roce else {
+            return Class::Other;
+        };
         let bth = roce.bth;
         let op = bth.op();
         let requester = self.pair(id, bth.psn);
@@ -409,7 +492,9 @@ impl Engine {
         if op.is_read_response() {
             self.read_response(id, requester, number, ts, frame);
         }
-        let Some(aeth) = roce.ext.aeth else { return };
+        let Some(aeth) = roce.ext.aeth else {
+            return Class::Response;
+        };
         let syndrome = aeth.decoded();
         let f = &mut self.flows[id as usize];
         match syndrome {
@@ -426,6 +511,7 @@ impl Engine {
                 if let Some(r) = requester {
                     self.acknowledged(r, bth.psn, ts);
                 }
+                Class::Response
             }
             Syndrome::RnrNak { timer } => {
                 let r = &mut f.resp;
@@ -450,6 +536,7 @@ impl Engine {
                 if let Some(r) = requester {
                     self.flows[r as usize].nak_ts = Some(ts);
                 }
+                Class::RnrNak
             }
             Syndrome::Nak(code) => {
                 let n = &mut f.resp.naks;
@@ -472,8 +559,9 @@ impl Engine {
                     // A NAK for PSN n acknowledges every PSN before n.
                     self.acknowledged(r, psn::add(bth.psn, u32::MAX), ts);
                 }
+                Class::Nak
             }
-            Syndrome::Reserved { .. } => {}
+            Syndrome::Reserved { .. } => Class::Response,
         }
     }
 

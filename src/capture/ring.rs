@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::writer::Writer;
+use crate::analysis::Classified;
 
 /// Frames kept by default.
 pub const MAX_FRAMES: usize = 100_000;
@@ -45,15 +46,24 @@ pub struct Rec {
     pub number: u64,
     pub ts_nanos: u64,
     pub orig_len: u32,
+    /// How the analysis counted it (set once the engine has taken it).
+    pub classified: Classified,
     chunk: Arc<[u8]>,
-    start: usize,
-    end: usize,
+    /// Where its bytes lie in the chunk (a chunk is at most [`CHUNK_BYTES`] plus one frame).
+    start: u32,
+    end: u32,
 }
 
 impl Rec {
     /// The captured bytes.
     pub fn data(&self) -> &[u8] {
-        self.chunk.get(self.start..self.end).unwrap_or_default()
+        self.chunk
+            .get(self.start as usize..self.end as usize)
+            .unwrap_or_default()
+    }
+
+    fn len(&self) -> usize {
+        (self.end - self.start) as usize
     }
 }
 
@@ -163,9 +173,10 @@ impl Ring {
                 number,
                 ts_nanos,
                 orig_len,
+                classified: Classified::default(),
                 chunk: Arc::clone(&chunk),
-                start,
-                end,
+                start: start as u32,
+                end: end as u32,
             });
             start = end;
         }
@@ -174,7 +185,7 @@ impl Ring {
             || (self.bytes > self.max_bytes && self.recs.len() > 1)
         {
             if let Some(old) = self.recs.pop_front() {
-                self.bytes -= old.end - old.start + OVERHEAD;
+                self.bytes -= old.len() + OVERHEAD;
             }
         }
     }
@@ -190,6 +201,22 @@ impl Ring {
     /// Bytes held (frame data and overhead).
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Records how the engine counted frames it took (those no longer held are skipped).
+    pub fn classify(&mut self, classes: &[(u64, Classified)]) {
+        let Some(first) = self.first_number() else {
+            return;
+        };
+        for &(number, c) in classes {
+            if let Some(rec) = number
+                .checked_sub(first)
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| self.recs.get_mut(i))
+            {
+                rec.classified = c;
+            }
+        }
     }
 
     /// Number of the oldest frame held.

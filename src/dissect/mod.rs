@@ -4,11 +4,14 @@ mod line;
 mod tree;
 
 use std::io::{self, BufWriter, Write};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use parsers::opcode::Opcode;
-use parsers::{Config, Frame, parse_frame};
+use parsers::{Config, Frame};
 
+use crate::analysis::Classified;
+use crate::pipeline::{self, EngineSide};
 use crate::source::{FileSource, Packet};
 
 /// How each frame is shown.
@@ -85,65 +88,96 @@ pub struct Totals {
     pub shown: u64,
 }
 
+/// Shows the frames of `opts.file` on standard output; returns the totals.
 pub fn run(opts: &Options) -> Result<Totals, String> {
     let mut source = FileSource::open(&opts.file).map_err(|e| e.to_string())?;
-    let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut totals = Totals::default();
-    let mut first_ts = None;
-    let result = loop {
-        let packet = match source.next_packet() {
-            Ok(Some(p)) => p,
-            Ok(None) => break Ok(()),
-            Err(e) => break Err(e.to_string()),
-        };
-        totals.frames += 1;
-        let frame = parse_frame(
-            packet.linktype,
-            packet.data,
-            packet.orig_len as usize,
-            &opts.config,
-        );
-        totals.roce += u64::from(frame.to_roce);
-        let start = *first_ts.get_or_insert(packet.ts_nanos);
-        if !opts.filter.accepts(&frame) {
-            continue;
-        }
-        totals.shown += 1;
-        let shown = Shown {
-            number: totals.frames,
-            rel_nanos: packet.ts_nanos.saturating_sub(start),
-            packet: &packet,
-        };
-        let written = match opts.style {
-            Style::Line => line::write(&mut out, &shown, &frame),
-            Style::Tree => tree::write(&mut out, &shown, &frame),
-            Style::Json => json::write(&mut out, &shown, &frame),
-        };
-        let written = written.and_then(|()| {
-            if opts.hex {
-                tree::write_hex(&mut out, packet.data)
-            } else {
-                Ok(())
-            }
-        });
-        if let Err(e) = written {
-            if e.kind() == io::ErrorKind::BrokenPipe {
-                return Ok(totals);
-            }
-            break Err(format!("cannot write the output: {e}"));
-        }
-        if opts.filter.count.is_some_and(|c| totals.shown >= c) {
-            break Ok(());
-        }
+    let cfg = pipeline::Config {
+        parse: opts.config,
+        ..Default::default()
     };
-    match out.flush() {
+    let show = Show {
+        opts,
+        out: BufWriter::with_capacity(1 << 16, io::stdout()),
+        totals: Totals::default(),
+        first_ts: None,
+        failed: None,
+    };
+    let run = pipeline::run(&mut source, &cfg, &mut (), show)?;
+    let mut show = run.engine_side;
+    if let Some(e) = show.failed {
+        return if e.kind() == io::ErrorKind::BrokenPipe {
+            Ok(show.totals)
+        } else {
+            Err(format!("cannot write the output: {e}"))
+        };
+    }
+    match show.out.flush() {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
             return Err(format!("cannot write the output: {e}"));
         }
         _ => {}
     }
-    result.map(|()| totals)
+    match run.error {
+        Some(e) => Err(e.to_string()),
+        None => Ok(show.totals),
+    }
+}
+
+/// The dissector as the pipeline's engine side: every frame whole, shown in capture order.
+struct Show<'o> {
+    opts: &'o Options,
+    out: BufWriter<io::Stdout>,
+    totals: Totals,
+    first_ts: Option<u64>,
+    /// The output failed (a closed pipe ends the run quietly).
+    failed: Option<io::Error>,
+}
+
+impl EngineSide for Show<'_> {
+    const WHOLE_FRAMES: bool = true;
+
+    fn frame(
+        &mut self,
+        number: u64,
+        packet: &Packet,
+        frame: &Frame,
+        _classified: Classified,
+    ) -> ControlFlow<()> {
+        self.totals.frames = number;
+        self.totals.roce += u64::from(frame.to_roce);
+        let start = *self.first_ts.get_or_insert(packet.ts_nanos);
+        let opts = self.opts;
+        if !opts.filter.accepts(frame) {
+            return ControlFlow::Continue(());
+        }
+        self.totals.shown += 1;
+        let shown = Shown {
+            number,
+            rel_nanos: packet.ts_nanos.saturating_sub(start),
+            packet,
+        };
+        let out = &mut self.out;
+        let written = match opts.style {
+            Style::Line => line::write(out, &shown, frame),
+            Style::Tree => tree::write(out, &shown, frame),
+            Style::Json => json::write(out, &shown, frame),
+        };
+        let written = written.and_then(|()| {
+            if opts.hex {
+                tree::write_hex(out, packet.data)
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = written {
+            self.failed = Some(e);
+            return ControlFlow::Break(());
+        }
+        if opts.filter.count.is_some_and(|c| self.totals.shown >= c) {
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// A frame being shown: its number in the file and its time since the first frame.

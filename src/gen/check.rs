@@ -7,73 +7,53 @@
 //! there must be no PSN gap, NAK (RNR included) or retransmission; with none of those, each direction must
 //! carry exactly the opcodes announced (ACKs excepted: they may be coalesced). Every QP pair of `-q` is
 //! checked. CE marks and CNPs are reported (on the PASS line too), never failing.
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use clap::{Args, FromArgMatches};
 use serde::Serialize;
 
 use parsers::psn;
-use rocescope::capture::CaptureArgs;
-use rocescope::capture::live::{Control, Live, Update};
+use rocescope::capture::session::{self, Session};
 use rocescope::report::Report;
+use rocescope::report::capture::StoppedBy;
 
 use super::run;
 
-/// What the capture thread left: its newest report, and the error that stopped it, if any.
-type Latest = Arc<Mutex<(Option<Arc<Report>>, Option<String>)>>;
-
-/// A capture running on its own thread.
+/// A capture running on its own thread; it ends with its report, or the error that stopped it.
 pub struct Running {
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<()>,
-    latest: Latest,
-    _control: mpsc::Sender<Control>,
+    thread: JoinHandle<Result<Report, String>>,
 }
 
-/// The capture options of `rocescope capture -i IFACE -q [--mtu M]`: its defaults, not a copy of them.
-fn capture_args(iface: &str, mtu: Option<u32>) -> Result<CaptureArgs, String> {
-    let mut argv = vec!["-i".to_string(), iface.to_string(), "-q".to_string()];
-    if let Some(m) = mtu {
-        argv.extend(["--mtu".to_string(), m.to_string()]);
-    }
-    let cmd = CaptureArgs::augment_args(clap::Command::new("capture").no_binary_name(true));
-    let m = cmd
-        .try_get_matches_from(argv)
-        .map_err(|e| format!("--capture {iface}: {e}"))?;
-    CaptureArgs::from_arg_matches(&m).map_err(|e| format!("--capture {iface}: {e}"))
-}
-
-/// Opens the capture on `iface` (errors: the capture module's one-line messages) and starts it.
+/// Opens the capture on `iface` (errors: the capture session's one-line messages) and starts it, with
+/// `rocescope capture -i IFACE`'s defaults.
 pub fn start(iface: &str, mtu: Option<u32>) -> Result<Running, String> {
-    let args = capture_args(iface, mtu)?;
-    let live = Live::open(&args)?;
+    let mut cfg = session::Config::new(iface);
+    cfg.pipeline.analysis.mtu = mtu;
+    let live = Session::open(&cfg)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let latest: Latest = Arc::new(Mutex::new((None, None)));
-    let (control_tx, control_rx) = mpsc::channel();
-    let (stop2, latest2) = (stop.clone(), latest.clone());
+    let stopped = Arc::clone(&stop);
+    let source = format!("live capture on {iface}");
     let thread = std::thread::Builder::new()
         .name("capture".to_string())
         .spawn(move || {
-            live.run(control_rx, stop2, move |u| {
-                let mut l = latest2.lock().unwrap_or_else(|p| p.into_inner());
-                match u {
-                    Update::Snapshot(r, _) => l.0 = Some(r),
-                    Update::Failed(e) => l.1 = Some(e),
-                    Update::Flushed(_) => {}
-                }
-                true
-            })
+            let until = move |_| {
+                stopped
+                    .load(Ordering::Relaxed)
+                    .then_some(StoppedBy::Generator)
+            };
+            let ended = live.run(until, None, ())?;
+            if let Some(e) = ended.error {
+                return Err(e);
+            }
+            let mut report = Report::build(&ended.engine, &source);
+            report.capture_stats = Some(ended.stats);
+            Ok(report)
         })
         .map_err(|e| format!("cannot start the capture thread: {e}"))?;
-    Ok(Running {
-        stop,
-        thread,
-        latest,
-        _control: control_tx,
-    })
+    Ok(Running { stop, thread })
 }
 
 impl Running {
@@ -82,21 +62,9 @@ impl Running {
     pub fn finish(self, grace: Duration) -> Result<Report, String> {
         std::thread::sleep(grace);
         self.stop.store(true, Ordering::Relaxed);
-        if self.thread.join().is_err() {
-            return Err("the capture thread panicked".to_string());
-        }
-        let (report, error) =
-            std::mem::take(&mut *self.latest.lock().unwrap_or_else(|p| p.into_inner()));
-        if let Some(e) = error {
-            return Err(e);
-        }
-        let report = report.ok_or("the capture gave no report")?;
-        let mut report =
-            Arc::try_unwrap(report).map_err(|_| "the capture report is still shared")?;
-        if let Some(s) = &mut report.capture_stats {
-            s.stopped_by = "generator".to_string();
-        }
-        Ok(report)
+        self.thread
+            .join()
+            .map_err(|_| "the capture thread panicked".to_string())?
     }
 
     /// Stops the capture without waiting (the generator failed before its report).
@@ -405,19 +373,10 @@ mod tests {
 
     /// `rocescope analyze` of a bundled lab capture (perftest over Soft-RoCE).
     fn analyze(name: &str) -> Report {
-        rocescope::analyze::run(&rocescope::analyze::Options {
-            file: std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("testdata/lab")
-                .join(name),
-            json: true,
-            parse: parsers::Config {
-                roce_port: parsers::udp::ROCEV2_PORT,
-            },
-            analysis: Default::default(),
-            fail_on: Vec::new(),
-            progress: false,
-        })
-        .expect("analyze")
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/lab")
+            .join(name);
+        rocescope::report::analyze_file(&file, &Default::default()).expect("analyze")
     }
 
     fn endpoint(qpn: u32) -> Endpoint {

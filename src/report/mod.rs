@@ -1,5 +1,8 @@
 //! The analysis report: one data model built from the engine's state, written as text or as JSON.
 //! The JSON form is a stable interface, documented in the README ("analyze JSON schema").
+pub mod capture;
+pub mod format;
+pub mod rank;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -27,7 +30,7 @@ pub struct Report {
     /// Live capture only (`rocescope capture`): libpcap's counters, what was written, the wrapped command.
     /// Absent for a capture file.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub capture_stats: Option<crate::capture::CaptureStats>,
+    pub capture_stats: Option<capture::CaptureStats>,
 }
 
 #[derive(Debug, Serialize)]
@@ -191,24 +194,70 @@ pub struct EventReport {
 
 #[derive(Debug, Serialize)]
 pub struct Verdict {
-    /// "pass" or "fail".
-    pub status: &'static str,
+    pub status: Status,
     /// Conditions present, by `--fail-on` name.
-    pub problems: Vec<&'static str>,
+    pub problems: Vec<Condition>,
     pub text: String,
 }
 
-/// The conditions `--fail-on` can name.
-pub const CONDITIONS: [&str; 8] = [
-    "gaps",
-    "naks",
-    "rnr",
-    "retransmissions",
-    "ce",
-    "cnp",
-    "icrc",
-    "malformed",
-];
+/// The verdict's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+}
+
+/// A condition the verdict notes and `--fail-on` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Condition {
+    Gaps,
+    Naks,
+    Rnr,
+    Retransmissions,
+    Ce,
+    Cnp,
+    Icrc,
+    Malformed,
+}
+
+impl Condition {
+    /// Every condition, in the order the verdict lists them.
+    pub const ALL: [Condition; 8] = [
+        Condition::Gaps,
+        Condition::Naks,
+        Condition::Rnr,
+        Condition::Retransmissions,
+        Condition::Ce,
+        Condition::Cnp,
+        Condition::Icrc,
+        Condition::Malformed,
+    ];
+
+    /// The `--fail-on` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Condition::Gaps => "gaps",
+            Condition::Naks => "naks",
+            Condition::Rnr => "rnr",
+            Condition::Retransmissions => "retransmissions",
+            Condition::Ce => "ce",
+            Condition::Cnp => "cnp",
+            Condition::Icrc => "icrc",
+            Condition::Malformed => "malformed",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Condition> {
+        Condition::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// Congestion marking is a signal, not a failure: the verdict fails on loss, NAKs and damage.
+    pub fn fails(self) -> bool {
+        !matches!(self, Condition::Ce | Condition::Cnp)
+    }
+}
 
 fn secs(nanos: u64) -> f64 {
     nanos as f64 / 1e9
@@ -229,8 +278,7 @@ fn latency(l: &Option<Box<crate::analysis::flow::Latencies>>) -> Option<Latency>
 }
 
 fn rnr_ms(code: usize) -> String {
-    let us = RNR_TIMER_MICROS.get(code).copied().unwrap_or(0);
-    format!("{}.{:02}", us / 1000, (us % 1000) / 10)
+    format::millis(RNR_TIMER_MICROS.get(code).copied().unwrap_or(0))
 }
 
 impl Report {
@@ -304,7 +352,7 @@ impl Report {
             events,
             events_dropped: engine.events.dropped,
             verdict: Verdict {
-                status: "pass",
+                status: Status::Pass,
                 problems: Vec::new(),
                 text: String::new(),
             },
@@ -314,9 +362,14 @@ impl Report {
         report
     }
 
-    /// The `--fail-on` conditions that are present.
-    pub fn present(&self) -> Vec<&'static str> {
-        self.verdict.problems.clone()
+    /// The conditions that are present.
+    pub fn present(&self) -> &[Condition] {
+        &self.verdict.problems
+    }
+
+    /// True when any of `fail_on` is present (`--fail-on`: exit status 3).
+    pub fn fails_on(&self, fail_on: &[Condition]) -> bool {
+        fail_on.iter().any(|c| self.present().contains(c))
     }
 }
 
@@ -439,7 +492,7 @@ fn verdict(r: &Report) -> Verdict {
     let malformed = r.capture.malformed;
     let mut problems = Vec::new();
     let mut parts = Vec::new();
-    let mut note = |present: bool, name: &'static str, text: String| {
+    let mut note = |present: bool, name: Condition, text: String| {
         if present {
             problems.push(name);
             parts.push(text);
@@ -447,27 +500,26 @@ fn verdict(r: &Report) -> Verdict {
     };
     note(
         gaps > 0,
-        "gaps",
+        Condition::Gaps,
         format!("{gaps} PSN gaps ({missing} PSNs missing)"),
     );
-    note(naks > 0, "naks", format!("{naks} NAKs"));
-    note(rnr > 0, "rnr", format!("{rnr} RNR NAKs"));
+    note(naks > 0, Condition::Naks, format!("{naks} NAKs"));
+    note(rnr > 0, Condition::Rnr, format!("{rnr} RNR NAKs"));
     note(
         retx > 0,
-        "retransmissions",
+        Condition::Retransmissions,
         format!("{retx} retransmitted requests"),
     );
-    note(ce > 0, "ce", format!("{ce} CE-marked packets"));
-    note(cnp > 0, "cnp", format!("{cnp} CNPs"));
-    note(icrc > 0, "icrc", format!("{icrc} bad ICRCs"));
+    note(ce > 0, Condition::Ce, format!("{ce} CE-marked packets"));
+    note(cnp > 0, Condition::Cnp, format!("{cnp} CNPs"));
+    note(icrc > 0, Condition::Icrc, format!("{icrc} bad ICRCs"));
     note(
         malformed > 0,
-        "malformed",
+        Condition::Malformed,
         format!("{malformed} malformed frames"),
     );
-    // Congestion marking is a signal, not a failure: the verdict fails on loss, NAKs and damage.
-    let failing = problems.iter().any(|p| !matches!(*p, "ce" | "cnp"));
-    let status = if failing { "fail" } else { "pass" };
+    let failing = problems.iter().any(|p| p.fails());
+    let status = if failing { Status::Fail } else { Status::Pass };
     let text = if parts.is_empty() {
         format!(
             "PASS: {} RoCE frames in {} flows, no gaps, NAKs, retransmissions or damage",
@@ -484,6 +536,19 @@ fn verdict(r: &Report) -> Verdict {
         problems,
         text,
     }
+}
+
+/// The report of a capture file (or `-`, standard input): the pipeline over it, nothing else.
+pub fn analyze_file(
+    path: &std::path::Path,
+    cfg: &crate::pipeline::Config,
+) -> Result<Report, String> {
+    let mut source = crate::source::FileSource::open(path).map_err(|e| e.to_string())?;
+    let run = crate::pipeline::run(&mut source, cfg, &mut (), ())?;
+    if let Some(e) = run.error {
+        return Err(e.to_string());
+    }
+    Ok(Report::build(&run.engine, source.name()))
 }
 
 /// Writes the report as JSON or text to `sink` (buffered); a reader that went away (a closed pipe) is not an

@@ -1,19 +1,10 @@
 //! The text report: capture summary, flows sorted by trouble, PFC, events, verdict.
 use std::io::{self, Write};
 
-use super::{FlowReport, Report};
+use super::Report;
 
 /// Events listed in the text report (all are in the JSON).
 pub const EVENTS_SHOWN: usize = 50;
-
-fn trouble(f: &FlowReport) -> (u64, u64, u64, u64) {
-    (
-        f.psn.gap_events + f.naks.total() + f.rnr_naks,
-        f.psn.retransmitted,
-        f.icrc_bad + f.malformed + f.implied_naks,
-        f.ce_without_cnp + f.ecn.ce,
-    )
-}
 
 fn lat(l: &Option<super::Latency>) -> String {
     match l {
@@ -48,8 +39,7 @@ pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
         s.write_text(out)?;
     }
     writeln!(out)?;
-    let mut order: Vec<&FlowReport> = r.flows.iter().collect();
-    order.sort_by(|a, b| trouble(b).cmp(&trouble(a)).then(a.id.cmp(&b.id)));
+    let order = super::rank::by_trouble(&r.flows);
     writeln!(out, "Flows (most trouble first)")?;
     writeln!(
         out,

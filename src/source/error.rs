@@ -60,6 +60,8 @@ pub enum SourceError {
         offset: u64,
         reason: String,
     },
+    /// A live capture on interface `name` failed.
+    Capture { name: String, reason: String },
 }
 
 impl SourceError {
@@ -73,7 +75,8 @@ impl SourceError {
             | SourceError::Truncated { name, .. }
             | SourceError::UndeclaredInterface { name, .. }
             | SourceError::TooLarge { name, .. }
-            | SourceError::Malformed { name, .. } => name,
+            | SourceError::Malformed { name, .. }
+            | SourceError::Capture { name, .. } => name,
         }
     }
 }
@@ -223,6 +226,9 @@ impl fmt::Display for SourceError {
                 Quoted(name),
                 complete_packets(*packets)
             ),
+            SourceError::Capture { name, reason } => {
+                write!(f, "capture on '{name}' failed: {reason}")
+            }
         }
     }
 }

@@ -3,18 +3,20 @@
 //! chart, and the packet list rows, `-V` trees and hex dumps of single frames.
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom};
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use std::ops::ControlFlow;
+
 use parsers::aeth::Syndrome;
 use parsers::fields::{Field, Value, Visitor};
-use parsers::frame::Addr;
+use parsers::psn::Unwrapper;
 use parsers::{Frame, parse_frame};
 
-use crate::analysis::{Config, Engine};
+use crate::analysis::{Class, Classified};
 use crate::capture::ring::{Rec, Ring};
-use crate::report::{FlowReport, Report};
+use crate::pipeline::{self, EngineSide, ReadSide};
+use crate::report::Report;
 use crate::source::{CaptureFormat, FileSource, Packet};
 
 /// Most PSN/time points kept for one flow's chart (downsampled past this; gaps, retransmissions and NAKs
@@ -39,6 +41,9 @@ pub struct Index {
     /// Time of the first frame (nanoseconds since the epoch), for relative times.
     pub first_ts: u64,
     pub parse: parsers::Config,
+    /// How the engine counted frame n+1: its flow ([`NO_FLOW`] for none) and class.
+    flows: Vec<u32>,
+    classes: Vec<Class>,
 }
 
 impl Index {
@@ -62,8 +67,10 @@ impl Index {
         if numbers.is_empty() {
             return Ok(());
         }
+        // Many frames (a flow's chart): one pass reads them faster than a seek each.
+        let dense = numbers.len() as u64 > self.len() / 16;
         match self.format {
-            CaptureFormat::Pcap | CaptureFormat::PcapNg if !self.header.is_empty() => {
+            CaptureFormat::Pcap | CaptureFormat::PcapNg if !self.header.is_empty() && !dense => {
                 let mut file = File::open(&self.path).map_err(|e| self.err(e))?;
                 for &n in numbers {
                     let Some((start, end)) = self.span(n) else {
@@ -107,6 +114,22 @@ impl Index {
         }
     }
 
+    /// How the engine counted frame `n` (1-based).
+    pub fn classified(&self, n: u64) -> Classified {
+        let i = n.saturating_sub(1) as usize;
+        Classified {
+            flow: self.flows.get(i).copied().filter(|&f| f != NO_FLOW),
+            class: self.classes.get(i).copied().unwrap_or_default(),
+        }
+    }
+
+    /// The frames (ascending) the engine counted in any of `flows`.
+    pub fn frames_of(&self, flows: &[u32]) -> Vec<u64> {
+        (1..=self.len())
+            .filter(|&n| self.classified(n).flow.is_some_and(|f| flows.contains(&f)))
+            .collect()
+    }
+
     /// True when any frame is read from its offset (else by a sequential pass).
     pub fn random_access(&self) -> bool {
         !self.header.is_empty()
@@ -133,85 +156,144 @@ impl Index {
     }
 }
 
-/// Analyses the capture and indexes its frames in one pass. `progress(frames, bytes_read)` is called every
-/// few thousand frames; returning false from it stops the pass (the user quit).
+/// Analyses the capture and indexes its frames in one pass of the pipeline: where each record ends (reading
+/// thread) and how the engine counted each frame (engine thread). `progress(frames, bytes_read)` is called
+/// every few thousand frames; returning false from it stops the pass (the user quit).
 pub fn analyze(
     path: &Path,
-    parse: parsers::Config,
-    cfg: Config,
-    mut progress: impl FnMut(u64, u64) -> bool,
+    cfg: &pipeline::Config,
+    progress: impl FnMut(u64, u64) -> bool,
 ) -> Result<(Report, Index), String> {
     let mut src = FileSource::open(path).map_err(|e| e.to_string())?;
     let format = src.format();
-    let mut header = Vec::new();
-    if format == CaptureFormat::Pcap {
-        header = vec![0; 24];
-        File::open(path)
-            .and_then(|mut f| f.read_exact(&mut header))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut indexing = Indexing {
+        ends: Vec::new(),
+        first_ts: None,
+        ng_prefix: None,
+        ng_plain: format == CaptureFormat::PcapNg,
+        progress,
+        stopped: false,
+    };
+    let run = pipeline::run(&mut src, cfg, &mut indexing, Classes::default())?;
+    if indexing.stopped {
+        return Err("stopped".to_string());
     }
-    let mut engine = Engine::new(cfg);
-    let mut ends = Vec::new();
-    let mut number = 0u64;
-    let mut first_ts = None;
-    // pcapng: where the first packet block starts, while every packet is a plain EPB right after the last.
-    let mut ng_prefix: Option<u64> = None;
-    let mut ng_plain = format == CaptureFormat::PcapNg;
-    loop {
-        let p = match src.next_packet() {
-            Ok(Some(p)) => p,
-            Ok(None) => break,
-            Err(e) => return Err(e.to_string()),
-        };
-        number += 1;
-        first_ts.get_or_insert(p.ts_nanos);
-        let frame = parse_frame(p.linktype, p.data, p.orig_len as usize, &parse);
-        engine.ingest(number, p.ts_nanos, &frame);
-        // An enhanced packet block without options: 32 bytes of framing and the padded data.
-        let block = 32 + (p.data.len() as u64).div_ceil(4) * 4;
-        let end = src.bytes_read();
-        if ng_plain {
-            match ends.last() {
-                None => ng_prefix = end.checked_sub(block),
-                Some(&prev) => ng_plain = end - prev == block,
-            }
-        }
-        ends.push(end);
-        if number.is_multiple_of(4096) && !progress(number, src.bytes_read()) {
-            return Err("stopped".to_string());
-        }
+    if let Some(e) = run.error {
+        return Err(e.to_string());
     }
-    engine.finish();
-    if ng_plain && let Some(len) = ng_prefix.filter(|&l| l > 0 && l <= 1 << 20) {
-        header = vec![0; len as usize];
-        File::open(path)
-            .and_then(|mut f| f.read_exact(&mut header))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        // The block there must be an enhanced packet block (type 6, either byte order).
-        let mut head = [0u8; 4];
-        File::open(path)
-            .and_then(|mut f| {
-                f.seek(SeekFrom::Start(len))?;
-                f.read_exact(&mut head)
-            })
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        if head != [6, 0, 0, 0] && head != [0, 0, 0, 6] {
-            header.clear();
-        }
-    }
-    let report = Report::build(&engine, src.name());
+    let header = match format {
+        CaptureFormat::Pcap => read_prefix(path, 24)?,
+        CaptureFormat::PcapNg => plain_pcapng_prefix(path, &indexing)?,
+    };
+    let report = Report::build(&run.engine, src.name());
+    let classes = run.engine_side;
     let index = Index {
         path: path.to_path_buf(),
         format,
         header,
-        ends,
-        first_ts: first_ts.unwrap_or(0),
-        parse,
+        ends: indexing.ends,
+        first_ts: indexing.first_ts.unwrap_or(0),
+        parse: cfg.parse,
+        flows: classes.flows,
+        classes: classes.classes,
     };
     Ok((report, index))
 }
 
-/// What a point of the PSN chart is.
+/// The reading side of [`analyze`]: where each record ends, and whether a pcapng's packets are plain
+/// enhanced packet blocks one after the other (then any one can be read alone, after the blocks before the
+/// first).
+struct Indexing<P> {
+    ends: Vec<u64>,
+    first_ts: Option<u64>,
+    /// pcapng: where the first packet block starts.
+    ng_prefix: Option<u64>,
+    ng_plain: bool,
+    progress: P,
+    stopped: bool,
+}
+
+impl<P: FnMut(u64, u64) -> bool> ReadSide<FileSource> for Indexing<P> {
+    fn frame(&mut self, _number: u64, p: &Packet, end: u64) -> ControlFlow<()> {
+        self.first_ts.get_or_insert(p.ts_nanos);
+        // An enhanced packet block without options: 32 bytes of framing and the padded data.
+        let block = 32 + (p.data.len() as u64).div_ceil(4) * 4;
+        if self.ng_plain {
+            match self.ends.last() {
+                None => self.ng_prefix = end.checked_sub(block),
+                Some(&prev) => self.ng_plain = end - prev == block,
+            }
+        }
+        self.ends.push(end);
+        ControlFlow::Continue(())
+    }
+
+    fn handed_over(
+        &mut self,
+        _source: &mut FileSource,
+        frames: u64,
+        offset: u64,
+        _idle: bool,
+    ) -> ControlFlow<()> {
+        if frames.is_multiple_of(4096) && !(self.progress)(frames, offset) {
+            self.stopped = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The engine side of [`analyze`]: each frame's flow and class.
+#[derive(Default)]
+struct Classes {
+    flows: Vec<u32>,
+    classes: Vec<Class>,
+}
+
+impl EngineSide for Classes {
+    fn ingested(&mut self, _number: u64, c: Classified) {
+        self.flows.push(c.flow.unwrap_or(NO_FLOW));
+        self.classes.push(c.class);
+    }
+}
+
+/// A frame the engine counted in no flow.
+const NO_FLOW: u32 = u32::MAX;
+
+fn read_prefix(path: &Path, len: usize) -> Result<Vec<u8>, String> {
+    let mut header = vec![0; len];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(header)
+}
+
+/// The blocks before the first packet of a pcapng whose packets are plain enhanced packet blocks (empty
+/// otherwise: its frames are read by a sequential pass).
+fn plain_pcapng_prefix<P>(path: &Path, ix: &Indexing<P>) -> Result<Vec<u8>, String> {
+    let Some(len) = ix
+        .ng_prefix
+        .filter(|&l| ix.ng_plain && l > 0 && l <= 1 << 20)
+    else {
+        return Ok(Vec::new());
+    };
+    let header = read_prefix(path, len as usize)?;
+    // The block there must be an enhanced packet block (type 6, either byte order).
+    let mut head = [0u8; 4];
+    File::open(path)
+        .and_then(|mut f| {
+            f.seek(SeekFrom::Start(len))?;
+            f.read_exact(&mut head)
+        })
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(if head == [6, 0, 0, 0] || head == [0, 0, 0, 6] {
+        header
+    } else {
+        Vec::new()
+    })
+}
+
+/// What a point of the PSN chart is: the engine's own classification of the frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PointKind {
     /// A request at the next expected PSN.
@@ -254,164 +336,136 @@ pub struct FlowSeries {
 /// Slices of a flow's life in its detail's throughput graph.
 pub const THROUGHPUT_BUCKETS: usize = 200;
 
-fn addr_of(s: &str) -> Option<Addr> {
-    match s.parse::<IpAddr>().ok()? {
-        IpAddr::V4(a) => Some(Addr::V4(a.octets())),
-        IpAddr::V6(a) => Some(Addr::V6(a.octets())),
-    }
-}
-
-/// (src, dst, dest QP) of a flow, to match frames.
-fn key(f: &FlowReport) -> Option<(Addr, Addr, u32)> {
-    Some((addr_of(&f.src)?, addr_of(&f.dst)?, f.dest_qp))
-}
-
-/// Sign-extended difference of two 24-bit PSNs.
-fn psn_delta(a: u32, b: u32) -> i64 {
-    let d = a.wrapping_sub(b) & 0xFF_FFFF;
-    if d & 0x80_0000 != 0 {
-        i64::from(d) - 0x100_0000
-    } else {
-        i64::from(d)
-    }
-}
-
-/// Re-reads the capture for one flow: its request PSNs over time (gaps and retransmissions marked, like
-/// the analysis engine counts them), the NAKs of its paired flow, and the frame numbers of both.
-pub fn flow_series(index: &Index, report: &Report, flow: u32) -> Result<FlowSeries, String> {
-    flow_series_with(report, flow, index.first_ts, index.parse, |visit| {
-        let mut src = FileSource::open(&index.path).map_err(|e| e.to_string())?;
-        let mut number = 0u64;
-        while let Some(p) = src.next_packet().map_err(|e| e.to_string())? {
-            number += 1;
-            visit(number, &p);
-        }
-        Ok(())
-    })
-}
-
-/// [`flow_series`] over any source of frames: `packets` hands each frame, numbered, to the visitor it is
-/// given, in capture order (a file pass, or the live ring). `first_ts` is the capture's first time.
-pub fn flow_series_with(
-    report: &Report,
-    flow: u32,
+/// One flow's series as its frames come in, in capture order: the points are the frames the engine
+/// classified as the flow's requests and its paired flow's NAKs.
+struct SeriesBuilder {
+    out: FlowSeries,
+    pair: Option<u32>,
     first_ts: u64,
-    parse: parsers::Config,
-    packets: impl FnOnce(&mut dyn FnMut(u64, &Packet)) -> Result<(), String>,
-) -> Result<FlowSeries, String> {
-    let f = report
-        .flows
-        .get(flow as usize)
-        .ok_or_else(|| format!("no flow {flow}"))?;
-    let mine = key(f);
-    let pair = f
-        .paired_with
-        .and_then(|p| report.flows.get(p as usize))
-        .and_then(key);
-    let mtu = report.config.mtu;
-    let first_ns = (f.first_time * 1e9) as u64;
-    let life_ns = ((f.last_time - f.first_time) * 1e9).max(1.0);
-    let mut out = FlowSeries {
-        flow,
-        stride: 1,
-        throughput: vec![0; THROUGHPUT_BUCKETS],
-        bucket_s: life_ns / 1e9 / THROUGHPUT_BUCKETS as f64,
-        ..Default::default()
-    };
-    // Unwrapped PSN of the last request, the highest request PSN (unwrapped) and the next expected.
-    let mut last: Option<(u32, i64)> = None;
-    let mut highest: Option<i64> = None;
-    let mut normal_seen = 0u64;
-    let mut visit = |number: u64, p: &Packet| {
-        let frame = parse_frame(p.linktype, p.data, p.orig_len as usize, &parse);
-        let Some(r) = frame.roce else { return };
-        let k = frame
-            .src()
-            .zip(frame.dst())
-            .map(|(s, d)| (s, d, r.bth.dest_qp));
-        let is_mine = k.is_some() && k == mine;
-        let is_pair = k.is_some() && k == pair;
-        if !is_mine && !is_pair {
-            return;
-        }
-        if out.frames.len() < MAX_FLOW_FRAMES {
-            out.frames.push(number);
+    first_ns: u64,
+    life_ns: f64,
+    /// The last request's PSN: the reference for unwrapping.
+    unwrap: Unwrapper,
+    requests_seen: u64,
+}
+
+impl SeriesBuilder {
+    fn new(report: &Report, flow: u32, first_ts: u64) -> Result<SeriesBuilder, String> {
+        let f = report
+            .flows
+            .get(flow as usize)
+            .ok_or_else(|| format!("no flow {flow}"))?;
+        let life_ns = ((f.last_time - f.first_time) * 1e9).max(1.0);
+        Ok(SeriesBuilder {
+            out: FlowSeries {
+                flow,
+                stride: 1,
+                throughput: vec![0; THROUGHPUT_BUCKETS],
+                bucket_s: life_ns / 1e9 / THROUGHPUT_BUCKETS as f64,
+                ..Default::default()
+            },
+            pair: f.paired_with,
+            first_ts,
+            first_ns: (f.first_time * 1e9) as u64,
+            life_ns,
+            unwrap: Unwrapper::default(),
+            requests_seen: 0,
+        })
+    }
+
+    /// True when frames counted in `flow` belong to this series.
+    fn wants(&self, flow: Option<u32>) -> bool {
+        flow.is_some() && (flow == Some(self.out.flow) || flow == self.pair)
+    }
+
+    /// Adds a frame the engine counted as `c` (in this flow or its pair), with its time, length and PSN.
+    fn frame(&mut self, number: u64, ts: u64, orig_len: u32, psn: u32, c: Classified) {
+        if self.out.frames.len() < MAX_FLOW_FRAMES {
+            self.out.frames.push(number);
         } else {
-            out.frames_truncated = true;
+            self.out.frames_truncated = true;
         }
-        let t = p.ts_nanos.saturating_sub(first_ts) as f64 / 1e9;
-        if is_mine {
-            let at = p.ts_nanos.saturating_sub(first_ns) as f64 / life_ns;
+        let mine = c.flow == Some(self.out.flow);
+        let t = ts.saturating_sub(self.first_ts) as f64 / 1e9;
+        if mine {
+            let at = ts.saturating_sub(self.first_ns) as f64 / self.life_ns;
             let b = ((at * THROUGHPUT_BUCKETS as f64) as usize).min(THROUGHPUT_BUCKETS - 1);
-            out.throughput[b] += u64::from(p.orig_len);
+            self.out.throughput[b] += u64::from(orig_len);
         }
-        let op = r.bth.op();
-        let unwrap = |last: &Option<(u32, i64)>, psn: u32| match last {
-            Some((lp, lu)) => lu + psn_delta(psn, *lp),
-            None => i64::from(psn),
+        let kind = match c.class {
+            Class::Request if mine => PointKind::Request,
+            Class::Gap if mine => PointKind::Gap,
+            Class::Retransmission if mine => PointKind::Retransmission,
+            Class::Nak | Class::RnrNak if !mine => PointKind::Nak,
+            _ => return,
         };
-        if is_mine && op.is_request() {
-            let u = unwrap(&last, r.bth.psn);
-            last = Some((r.bth.psn, u));
-            let kind = match highest {
-                None => PointKind::Request,
-                Some(h) if u <= h => PointKind::Retransmission,
-                Some(h) if u == h + 1 => PointKind::Request,
-                Some(_) => PointKind::Gap,
-            };
-            let span = match (op.operation(), r.ext.reth, mtu) {
-                // READ request: ceil(DMA length / MTU) PSNs.
-                (0x0C, Some(reth), Some(m)) if reth.dma_len > 0 => {
-                    i64::from(reth.dma_len.div_ceil(m).max(1))
-                }
-                _ => 1,
-            };
-            if kind != PointKind::Retransmission {
-                highest = Some(u + span - 1);
-            }
-            if kind == PointKind::Request {
-                normal_seen += 1;
-                if !normal_seen.is_multiple_of(out.stride) {
-                    return;
-                }
-            }
-            out.points.push(PsnPoint {
-                t,
-                psn: u,
-                kind,
-                frame: number,
-            });
-        } else if is_pair
-            && let Some(aeth) = r.ext.aeth
-            && !matches!(aeth.decoded(), Syndrome::Ack { .. })
-        {
-            let u = unwrap(&last, r.bth.psn);
-            out.points.push(PsnPoint {
-                t,
-                psn: u,
-                kind: PointKind::Nak,
-                frame: number,
-            });
-        }
-        if out.points.len() >= MAX_POINTS {
-            // Downsample: every other plain request goes; the marked points stay.
-            out.stride *= 2;
-            let mut i = 0u64;
-            out.points.retain(|pt| {
-                if pt.kind != PointKind::Request {
-                    return true;
-                }
-                i += 1;
-                i.is_multiple_of(2)
-            });
-            if out.points.len() >= MAX_POINTS {
-                // Only marked points left: keep the first ones.
-                out.points.truncate(MAX_POINTS / 2);
+        let psn = if kind == PointKind::Nak {
+            self.unwrap.peek(psn)
+        } else {
+            self.unwrap.unwrap(psn)
+        };
+        if kind == PointKind::Request {
+            self.requests_seen += 1;
+            if !self.requests_seen.is_multiple_of(self.out.stride) {
+                return;
             }
         }
-    };
-    packets(&mut visit)?;
-    Ok(out)
+        self.out.points.push(PsnPoint {
+            t,
+            psn,
+            kind,
+            frame: number,
+        });
+        if self.out.points.len() >= MAX_POINTS {
+            self.downsample();
+        }
+    }
+
+    /// Every other plain request goes; the marked points stay.
+    fn downsample(&mut self) {
+        self.out.stride *= 2;
+        let mut i = 0u64;
+        self.out.points.retain(|pt| {
+            if pt.kind != PointKind::Request {
+                return true;
+            }
+            i += 1;
+            i.is_multiple_of(2)
+        });
+        if self.out.points.len() >= MAX_POINTS {
+            // Only marked points left: keep the first ones.
+            self.out.points.truncate(MAX_POINTS / 2);
+        }
+    }
+}
+
+/// The series of one flow, from its frames in the file.
+pub fn flow_series(index: &Index, report: &Report, flow: u32) -> Result<FlowSeries, String> {
+    let mut all = series_of(index, report, &[flow])?;
+    all.pop().ok_or_else(|| format!("no flow {flow}"))
+}
+
+/// The series of several flows in one read of their frames (at most one pass over the file).
+pub fn series_of(index: &Index, report: &Report, flows: &[u32]) -> Result<Vec<FlowSeries>, String> {
+    let mut builders = flows
+        .iter()
+        .map(|&f| SeriesBuilder::new(report, f, index.first_ts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let numbers: Vec<u64> = (1..=index.len())
+        .filter(|&n| {
+            let c = index.classified(n);
+            builders.iter().any(|b| b.wants(c.flow))
+        })
+        .collect();
+    index.read_frames(&numbers, |n, p, frame| {
+        let (Some(r), c) = (&frame.roce, index.classified(n)) else {
+            return;
+        };
+        for b in builders.iter_mut().filter(|b| b.wants(c.flow)) {
+            b.frame(n, p.ts_nanos, p.orig_len, r.bth.psn, c);
+        }
+    })?;
+    Ok(builders.into_iter().map(|b| b.out).collect())
 }
 
 /// One line of the packet list.
@@ -702,10 +756,22 @@ pub fn ring_series(
         let r = ring.lock().unwrap_or_else(|p| p.into_inner());
         (r.all(), r.linktype, r.first_ts.unwrap_or(0))
     };
-    flow_series_with(report, flow, first_ts, parse, |visit| {
-        for rec in &recs {
-            visit(rec.number, &rec_packet(rec, linktype));
+    let mut b = SeriesBuilder::new(report, flow, first_ts)?;
+    for rec in &recs {
+        if !b.wants(rec.classified.flow) {
+            continue;
         }
-        Ok(())
-    })
+        let p = rec_packet(rec, linktype);
+        let frame = parse_frame(linktype, p.data, p.orig_len as usize, &parse);
+        if let Some(r) = frame.roce {
+            b.frame(
+                rec.number,
+                rec.ts_nanos,
+                rec.orig_len,
+                r.bth.psn,
+                rec.classified,
+            );
+        }
+    }
+    Ok(b.out)
 }

@@ -21,8 +21,8 @@ pub mod plot;
 pub mod view;
 
 use std::io::{self, IsTerminal};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
@@ -30,125 +30,24 @@ use std::time::Duration;
 
 use ratatui::crossterm::event::{self, Event};
 
-use crate::capture::CaptureArgs;
-use crate::capture::live::{Control, Live, Update};
+use crate::analysis::Engine;
 use crate::capture::ring::{self, Ring};
+use crate::capture::session::{self, Control, Request, Session, Watcher};
+use crate::pipeline;
+use crate::report::Report;
+use crate::report::capture::CaptureStats;
 use data::Index;
 use model::{Cmd, Model, Msg, Progress, update};
 
-/// `rocescope tui`: a capture file, or a live capture with `-i IFACE`.
-#[derive(clap::Args, Debug, Clone)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["file", "interface"])))]
-pub struct TuiArgs {
-    /// Capture file (pcap or pcapng).
-    pub file: Option<PathBuf>,
-    /// Capture live on this interface instead (root, or the capabilities `rocescope capture` names):
-    /// space pauses the display, w saves the frames.
-    #[arg(
-        short = 'i',
-        long = "interface",
-        value_name = "IFACE",
-        conflicts_with = "file"
-    )]
-    pub interface: Option<String>,
-    /// Live: capture filter (BPF) replacing the default (RoCEv2, VLAN-tagged RoCEv2, RoCEv1, MAC control).
-    #[arg(
-        short = 'f',
-        long = "filter",
-        value_name = "BPF",
-        conflicts_with = "file"
-    )]
-    pub filter: Option<String>,
-    /// UDP destination port of RoCEv2.
-    #[arg(long, default_value_t = parsers::udp::ROCEV2_PORT)]
-    pub port: u16,
-    /// Live: do not put the interface in promiscuous mode.
-    #[arg(long, conflicts_with = "file")]
-    pub no_promisc: bool,
-    /// Live: kernel capture buffer size: bytes, or with K, M or G.
-    #[arg(long, conflicts_with = "file", value_name = "BYTES", value_parser = crate::capture::parse_size, default_value = "32M")]
-    pub buffer_size: u32,
-    /// Live: bytes kept of each frame.
-    #[arg(long, conflicts_with = "file", value_name = "BYTES", default_value_t = 262_144, value_parser = clap::value_parser!(u32).range(64..=262_144))]
-    pub snaplen: u32,
-    /// Live: also write every frame to FILE (pcap; pcapng when the name ends in .pcapng); w flushes it.
-    #[arg(
-        short = 'w',
-        long = "write",
-        value_name = "FILE",
-        conflicts_with = "file"
-    )]
-    pub write: Option<PathBuf>,
-    /// Path MTU in bytes (256, 512, 1024, 2048, 4096); inferred by default.
-    #[arg(long, value_parser = parse_mtu)]
-    pub mtu: Option<u32>,
-}
-
-fn parse_mtu(s: &str) -> Result<u32, String> {
-    match s.parse::<u32>() {
-        Ok(m) if [256, 512, 1024, 2048, 4096].contains(&m) => Ok(m),
-        _ => Err(format!(
-            "'{s}' is not an InfiniBand path MTU (256, 512, 1024, 2048 or 4096)"
-        )),
-    }
-}
-
-impl TuiArgs {
-    /// The capture options of `-i IFACE` (the rest as `rocescope capture` defaults them).
-    pub fn capture_args(&self) -> Option<CaptureArgs> {
-        Some(CaptureArgs {
-            interface: self.interface.clone()?,
-            filter: self.filter.clone(),
-            port: self.port,
-            no_promisc: self.no_promisc,
-            buffer_size: self.buffer_size,
-            snaplen: self.snaplen,
-            write: self.write.clone(),
-            count: None,
-            duration: None,
-            grace: 1.0,
-            quiet: true,
-            json: false,
-            mtu: self.mtu,
-            link_speed: 100_000_000_000,
-            cnp_window_us: 1000,
-            fail_on: None,
-            tui: true,
-            command: Vec::new(),
-        })
-    }
-}
-
-/// Runs `rocescope tui`; errors are one line on standard error (status 1).
-pub fn main(args: TuiArgs) -> ExitCode {
-    let result = match (&args.file, args.capture_args()) {
-        (_, Some(c)) => run_live(&c),
-        (Some(file), None) => run(&Options {
-            file: file.clone(),
-            parse: parsers::Config {
-                roce_port: args.port,
-            },
-            analysis: crate::analysis::Config {
-                mtu: args.mtu,
-                ..Default::default()
-            },
-        }),
-        (None, None) => Err("tui: give a capture file or -i IFACE".to_string()),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("rocescope: {e}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-pub struct Options {
+/// `rocescope tui FILE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileConfig {
     pub file: PathBuf,
-    pub parse: parsers::Config,
-    pub analysis: crate::analysis::Config,
+    pub pipeline: pipeline::Config,
 }
+
+/// How often a live capture sends the TUI a new snapshot.
+pub const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 
 /// Colours unless NO_COLOR is set to something (https://no-color.org).
 pub fn color_wanted() -> bool {
@@ -182,12 +81,12 @@ enum Store {
         ring: Arc<Mutex<Ring>>,
         parse: parsers::Config,
         writes: bool,
-        control: Sender<Control>,
+        control: Sender<Request>,
     },
 }
 
 /// The terminal UI over a capture file.
-pub fn run(opts: &Options) -> Result<(), String> {
+pub fn run(opts: &FileConfig) -> Result<(), String> {
     if !io::stdout().is_terminal() {
         return Err("tui: standard output is not a terminal".to_string());
     }
@@ -201,31 +100,104 @@ pub fn run(opts: &Options) -> Result<(), String> {
 }
 
 /// The terminal UI over a live capture (`rocescope tui -i IFACE`, `rocescope capture -i IFACE --tui`).
-pub fn run_live(args: &CaptureArgs) -> Result<(), String> {
+pub fn run_live(cfg: &session::Config) -> Result<(), String> {
     if !io::stdout().is_terminal() {
         return Err("tui: standard output is not a terminal".to_string());
     }
+    if cfg.write.as_deref() == Some(std::path::Path::new("-")) {
+        return Err("-w - would write the capture over the terminal: give a file name".into());
+    }
     // Open the capture (and the -w file) before the screen changes: its errors are one line.
-    let live = Live::open(args)?;
-    let (control, control_rx) = channel();
-    let store = Store::Live {
-        ring: Arc::clone(&live.ring),
-        parse: live.parse_config(),
-        writes: live.writes(),
-        control,
+    let cfg = session::Config {
+        ring: true,
+        ..cfg.clone()
     };
-    let model = Model::new_live(&args.interface, color_wanted());
+    let live = Session::open(&cfg)?;
+    let ring = live.ring().ok_or("the capture keeps no ring")?;
+    let (requests, control_rx) = channel();
+    let store = Store::Live {
+        ring,
+        parse: cfg.pipeline.parse,
+        writes: live.writes(),
+        control: requests,
+    };
+    let model = Model::new_live(&cfg.live.interface, color_wanted());
+    let source = format!("live capture on {}", cfg.live.interface);
     session(model, store, move |tx, stop| {
-        let send = move |u: Update| {
-            let msg = match u {
-                Update::Snapshot(r, n) => Msg::Snapshot(r, n),
-                Update::Flushed(r) => Msg::Saved(r),
-                Update::Failed(e) => Msg::Error(e),
-            };
-            tx.send(Work::Msg(msg)).is_ok()
-        };
-        Some(std::thread::spawn(move || live.run(control_rx, stop, send)))
+        Some(std::thread::spawn(move || {
+            capture_thread(live, source, control_rx, tx, stop)
+        }))
     })
+}
+
+/// Sends the TUI a snapshot of the capture every [`SNAPSHOT_EVERY`], with the number of frames the ring
+/// holds (the newest of the `report.capture.frames` captured).
+struct Snapshots {
+    tx: Sender<Work>,
+    source: String,
+    ring: Arc<Mutex<Ring>>,
+}
+
+impl Snapshots {
+    fn send(&self, engine: &Engine, stats: CaptureStats) -> bool {
+        let held = self.ring.lock().map_or(0, |r| r.len() as u64);
+        let mut report = Report::build(engine, &self.source);
+        report.capture_stats = Some(stats);
+        self.tx
+            .send(Work::Msg(Msg::Snapshot(Arc::new(report), held)))
+            .is_ok()
+    }
+}
+
+impl Watcher for Snapshots {
+    fn every(&self) -> Duration {
+        SNAPSHOT_EVERY
+    }
+
+    fn look(&mut self, engine: &Engine, stats: &CaptureStats) -> ControlFlow<()> {
+        if self.send(engine, stats.clone()) {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        }
+    }
+}
+
+/// The capture thread of the live TUI: runs the session until the TUI stops it, then sends the last
+/// snapshot (after the engine's end-of-capture pass, naming why it stopped) and the error, if any.
+fn capture_thread(
+    live: Session,
+    source: String,
+    requests: Receiver<Request>,
+    tx: Sender<Work>,
+    stop: Arc<AtomicBool>,
+) {
+    let Some(ring) = live.ring() else { return };
+    let answers = tx.clone();
+    let control = Control {
+        requests,
+        answer: Box::new(move |a| {
+            let _ = answers.send(Work::Msg(Msg::Saved(a)));
+        }),
+    };
+    let watcher = Snapshots { tx, source, ring };
+    let until = move |_| {
+        stop.load(Ordering::Relaxed)
+            .then_some(crate::report::capture::StoppedBy::Signal)
+    };
+    match live.run(until, Some(control), watcher) {
+        Ok(ended) => {
+            let w = ended.watcher;
+            w.send(&ended.engine, ended.stats);
+            if let Some(e) = ended.error {
+                let _ = w.tx.send(Work::Msg(Msg::Error(e)));
+            }
+        }
+        Err(e) => {
+            let _ = stop;
+            eprintln!("rocescope: {e}");
+        }
+    }
 }
 
 /// The runtime: owns the terminal, starts the worker (`start`: the file's loading pass or the capture
@@ -378,9 +350,9 @@ fn drain(
 }
 
 /// The analysis pass, in a thread: progress, then the index and the snapshot.
-fn spawn_loader(opts: &Options, tx: Sender<Work>, stop: Arc<AtomicBool>) {
+fn spawn_loader(opts: &FileConfig, tx: Sender<Work>, stop: Arc<AtomicBool>) {
     let file = opts.file.clone();
-    let (parse, cfg) = (opts.parse, opts.analysis);
+    let cfg = opts.pipeline;
     let total_bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
     std::thread::spawn(move || {
         let progress = |frames, bytes| {
@@ -391,7 +363,7 @@ fn spawn_loader(opts: &Options, tx: Sender<Work>, stop: Arc<AtomicBool>) {
             };
             tx.send(Work::Msg(Msg::Progress(p))).is_ok() && !stop.load(Ordering::Relaxed)
         };
-        match data::analyze(&file, parse, cfg, progress) {
+        match data::analyze(&file, &cfg, progress) {
             Ok((report, index)) => {
                 let n = index.len();
                 let _ = tx.send(Work::Indexed(Box::new(index)));
@@ -475,8 +447,8 @@ fn run_cmds(
                     ..
                 },
             ) => {
-                // -w FILE: the capture thread owns the file; it answers with Update::Flushed.
-                if control.send(Control::Flush).is_ok() {
+                // -w FILE: the capture thread owns the file; it answers with Msg::Saved.
+                if control.send(Request::Flush).is_ok() {
                     continue;
                 }
                 // The capture has ended (-c, --duration, an error): it closed the file.

@@ -8,6 +8,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::data::{FlowSeries, PacketDetail, PacketRow};
 use crate::analysis::events::Severity;
+use crate::report::rank::{throughput, trouble};
 use crate::report::{FlowReport, Report};
 
 /// The screens, in Tab order (the flow detail is reached with Enter from the flows).
@@ -91,46 +92,6 @@ impl SortKey {
             SortKey::Id | SortKey::Endpoints | SortKey::Qp | SortKey::Role
         )
     }
-}
-
-/// How much trouble a flow shows: loss and damage first, then congestion.
-pub fn trouble(f: &FlowReport) -> u64 {
-    let hard = f.psn.gap_events
-        + f.psn.missing
-        + f.psn.retransmitted
-        + f.naks.total()
-        + f.rnr_naks
-        + f.icrc_bad
-        + f.malformed;
-    let soft = f.ecn.ce + f.cnp + f.ce_without_cnp;
-    hard.saturating_mul(1_000_000).saturating_add(soft)
-}
-
-/// Health of a flow, for its colour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Health {
-    Good,
-    /// Congestion signals (CE, CNP, FECN/BECN) but no loss.
-    Congested,
-    /// Loss, NAKs, retransmissions or damage.
-    Bad,
-}
-
-pub fn health(f: &FlowReport) -> Health {
-    let t = trouble(f);
-    if t >= 1_000_000 {
-        Health::Bad
-    } else if t > 0 || f.fecn + f.becn > 0 {
-        Health::Congested
-    } else {
-        Health::Good
-    }
-}
-
-/// Bytes per second over the flow's life.
-pub fn throughput(f: &FlowReport) -> f64 {
-    let d = f.last_time - f.first_time;
-    if d > 0.0 { f.bytes as f64 / d } else { 0.0 }
 }
 
 fn sort_value(f: &FlowReport, key: SortKey) -> (u64, f64, String) {

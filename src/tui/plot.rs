@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use super::data::{self, FlowSeries, Index, PointKind};
 use crate::analysis::flow::Role;
 use crate::report::Report;
+use crate::report::format::bit_rate;
+use crate::report::rank::trouble;
 
 /// Most flows with a PSN chart (most trouble first).
 pub const MAX_FLOW_PLOTS: usize = 32;
@@ -26,17 +28,6 @@ const COLOURS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
-/// Analyses `path` (one pass, with the index) and writes the plots into `dir`.
-pub fn write_for_file(
-    path: &Path,
-    parse: parsers::Config,
-    cfg: crate::analysis::Config,
-    dir: &Path,
-) -> Result<Vec<PathBuf>, String> {
-    let (report, index) = data::analyze(path, parse, cfg, |_, _| true)?;
-    write(&index, &report, dir)
-}
-
 /// Writes `throughput.svg` and `flow-ID.svg` for the flows with requests; returns the files written.
 pub fn write(index: &Index, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -51,11 +42,12 @@ pub fn write(index: &Index, report: &Report, dir: &Path) -> Result<Vec<PathBuf>,
     let mut flows: Vec<usize> = (0..report.flows.len())
         .filter(|&i| matches!(report.flows[i].role, Role::Requester | Role::Both))
         .collect();
-    flows.sort_by_key(|&i| std::cmp::Reverse(super::model::trouble(&report.flows[i])));
+    flows.sort_by_key(|&i| std::cmp::Reverse(trouble(&report.flows[i])));
     flows.truncate(MAX_FLOW_PLOTS);
-    for i in flows {
-        let s = data::flow_series(index, report, i as u32)?;
-        save(format!("flow-{i}.svg"), flow_svg(report, &s))?;
+    let ids: Vec<u32> = flows.iter().map(|&i| i as u32).collect();
+    // One read of the plotted flows' frames for all their charts.
+    for s in data::series_of(index, report, &ids)? {
+        save(format!("flow-{}.svg", s.flow), flow_svg(report, &s))?;
     }
     Ok(written)
 }
@@ -151,7 +143,7 @@ fn header(out: &mut String, h: f64, title: &str) {
 }
 
 fn bps(v: f64) -> String {
-    super::view::rate(v)
+    bit_rate(v)
 }
 
 /// PSN vs time for one flow, and its throughput over its life.

@@ -10,9 +10,11 @@ use ratatui::widgets::{
 };
 
 use super::data::PointKind;
-use super::model::{Editing, Health, Model, SORT_KEYS, Scope, SortKey, View, health, throughput};
+use super::model::{Editing, Model, SORT_KEYS, Scope, SortKey, View};
 use crate::analysis::events::Severity;
 use crate::analysis::flow::Role;
+use crate::report::format::{bit_rate as rate, duration};
+use crate::report::rank::{Health, health, throughput};
 use crate::report::{FlowReport, Report};
 
 /// Smallest terminal drawn; below it a one-line notice.
@@ -138,7 +140,7 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             .report
             .as_ref()
             .and_then(|r| r.capture_stats.as_ref())
-            .map(|s| s.stopped_by.as_str())
+            .map(|s| s.stopped_by.name())
             .filter(|s| !s.is_empty());
         let (tag, color) = match (stopped, live.paused) {
             (Some(why), _) => (format!("STOPPED ({why})"), Color::Red),
@@ -164,7 +166,7 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             c.duration_s,
             r.flows.len()
         )));
-        let fail = r.verdict.status == "fail";
+        let fail = r.verdict.status == crate::report::Status::Fail;
         l2.push(Span::styled(
             if fail { "FAIL" } else { "PASS" },
             theme
@@ -312,32 +314,6 @@ fn draw_help(frame: &mut Frame, area: Rect) {
         Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title("Help")),
         r,
     );
-}
-
-/// Bits per second, short.
-pub fn rate(bytes_per_s: f64) -> String {
-    let bits = bytes_per_s * 8.0;
-    let (v, unit) = if bits >= 1e9 {
-        (bits / 1e9, "Gb/s")
-    } else if bits >= 1e6 {
-        (bits / 1e6, "Mb/s")
-    } else if bits >= 1e3 {
-        (bits / 1e3, "kb/s")
-    } else {
-        (bits, "b/s")
-    };
-    format!("{v:.1}{unit}")
-}
-
-/// A duration, short.
-fn duration(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.2}s")
-    } else if s >= 1e-3 {
-        format!("{:.2}ms", s * 1e3)
-    } else {
-        format!("{:.1}µs", s * 1e6)
-    }
 }
 
 /// A text sparkline of `values` in `width` cells (each cell the largest value it covers).

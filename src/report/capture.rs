@@ -3,6 +3,46 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+/// Why a live capture ended (`stopped_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StoppedBy {
+    /// Still capturing (a snapshot).
+    #[default]
+    #[serde(rename = "")]
+    Running,
+    /// `-c N` frames.
+    Count,
+    /// `--duration`.
+    Duration,
+    /// SIGINT or SIGTERM (or the TUI quit).
+    Signal,
+    /// The wrapped command ended (and the grace period passed).
+    Command,
+    /// `-w` failed (disk full, broken pipe).
+    WriteError,
+    /// libpcap failed.
+    CaptureError,
+    /// `gen --capture`: the generator finished.
+    Generator,
+}
+
+impl StoppedBy {
+    /// The name as the JSON and the text report give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoppedBy::Running => "",
+            StoppedBy::Count => "count",
+            StoppedBy::Duration => "duration",
+            StoppedBy::Signal => "signal",
+            StoppedBy::Command => "command",
+            StoppedBy::WriteError => "write_error",
+            StoppedBy::CaptureError => "capture_error",
+            StoppedBy::Generator => "generator",
+        }
+    }
+}
+
 /// How a live capture went: what was asked of libpcap, what it counted, what was written, and the wrapped
 /// command. Absent (None) for a capture file.
 #[derive(Debug, Clone, Serialize, Default)]
@@ -18,8 +58,9 @@ pub struct CaptureStats {
     pub received: u64,
     pub dropped: u64,
     pub if_dropped: u64,
-    /// Why the capture ended: `count`, `duration`, `signal`, `command`, `write_error`, `capture_error`.
-    pub stopped_by: String,
+    /// Why the capture ended: `count`, `duration`, `signal`, `command`, `write_error`, `capture_error`,
+    /// `generator`; empty while it runs.
+    pub stopped_by: StoppedBy,
     /// `-w`: where, the format, the frames and bytes written, and the error that stopped it, if any.
     pub written: Option<Written>,
     /// `-- COMMAND`: the wrapped command.
@@ -63,7 +104,7 @@ impl CaptureStats {
             } else {
                 ""
             },
-            self.stopped_by
+            self.stopped_by.name()
         )?;
         writeln!(
             out,

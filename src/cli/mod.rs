@@ -1,0 +1,353 @@
+//! The command line: every clap type and flag group (declared once, flattened where several subcommands
+//! take it), and the one place where flags become the typed configurations the library takes
+//! ([`analysis::Config`], [`pipeline::Config`], the capture session's, the TUI's, the dissector's).
+mod values;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use rocescope::analysis;
+use rocescope::capture::session;
+use rocescope::dissect::{self, Style};
+use rocescope::pipeline;
+use rocescope::report::Condition;
+use rocescope::source::live::LiveConfig;
+use rocescope::tui;
+pub use values::parse_mtu;
+use values::{
+    FailOn, OpcodeSet, parse_fail_on, parse_opcode, parse_qpn, parse_secs, parse_size, parse_speed,
+};
+
+use crate::commands;
+
+/// RoCEv2 packet dissector and transport analyzer.
+#[derive(Parser)]
+#[command(name = "rocescope", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Decode every frame of a pcap or pcapng capture (`-` reads standard input).
+    Dissect(DissectArgs),
+    /// Per-QP transport analysis of a capture: PSN gaps, retransmissions, NAKs, RNR, ECN/CNP, PFC, ICRC,
+    /// latency and throughput.
+    Analyze(AnalyzeArgs),
+    /// Live capture (libpcap) with the same analysis as `analyze`, optionally written to a file and
+    /// optionally around a command (`-- COMMAND ARGS...`).
+    Capture(CaptureArgs),
+    /// Verbs traffic generator (libibverbs, loaded at run time): `gen loopback` runs RC QP pairs on two
+    /// devices of this host against each other, with a data check and the QPNs/PSNs to match a capture.
+    #[command(subcommand)]
+    Gen(crate::generator::GenCommand),
+    /// The two-NIC Soft-RoCE loopback on this host (Linux, root, rdma_rxe): `lab up` builds a veth pair with rxe
+    /// on each end so that `gen loopback` traffic crosses a wire one can capture on; `lab down` removes it.
+    #[command(subcommand)]
+    Lab(crate::labnet::LabCommand),
+    /// Terminal UI over a capture file, or over a live capture (`-i IFACE`): flows, a flow's PSN chart and
+    /// events, packets with their tree and hex.
+    Tui(TuiArgs),
+}
+
+/// What is RoCE: `--port`.
+#[derive(Args, Debug, Clone)]
+pub struct RoceFlags {
+    /// UDP destination port of RoCEv2 (the decoder and a live capture's default filter follow it).
+    #[arg(long, default_value_t = parsers::udp::ROCEV2_PORT)]
+    pub port: u16,
+}
+
+impl RoceFlags {
+    fn config(&self) -> parsers::Config {
+        parsers::Config {
+            roce_port: self.port,
+        }
+    }
+}
+
+/// What the analysis assumes where the wire does not say.
+#[derive(Args, Debug, Clone)]
+pub struct AnalysisFlags {
+    /// Path MTU in bytes (256, 512, 1024, 2048, 4096); inferred from full-size segments by default.
+    #[arg(long, value_parser = parse_mtu)]
+    pub mtu: Option<u32>,
+    /// Link speed for turning pause quanta into time: 10G, 25G, 100G, 400G, or bits per second.
+    #[arg(long, default_value = "100G", value_parser = parse_speed)]
+    pub link_speed: u64,
+    /// A CE mark counts as answered by a CNP toward its sender within this many microseconds.
+    #[arg(long, default_value_t = analysis::Config::DEFAULT_CNP_WINDOW_US, value_name = "US")]
+    pub cnp_window_us: u64,
+}
+
+impl AnalysisFlags {
+    fn config(&self) -> analysis::Config {
+        analysis::Config {
+            mtu: self.mtu,
+            link_speed_bps: self.link_speed,
+            cnp_window_nanos: self.cnp_window_us.saturating_mul(1000),
+            ..Default::default()
+        }
+    }
+}
+
+/// The pipeline's configuration from `--port` and the analysis flags.
+fn pipeline_config(roce: &RoceFlags, analysis: &AnalysisFlags) -> pipeline::Config {
+    pipeline::Config {
+        parse: roce.config(),
+        analysis: analysis.config(),
+    }
+}
+
+/// `--fail-on`.
+#[derive(Args, Debug, Clone)]
+pub struct FailOnFlag {
+    /// Exit with status 3 when any of these is present (comma list): gaps, naks, rnr,
+    /// retransmissions, ce, cnp, icrc, malformed.
+    #[arg(long, value_name = "LIST", value_parser = parse_fail_on)]
+    pub fail_on: Option<FailOn>,
+}
+
+impl FailOnFlag {
+    fn conditions(&self) -> Vec<Condition> {
+        self.fail_on.clone().unwrap_or_default().0
+    }
+}
+
+/// How to capture live (the interface itself is declared by each subcommand: required by `capture`, an
+/// alternative to a file for `tui`).
+#[derive(Args, Debug, Clone)]
+pub struct LiveFlags {
+    /// Capture filter (BPF, pcap-filter(7)) replacing the default: RoCEv2 to the UDP port, VLAN-tagged
+    /// RoCEv2, RoCEv1 and MAC control (PFC/PAUSE).
+    #[arg(short = 'f', long = "filter", value_name = "BPF")]
+    pub filter: Option<String>,
+    /// Do not put the interface in promiscuous mode.
+    #[arg(long)]
+    pub no_promisc: bool,
+    /// Kernel capture buffer size: bytes, or with K, M or G (binary).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "32M")]
+    pub buffer_size: u32,
+    /// Bytes kept of each frame; 128 keeps the headers (ICRCs are then reported unverifiable).
+    #[arg(long, value_name = "BYTES", default_value_t = LiveConfig::MAX_SNAPLEN,
+          value_parser = clap::value_parser!(u32).range(i64::from(LiveConfig::MIN_SNAPLEN)..=i64::from(LiveConfig::MAX_SNAPLEN)))]
+    pub snaplen: u32,
+    /// Also write the frames to FILE (pcap; pcapng when the name ends in .pcapng); `-` is standard output
+    /// (the report then goes to standard error).
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    pub write: Option<PathBuf>,
+}
+
+impl LiveFlags {
+    fn config(&self, interface: &str, port: u16) -> LiveConfig {
+        LiveConfig {
+            interface: interface.to_string(),
+            filter: self.filter.clone(),
+            roce_port: port,
+            promiscuous: !self.no_promisc,
+            buffer_size: self.buffer_size,
+            snaplen: self.snaplen,
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DissectArgs {
+    /// Capture file (pcap or pcapng), or `-` for standard input.
+    pub file: PathBuf,
+    /// Show every field as a tree (like `tshark -V`).
+    #[arg(short = 'V', long = "verbose", conflicts_with = "json")]
+    pub tree: bool,
+    /// Add a hex dump of each frame.
+    #[arg(short = 'x', long = "hex", conflicts_with = "json")]
+    pub hex: bool,
+    /// One JSON object per frame, keyed with Wireshark's field names.
+    #[arg(long)]
+    pub json: bool,
+    /// Show non-RoCE frames too (they are counted and hidden by default).
+    #[arg(long)]
+    pub all: bool,
+    /// Stop after showing N frames.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// Only frames to this destination QP (decimal or 0x-prefixed hex).
+    #[arg(long = "qp", value_name = "QPN", value_parser = parse_qpn)]
+    pub qp: Option<u32>,
+    /// Only this opcode: a name (RC_SEND_ONLY, or SEND_ONLY for every transport) or a number (0x11).
+    #[arg(long, value_name = "NAME", value_parser = parse_opcode)]
+    pub opcode: Option<OpcodeSet>,
+    #[command(flatten)]
+    pub roce: RoceFlags,
+}
+
+impl DissectArgs {
+    pub fn config(&self) -> dissect::Options {
+        let style = if self.json {
+            Style::Json
+        } else if self.tree {
+            Style::Tree
+        } else {
+            Style::Line
+        };
+        dissect::Options {
+            file: self.file.clone(),
+            style,
+            hex: self.hex,
+            filter: dissect::Filter {
+                all: self.all,
+                dest_qp: self.qp,
+                opcodes: self.opcode.as_ref().map(|o| *o.0),
+                count: self.count,
+            },
+            config: self.roce.config(),
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct AnalyzeArgs {
+    /// Capture file (pcap or pcapng), or `-` for standard input.
+    pub file: PathBuf,
+    /// One JSON document instead of the text report (schema in docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub analysis: AnalysisFlags,
+    #[command(flatten)]
+    pub fail_on: FailOnFlag,
+    #[command(flatten)]
+    pub roce: RoceFlags,
+    /// No progress bar (it shows only on a terminal, for files over 64 MiB).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Also write SVG pictures to DIR: an overview of throughput and, per requester flow, its PSN
+    /// timeline (requests, gaps, retransmissions, NAKs) and throughput.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+}
+
+impl AnalyzeArgs {
+    pub fn config(&self) -> commands::analyze::Config {
+        commands::analyze::Config {
+            file: self.file.clone(),
+            json: self.json,
+            pipeline: pipeline_config(&self.roce, &self.analysis),
+            fail_on: self.fail_on.conditions(),
+            progress: !self.no_progress,
+            plot: self.plot.clone(),
+        }
+    }
+}
+
+/// `rocescope capture` options.
+#[derive(Args, Debug, Clone)]
+pub struct CaptureArgs {
+    /// Interface to capture on (`any`: every interface, Linux cooked capture).
+    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
+    pub interface: String,
+    #[command(flatten)]
+    pub live: LiveFlags,
+    #[command(flatten)]
+    pub roce: RoceFlags,
+    /// Stop after N frames.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub duration: Option<f64>,
+    /// With a command: keep capturing this many seconds after it exits.
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_secs)]
+    pub grace: f64,
+    /// No status line and no start message on standard error.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// The report as one JSON document (the analyze schema, plus `capture_stats`).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub analysis: AnalysisFlags,
+    #[command(flatten)]
+    pub fail_on: FailOnFlag,
+    /// Show the capture in the terminal UI as it runs (the same as `rocescope tui -i IFACE`): space pauses
+    /// the display, w saves the frames.
+    #[arg(long, conflicts_with_all = ["json", "command", "fail_on", "quiet"])]
+    pub tui: bool,
+    /// A command to run once the capture is active: the capture stops `--grace` seconds after it exits,
+    /// and the exit status is the command's (unless --fail-on fires).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+impl CaptureArgs {
+    fn session(&self) -> session::Config {
+        session::Config {
+            live: self.live.config(&self.interface, self.roce.port),
+            pipeline: pipeline_config(&self.roce, &self.analysis),
+            write: self.live.write.clone(),
+            count: self.count,
+            duration: self.duration.map(Duration::from_secs_f64),
+            ring: false,
+        }
+    }
+
+    pub fn config(&self) -> commands::capture::Config {
+        commands::capture::Config {
+            session: self.session(),
+            command: self.command.clone(),
+            grace: Duration::from_secs_f64(self.grace),
+            quiet: self.quiet,
+            json: self.json,
+            fail_on: self.fail_on.conditions(),
+            tui: self.tui,
+        }
+    }
+}
+
+/// `rocescope tui`: a capture file, or a live capture with `-i IFACE`.
+#[derive(Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["file", "interface"])))]
+#[command(group(clap::ArgGroup::new("live_only").multiple(true).conflicts_with("file")
+    .args(["filter", "no_promisc", "buffer_size", "snaplen", "write"])))]
+pub struct TuiArgs {
+    /// Capture file (pcap or pcapng).
+    pub file: Option<PathBuf>,
+    /// Capture live on this interface instead (root, or the capabilities `rocescope capture` names):
+    /// space pauses the display, w saves the frames.
+    #[arg(
+        short = 'i',
+        long = "interface",
+        value_name = "IFACE",
+        conflicts_with = "file"
+    )]
+    pub interface: Option<String>,
+    #[command(flatten)]
+    pub live: LiveFlags,
+    #[command(flatten)]
+    pub roce: RoceFlags,
+    #[command(flatten)]
+    pub analysis: AnalysisFlags,
+}
+
+impl TuiArgs {
+    pub fn config(&self) -> Result<commands::tui::Config, String> {
+        let pipeline = pipeline_config(&self.roce, &self.analysis);
+        match (&self.file, &self.interface) {
+            (_, Some(iface)) => Ok(commands::tui::Config::Live(session::Config {
+                live: self.live.config(iface, self.roce.port),
+                pipeline,
+                write: self.live.write.clone(),
+                count: None,
+                duration: None,
+                ring: true,
+            })),
+            (Some(file), None) => Ok(commands::tui::Config::File(tui::FileConfig {
+                file: file.clone(),
+                pipeline,
+            })),
+            (None, None) => Err("tui: give a capture file or -i IFACE".to_string()),
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The value parsers of the command line: each turns one argument into a typed value, or into the one
+//! line clap shows after "invalid value".
+use rocescope::report::Condition;
+
+/// An InfiniBand path MTU: 256, 512, 1024, 2048 or 4096.
+pub fn parse_mtu(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(m) if parsers::psn::is_mtu(m) => Ok(m),
+        _ => Err(format!(
+            "'{s}' is not an InfiniBand path MTU (256, 512, 1024, 2048 or 4096)"
+        )),
+    }
+}
+
+/// A link speed: `100G`, `25g`, `400G`, `10000M`, or bits per second.
+pub fn parse_speed(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, scale) = match t.char_indices().last() {
+        Some((i, 'G' | 'g')) => (&t[..i], 1_000_000_000),
+        Some((i, 'M' | 'm')) => (&t[..i], 1_000_000),
+        _ => (t, 1),
+    };
+    match digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+    {
+        Some(bps) if bps > 0 => Ok(bps),
+        _ => Err(format!("'{s}' is not a link speed (try 25G, 100G, 400G)")),
+    }
+}
+
+/// A byte size: `1048576`, `64K`, `32M`, `1G` (binary units).
+pub fn parse_size(s: &str) -> Result<u32, String> {
+    let t = s.trim();
+    let (digits, scale) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    match digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+    {
+        Some(n) if n > 0 && n <= i32::MAX as u64 => Ok(n as u32),
+        _ => Err(format!("'{s}' is not a buffer size (try 64M)")),
+    }
+}
+
+/// A number of seconds, 0 or more.
+pub fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..1e9).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds")),
+    }
+}
+
+/// A QP number: decimal or 0x-prefixed hex, 24 bits.
+pub fn parse_qpn(s: &str) -> Result<u32, String> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => s.parse(),
+    }
+    .map_err(|_| format!("'{s}' is not a QP number (use decimal or 0x-prefixed hex)"))?;
+    if v > parsers::psn::PSN_MASK {
+        return Err(format!("QP number {s} does not fit in 24 bits"));
+    }
+    Ok(v)
+}
+
+/// The opcodes a `--opcode` argument names (see [`rocescope::dissect::opcode_set`]).
+pub fn parse_opcode(s: &str) -> Result<OpcodeSet, String> {
+    rocescope::dissect::opcode_set(s)
+        .map(|set| OpcodeSet(Box::new(set)))
+        .ok_or_else(|| format!("unknown opcode '{s}' (try RC_SEND_ONLY, WRITE_FIRST, ACKNOWLEDGE, CNP or a number like 0x11)"))
+}
+
+/// Opcodes to show, by number.
+#[derive(Clone, Debug)]
+pub struct OpcodeSet(pub Box<[bool; 256]>);
+
+/// The `--fail-on` conditions (a newtype, so that clap takes the comma list as one value).
+#[derive(Clone, Debug, Default)]
+pub struct FailOn(pub Vec<Condition>);
+
+/// A `--fail-on` list: condition names separated by commas.
+pub fn parse_fail_on(s: &str) -> Result<FailOn, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(|n| {
+            Condition::from_name(n).ok_or_else(|| {
+                let names: Vec<&str> = Condition::ALL.iter().map(|c| c.name()).collect();
+                format!("unknown condition '{n}' (choose from {})", names.join(","))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(FailOn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values() {
+        assert_eq!(parse_mtu("1024"), Ok(1024));
+        assert!(parse_mtu("1500").is_err());
+        assert_eq!(parse_speed("25G"), Ok(25_000_000_000));
+        assert_eq!(parse_speed("10000m"), Ok(10_000_000_000));
+        assert!(parse_speed("0").is_err());
+        assert_eq!(parse_size("32M"), Ok(32 << 20));
+        assert!(parse_size("4G").is_err());
+        assert_eq!(parse_qpn("0x11"), Ok(17));
+        assert!(parse_qpn("0x1000000").is_err());
+        assert_eq!(
+            parse_fail_on("gaps, ce").map(|f| f.0),
+            Ok(vec![Condition::Gaps, Condition::Ce])
+        );
+        assert!(parse_fail_on("loss").is_err());
+    }
+}

@@ -1,0 +1,14 @@
+//! The subcommands: each takes its typed configuration (built by `cli`) and returns the exit status;
+//! errors are one line on standard error.
+pub mod analyze;
+pub mod capture;
+pub mod dissect;
+pub mod tui;
+
+use std::process::ExitCode;
+
+/// Status 1 with the error on one line (what every subcommand does with a runtime error).
+pub fn fail(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("rocescope: {e}");
+    ExitCode::from(1)
+}

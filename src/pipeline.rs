@@ -1,0 +1,357 @@
+//! The one frame pipeline: read a packet from any [`PacketSource`] (a file, standard input, a live libpcap
+//! handle), parse it, check its ICRC, feed the analysis engine. `analyze`, `capture` (text, `--tui`,
+//! `tui -i`, `gen --capture`), the TUI's file loading and the plots all run it; what each does besides
+//! is given as a [`ReadSide`] (on the reading thread, with the packet's bytes: writing `-w`, the live ring,
+//! the TUI's index, progress, stop conditions) and an [`EngineSide`] (on the engine thread, with how each
+//! frame was counted: the chart's marks, live snapshots).
+//!
+//! Two threads: the reading thread parses (leaving the ICRC for later) and hands frames over in batches;
+//! the engine thread checks the ICRCs, on a copy of the bytes that need it (cheaper than the check), and
+//! ingests the frames in capture order. An engine side that shows whole frames (the dissector) gets every
+//! frame's bytes instead, and the engine thread parses them.
+use std::ops::{ControlFlow, Range};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
+
+use parsers::{Frame, parse_frame, parse_frame_deferred};
+
+use crate::analysis::{self, Classified, Engine};
+use crate::source::{Next, Packet, PacketSource, SourceError};
+
+/// What the pipeline assumes: what RoCE is (the UDP port) and the analysis' assumptions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Config {
+    pub parse: parsers::Config,
+    pub analysis: analysis::Config,
+}
+
+/// The reading thread's part beyond parsing, over a source of type `S`. Every method has a default that
+/// does nothing.
+pub trait ReadSide<S: ?Sized> {
+    /// A frame was read: its number (from 1), the packet, and the input's offset after it. `Break` stops
+    /// the reading (this frame is still analysed).
+    fn frame(&mut self, _number: u64, _packet: &Packet, _offset: u64) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+
+    /// A batch goes to the engine (called just before the engine sees it): every [`BATCH`] frames, and
+    /// whenever a live source has nothing more for now (`idle`; `frames` may not have changed then). The
+    /// place for what need not run per frame: clocks, signals, progress, the source's own counters.
+    /// `Break` stops the reading (the batch is still analysed).
+    fn handed_over(
+        &mut self,
+        _source: &mut S,
+        _frames: u64,
+        _offset: u64,
+        _idle: bool,
+    ) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+}
+
+/// The engine thread's part beyond ingesting. Every method has a default that does nothing.
+pub trait EngineSide: Send {
+    /// True when the side wants every frame whole, bytes and all ([`EngineSide::frame`]): the bytes of
+    /// every frame then go to the engine thread, which parses them (the dissector's views).
+    const WHOLE_FRAMES: bool = false;
+
+    /// The engine took frame `number` and counted it as `classified`.
+    fn ingested(&mut self, _number: u64, _classified: Classified) {}
+
+    /// With [`EngineSide::WHOLE_FRAMES`]: frame `number` after the engine took it, with its packet (the
+    /// bytes), its layers and how it was counted. `Break` stops the run.
+    fn frame(
+        &mut self,
+        _number: u64,
+        _packet: &Packet,
+        _frame: &Frame,
+        _classified: Classified,
+    ) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+
+    /// A batch was ingested; `engine` holds the analysis so far.
+    fn batch_done(&mut self, _engine: &Engine) {}
+}
+
+impl<S: ?Sized> ReadSide<S> for () {}
+impl EngineSide for () {}
+
+/// How a run ended: the engine after its end-of-capture pass, the engine side back, the frames read, and
+/// the error that cut the input short, if one did (the frames before it are analysed).
+pub struct Outcome<E> {
+    pub engine: Engine,
+    pub engine_side: E,
+    pub frames: u64,
+    pub error: Option<SourceError>,
+}
+
+/// Frames handed from the reading thread to the engine thread at a time.
+pub const BATCH: usize = 1024;
+
+/// Batches on their way to the engine at most: the reader waits beyond that, so memory stays bounded.
+const IN_FLIGHT: usize = 4;
+
+/// Runs the pipeline over `source` to its end (or until a side says stop).
+pub fn run<S, R, E>(
+    source: &mut S,
+    cfg: &Config,
+    read: &mut R,
+    engine_side: E,
+) -> Result<Outcome<E>, String>
+where
+    S: PacketSource + ?Sized,
+    R: ReadSide<S> + ?Sized,
+    E: EngineSide,
+{
+    let analysis = cfg.analysis;
+    let parse = cfg.parse;
+    // The engine side said stop: the reader stops at its next hand-over.
+    let halt = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let (full_tx, full_rx) = sync_channel::<Batch>(IN_FLIGHT);
+        let (empty_tx, empty_rx) = channel::<Batch>();
+        let halt = &halt;
+        let engine = std::thread::Builder::new()
+            .name("engine".to_string())
+            .spawn_scoped(s, move || {
+                let mut engine = Ingest {
+                    engine: Engine::new(analysis),
+                    parse,
+                    side: engine_side,
+                };
+                for mut batch in &full_rx {
+                    if engine.batch(&mut batch).is_break() {
+                        halt.store(true, Ordering::Relaxed);
+                    }
+                    batch.clear();
+                    // The reader may have stopped already: then the batch is simply dropped.
+                    let _ = empty_tx.send(batch);
+                }
+                (engine.engine, engine.side)
+            })
+            .map_err(|e| format!("cannot start the analysis thread: {e}"))?;
+        let mut reading = Reading {
+            parse,
+            whole: E::WHOLE_FRAMES,
+            full: full_tx,
+            empty: empty_rx,
+            halt,
+        };
+        let (frames, error) = reading.all(source, read);
+        drop(reading);
+        let (mut engine, engine_side) = engine
+            .join()
+            .map_err(|_| "the analysis thread panicked".to_string())?;
+        engine.finish();
+        Ok(Outcome {
+            engine,
+            engine_side,
+            frames,
+            error,
+        })
+    })
+}
+
+/// The reading thread's state.
+struct Reading<'h> {
+    parse: parsers::Config,
+    /// Send whole frames (the engine thread parses) instead of parsed ones.
+    whole: bool,
+    full: SyncSender<Batch>,
+    empty: Receiver<Batch>,
+    halt: &'h AtomicBool,
+}
+
+impl Reading<'_> {
+    /// Reads, parses and batches until the end, an error or a stop; returns the frames read and the
+    /// error, if any.
+    fn all<S, R>(&mut self, source: &mut S, read: &mut R) -> (u64, Option<SourceError>)
+    where
+        S: PacketSource + ?Sized,
+        R: ReadSide<S> + ?Sized,
+    {
+        let mut number = 0u64;
+        let mut batch = Batch::default();
+        let mut offset = 0;
+        let error = loop {
+            match source.next() {
+                Ok(Next::Packet { packet, end }) => {
+                    number += 1;
+                    offset = end;
+                    if self.whole {
+                        batch.push_whole(number, &packet);
+                    } else {
+                        batch.push_parsed(number, &packet, &self.parse);
+                    }
+                    if read.frame(number, &packet, end).is_break() {
+                        break None;
+                    }
+                }
+                Ok(Next::Idle) => {
+                    if self
+                        .hand_over(source, read, &mut batch, number, offset, true)
+                        .is_break()
+                    {
+                        break None;
+                    }
+                    continue;
+                }
+                Ok(Next::End) => break None,
+                Err(e) => break Some(e),
+            }
+            if batch.len() == BATCH
+                && self
+                    .hand_over(source, read, &mut batch, number, offset, false)
+                    .is_break()
+            {
+                break None;
+            }
+        };
+        let _ = self.hand_over(source, read, &mut batch, number, offset, false);
+        (number, error)
+    }
+
+    fn hand_over<S, R>(
+        &mut self,
+        source: &mut S,
+        read: &mut R,
+        batch: &mut Batch,
+        number: u64,
+        offset: u64,
+        idle: bool,
+    ) -> ControlFlow<()>
+    where
+        S: PacketSource + ?Sized,
+        R: ReadSide<S> + ?Sized,
+    {
+        let flow = read.handed_over(source, number, offset, idle);
+        // An empty batch too, when idle: the engine side's clock (live snapshots) runs without traffic.
+        if batch.len() > 0 || idle {
+            let next = self.empty.try_recv().unwrap_or_default();
+            if self.full.send(std::mem::replace(batch, next)).is_err() {
+                // The engine thread is gone (it panicked): `run` reports it.
+                return ControlFlow::Break(());
+            }
+        }
+        if self.halt.load(Ordering::Relaxed) {
+            return ControlFlow::Break(());
+        }
+        flow
+    }
+}
+
+/// The engine thread's state.
+struct Ingest<E> {
+    engine: Engine,
+    parse: parsers::Config,
+    side: E,
+}
+
+impl<E: EngineSide> Ingest<E> {
+    /// ICRC checks and ingestion of one batch, in capture order.
+    fn batch(&mut self, batch: &mut Batch) -> ControlFlow<()> {
+        let mut flow = ControlFlow::Continue(());
+        for w in &batch.whole {
+            let data = batch.bytes.get(w.bytes.clone()).unwrap_or_default();
+            let packet = Packet {
+                ts_nanos: w.ts_nanos,
+                linktype: w.linktype,
+                interface: w.interface,
+                data,
+                orig_len: w.orig_len,
+            };
+            let frame = parse_frame(w.linktype, data, w.orig_len as usize, &self.parse);
+            let classified = self.engine.ingest(w.number, w.ts_nanos, &frame);
+            self.side.ingested(w.number, classified);
+            if flow.is_continue() {
+                flow = self.side.frame(w.number, &packet, &frame, classified);
+            }
+        }
+        // In place: a frame is a few hundred bytes, not worth moving again.
+        for p in &mut batch.parsed {
+            if let Some(r) = &mut p.frame.roce
+                && let Some(cover) = r.icrc_deferred.take()
+            {
+                r.icrc_status =
+                    Some(cover.check(batch.bytes.get(p.bytes.clone()).unwrap_or_default()));
+            }
+            let classified = self.engine.ingest(p.number, p.ts_nanos, &p.frame);
+            self.side.ingested(p.number, classified);
+        }
+        self.side.batch_done(&self.engine);
+        flow
+    }
+}
+
+/// A frame parsed on the reading thread, without its bytes (but those its ICRC check needs).
+struct Parsed {
+    number: u64,
+    ts_nanos: u64,
+    frame: Frame<'static>,
+    /// Where its bytes are in [`Batch::bytes`] when its ICRC is still to check.
+    bytes: Range<usize>,
+}
+
+/// A frame to parse on the engine thread: its packet, its bytes in [`Batch::bytes`].
+struct Whole {
+    number: u64,
+    ts_nanos: u64,
+    linktype: u16,
+    interface: u32,
+    orig_len: u32,
+    bytes: Range<usize>,
+}
+
+/// Frames going to the engine thread, one kind or the other.
+#[derive(Default)]
+struct Batch {
+    parsed: Vec<Parsed>,
+    whole: Vec<Whole>,
+    bytes: Vec<u8>,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.parsed.len() + self.whole.len()
+    }
+
+    fn push_parsed(&mut self, number: u64, p: &Packet, parse: &parsers::Config) {
+        let frame = parse_frame_deferred(p.linktype, p.data, p.orig_len as usize, parse);
+        let bytes = if frame.roce.is_some_and(|r| r.icrc_deferred.is_some()) {
+            self.copy(p.data)
+        } else {
+            0..0
+        };
+        self.parsed.push(Parsed {
+            number,
+            ts_nanos: p.ts_nanos,
+            frame: frame.detached(),
+            bytes,
+        });
+    }
+
+    fn push_whole(&mut self, number: u64, p: &Packet) {
+        let bytes = self.copy(p.data);
+        self.whole.push(Whole {
+            number,
+            ts_nanos: p.ts_nanos,
+            linktype: p.linktype,
+            interface: p.interface,
+            orig_len: p.orig_len,
+            bytes,
+        });
+    }
+
+    fn copy(&mut self, data: &[u8]) -> Range<usize> {
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(data);
+        at..self.bytes.len()
+    }
+
+    fn clear(&mut self) {
+        self.parsed.clear();
+        self.whole.clear();
+        self.bytes.clear();
+    }
+}

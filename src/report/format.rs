@@ -1,0 +1,64 @@
+//! How figures are written, in one place for the text report, the status line, the TUI and the SVG plots.
+
+/// A bit rate from bytes per second, short: `1.2Gb/s`, `350.0kb/s`.
+pub fn bit_rate(bytes_per_s: f64) -> String {
+    let bits = bytes_per_s * 8.0;
+    let (v, unit) = if bits >= 1e9 {
+        (bits / 1e9, "Gb/s")
+    } else if bits >= 1e6 {
+        (bits / 1e6, "Mb/s")
+    } else if bits >= 1e3 {
+        (bits / 1e3, "kb/s")
+    } else {
+        (bits, "b/s")
+    };
+    format!("{v:.1}{unit}")
+}
+
+/// A count per second with an SI prefix, short: `1.5M`, `12.0k`, `7`.
+pub fn per_second(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// A duration in seconds, short: `1.25s`, `3.10ms`, `12.0µs`.
+pub fn duration(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2}s")
+    } else if s >= 1e-3 {
+        format!("{:.2}ms", s * 1e3)
+    } else {
+        format!("{:.1}µs", s * 1e6)
+    }
+}
+
+/// Milliseconds from microseconds, as the RNR timer table writes them: `0.01`, `655.36`.
+pub fn millis(us: u32) -> String {
+    format!("{}.{:02}", us / 1000, (us % 1000) / 10)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures() {
+        assert_eq!(bit_rate(125_000_000.0), "1.0Gb/s");
+        assert_eq!(bit_rate(1_000.0), "8.0kb/s");
+        assert_eq!(bit_rate(10.0), "80.0b/s");
+        assert_eq!(per_second(1_500_000.0), "1.5M");
+        assert_eq!(per_second(999.4), "999");
+        assert_eq!(duration(1.254), "1.25s");
+        assert_eq!(duration(0.0031), "3.10ms");
+        assert_eq!(duration(0.000012), "12.0µs");
+        assert_eq!(millis(10), "0.01");
+        assert_eq!(millis(655_360), "655.36");
+    }
+}
