@@ -1,6 +1,6 @@
 //! A large realistic RoCEv2 capture with its ground truth, for tests and benchmarks: RC connections between a
 //! few hosts with SEND/WRITE/READ/atomics, coalesced ACKs, losses (before and after the capture point) with
-//! NAKs and go-back-N, CE marks and CNPs. The model is described in `benches/synth/mod.rs`.
+//! NAKs and go-back-N, CE marks and CNPs. The model is described in the `synth` crate (`crates/synth`).
 //!
 //! ```sh
 //! cargo run --release --example synth -- --frames 2000000 --qps 64 --seed 1 --loss 0.0003 \
@@ -12,9 +12,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-
-#[path = "../benches/synth/mod.rs"]
-mod synth;
 
 /// Writes a synthetic RoCEv2 capture (pcap, nanosecond timestamps) and, optionally, its ground truth.
 #[derive(Parser)]

@@ -15,9 +15,6 @@ use std::sync::{Arc, Mutex};
 
 use rocescope::capture::ring::{BATCH_FRAMES, Batch, MAX_BYTES, Ring};
 
-#[path = "../benches/synth/mod.rs"]
-mod synth;
-
 /// Counts allocations and reallocations (a growth is an allocation too) while `ARMED`.
 struct Counting;
 

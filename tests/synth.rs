@@ -1,16 +1,13 @@
 //! `rocescope analyze --json` on synthetic captures against the generator's ground truth: per flow and in
 //! total, every figure the generator knows (PSN gaps, missing PSNs, retransmissions, duplicates, go-back-N
 //! episodes, NAKs, CNPs, CE marks, CE without CNP, messages, ACKs, READ responses, atomic ACKs, bytes) must be
-//! what the analyzer reports. The simulation and its model are in `benches/synth/mod.rs`.
+//! what the analyzer reports. The simulation and its model are in the `synth` crate (`crates/synth`).
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{Value, json};
-
-#[path = "../benches/synth/mod.rs"]
-mod synth;
 
 fn analyze(path: &PathBuf) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_rocescope"))

@@ -14,6 +14,7 @@ use parsers::imm::{Ieth, ImmDt};
 use parsers::mac_control::MacControl;
 use parsers::rdeth::Rdeth;
 use parsers::reth::Reth;
+use parsers::savefile::{self, Resolution};
 use parsers::vlan::VlanTag;
 use parsers::xrceth::Xrceth;
 use serde_json::{Value, json};
@@ -60,27 +61,15 @@ impl Capture {
 
     fn pcap(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        for v in [
-            0xa1b2_c3d4u32.to_le_bytes(),
-            [2, 0, 4, 0],
-            [0; 4],
-            [0; 4],
-            65535u32.to_le_bytes(),
-        ] {
-            out.extend_from_slice(&v);
-        }
-        out.extend_from_slice(&u32::from(self.linktype).to_le_bytes());
+        savefile::pcap_file_header(&mut out, Resolution::Micros, 65535, self.linktype);
         for (at, data, orig_len, _) in &self.frames {
-            let ts = EPOCH_US + at;
-            for v in [
-                (ts / 1_000_000) as u32,
-                (ts % 1_000_000) as u32,
-                data.len() as u32,
+            savefile::pcap_record(
+                &mut out,
+                Resolution::Micros,
+                EPOCH_US + at,
+                data,
                 *orig_len as u32,
-            ] {
-                out.extend_from_slice(&v.to_le_bytes());
-            }
-            out.extend_from_slice(data);
+            );
         }
         out
     }
@@ -516,32 +505,10 @@ fn rocev1(dir: &Path) {
 /// pcapng with three interfaces of three link types (Ethernet, Linux SLL, Linux SLL2), as a capture merged
 /// from `-i eth0` and `-i any` sessions looks, with nanosecond timestamps on the SLL2 interface.
 fn multi_interface(dir: &Path) {
-    fn block(out: &mut Vec<u8>, kind: u32, body: &[u8]) {
-        let len = (12 + body.len().div_ceil(4) * 4) as u32;
-        out.extend_from_slice(&kind.to_le_bytes());
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(body);
-        out.resize(out.len() + (4 - body.len() % 4) % 4, 0);
-        out.extend_from_slice(&len.to_le_bytes());
-    }
     let mut out = Vec::new();
-    let mut shb = Vec::new();
-    shb.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
-    shb.extend_from_slice(&[1, 0, 0, 0]);
-    shb.extend_from_slice(&u64::MAX.to_le_bytes());
-    block(&mut out, 0x0A0D_0D0A, &shb);
-    for (linktype, tsresol) in [(1u16, None), (113, None), (276, Some(9u8))] {
-        let mut idb = Vec::new();
-        idb.extend_from_slice(&linktype.to_le_bytes());
-        idb.extend_from_slice(&[0, 0]);
-        idb.extend_from_slice(&65535u32.to_le_bytes());
-        if let Some(r) = tsresol {
-            idb.extend_from_slice(&9u16.to_le_bytes()); // if_tsresol
-            idb.extend_from_slice(&1u16.to_le_bytes());
-            idb.extend_from_slice(&[r, 0, 0, 0]);
-            idb.extend_from_slice(&[0, 0, 0, 0]); // opt_endofopt
-        }
-        block(&mut out, 1, &idb);
+    savefile::section_header_block(&mut out);
+    for (linktype, resolution) in [(1u16, None), (113, None), (276, Some(Resolution::Nanos))] {
+        savefile::interface_description_block(&mut out, linktype, 65535, None, resolution);
     }
     let mut expected = String::new();
     // 2026-01-01T00:00:00Z; units of the interface's resolution (microseconds, or nanoseconds for SLL2).
@@ -596,15 +563,7 @@ fn multi_interface(dir: &Path) {
         ),
     ];
     for (i, (iface, ts, data, expect)) in packets.into_iter().enumerate() {
-        let mut epb = Vec::new();
-        epb.extend_from_slice(&iface.to_le_bytes());
-        epb.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
-        epb.extend_from_slice(&(ts as u32).to_le_bytes());
-        epb.extend_from_slice(&(data.len() as u32).to_le_bytes());
-        epb.extend_from_slice(&(data.len() as u32).to_le_bytes());
-        epb.extend_from_slice(&data);
-        epb.resize(epb.len() + (4 - data.len() % 4) % 4, 0);
-        block(&mut out, 6, &epb);
+        savefile::enhanced_packet_block(&mut out, iface, ts, &data, data.len() as u32);
         let mut e = expect;
         e["frame.number"] = json!(i + 1);
         e["infiniband.bth.opcode"] = json!(4);

@@ -34,6 +34,7 @@ pub mod opcode;
 pub mod psn;
 pub mod rdeth;
 pub mod reth;
+pub mod savefile;
 pub mod sll;
 pub mod udp;
 pub mod vlan;

@@ -10,13 +10,8 @@ use std::path::Path;
 /// Bytes gathered before they are written.
 const CHUNK: usize = 256 * 1024;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Classic pcap, nanosecond timestamps (magic 0xa1b23c4d).
-    Pcap,
-    /// pcapng: one section, one interface with nanosecond timestamps, Enhanced Packet Blocks.
-    PcapNg,
-}
+/// Classic pcap or pcapng, nanosecond timestamps; the layouts are in `parsers::savefile`.
+pub use parsers::savefile::Format;
 
 enum Out {
     File(File),
@@ -75,10 +70,7 @@ impl Writer {
             bytes: 0,
             frames: 0,
         };
-        match format {
-            Format::Pcap => pcap_header(&mut w.buf, linktype, snaplen),
-            Format::PcapNg => pcapng_header(&mut w.buf, linktype, snaplen, interface),
-        }
+        format.header(&mut w.buf, linktype, snaplen, interface);
         // The header is not a frame: no bound for it.
         w.flush()
             .map_err(|e| format!("cannot write {}: {}", w.name, e.error))?;
@@ -87,31 +79,7 @@ impl Writer {
 
     /// Adds one frame; writes a chunk when enough has gathered.
     pub fn write(&mut self, ts_nanos: u64, data: &[u8], orig_len: u32) -> Result<(), WriteError> {
-        match self.format {
-            Format::Pcap => {
-                let b = &mut self.buf;
-                b.extend_from_slice(&((ts_nanos / 1_000_000_000) as u32).to_le_bytes());
-                b.extend_from_slice(&((ts_nanos % 1_000_000_000) as u32).to_le_bytes());
-                b.extend_from_slice(&(data.len() as u32).to_le_bytes());
-                b.extend_from_slice(&orig_len.to_le_bytes());
-                b.extend_from_slice(data);
-            }
-            Format::PcapNg => {
-                let pad = (4 - data.len() % 4) % 4;
-                let total = (32 + data.len() + pad) as u32;
-                let b = &mut self.buf;
-                b.extend_from_slice(&6u32.to_le_bytes());
-                b.extend_from_slice(&total.to_le_bytes());
-                b.extend_from_slice(&0u32.to_le_bytes());
-                b.extend_from_slice(&((ts_nanos >> 32) as u32).to_le_bytes());
-                b.extend_from_slice(&(ts_nanos as u32).to_le_bytes());
-                b.extend_from_slice(&(data.len() as u32).to_le_bytes());
-                b.extend_from_slice(&orig_len.to_le_bytes());
-                b.extend_from_slice(data);
-                b.extend(std::iter::repeat_n(0u8, pad));
-                b.extend_from_slice(&total.to_le_bytes());
-            }
-        }
+        self.format.record(&mut self.buf, ts_nanos, data, orig_len);
         self.bounds.push(self.buf.len());
         if self.buf.len() >= CHUNK {
             self.flush()?;
@@ -192,44 +160,4 @@ impl Writer {
             )
         }
     }
-}
-
-fn pcap_header(b: &mut Vec<u8>, linktype: u16, snaplen: u32) {
-    b.extend_from_slice(&0xa1b2_3c4du32.to_le_bytes());
-    b.extend_from_slice(&2u16.to_le_bytes());
-    b.extend_from_slice(&4u16.to_le_bytes());
-    b.extend_from_slice(&0i32.to_le_bytes());
-    b.extend_from_slice(&0u32.to_le_bytes());
-    b.extend_from_slice(&snaplen.to_le_bytes());
-    b.extend_from_slice(&u32::from(linktype).to_le_bytes());
-}
-
-fn pcapng_header(b: &mut Vec<u8>, linktype: u16, snaplen: u32, interface: &str) {
-    // Section Header Block, no options.
-    b.extend_from_slice(&0x0A0D_0D0Au32.to_le_bytes());
-    b.extend_from_slice(&28u32.to_le_bytes());
-    b.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
-    b.extend_from_slice(&1u16.to_le_bytes());
-    b.extend_from_slice(&0u16.to_le_bytes());
-    b.extend_from_slice(&(-1i64).to_le_bytes());
-    b.extend_from_slice(&28u32.to_le_bytes());
-    // Interface Description Block: if_name, if_tsresol = 9 (nanoseconds), end of options.
-    let mut opts = Vec::new();
-    let name = interface.as_bytes();
-    opts.extend_from_slice(&2u16.to_le_bytes());
-    opts.extend_from_slice(&(name.len() as u16).to_le_bytes());
-    opts.extend_from_slice(name);
-    opts.extend(std::iter::repeat_n(0u8, (4 - name.len() % 4) % 4));
-    opts.extend_from_slice(&9u16.to_le_bytes());
-    opts.extend_from_slice(&1u16.to_le_bytes());
-    opts.extend_from_slice(&[9, 0, 0, 0]);
-    opts.extend_from_slice(&[0, 0, 0, 0]);
-    let total = (20 + opts.len()) as u32;
-    b.extend_from_slice(&1u32.to_le_bytes());
-    b.extend_from_slice(&total.to_le_bytes());
-    b.extend_from_slice(&linktype.to_le_bytes());
-    b.extend_from_slice(&0u16.to_le_bytes());
-    b.extend_from_slice(&snaplen.to_le_bytes());
-    b.extend_from_slice(&opts);
-    b.extend_from_slice(&total.to_le_bytes());
 }
