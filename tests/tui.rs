@@ -5,12 +5,13 @@ use std::sync::{Arc, Mutex};
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::Color;
 use serde_json::Value;
 
 use rocescope::analysis::events::Severity;
 use rocescope::tui::data::{self, Index, PointKind};
+use rocescope::tui::keys::{Action, KEYS, Key, Mode, Step};
 use rocescope::tui::model::{Cmd, Model, Msg, Scope, SortKey, View, update};
 use rocescope::tui::view;
 
@@ -591,6 +592,159 @@ fn p_lists_the_flow_and_its_pair() {
     keys(&mut m, &idx, "a");
     assert_eq!(m.packets.scope, Scope::All);
     assert_eq!(m.packet_count() as u64, r.capture.frames);
+}
+
+#[test]
+fn modes_take_keys_before_the_views() {
+    let (mut m, idx) = load("testdata/lab/write_loss.pcap", 120, 40);
+    // A failed read's message: any key dismisses it, q too, and does nothing else.
+    m.error = Some("frame 9: read failed".into());
+    keys(&mut m, &idx, "q");
+    assert!(m.error.is_none() && !m.quit);
+    // The help: any key closes it without doing what it does in the view.
+    keys(&mut m, &idx, "?j");
+    assert!(!m.help);
+    assert_eq!(m.flows.selected, 0);
+    // A key's release does nothing.
+    let release = KeyEvent::new_with_kind(
+        KeyCode::Char('j'),
+        KeyModifiers::NONE,
+        KeyEventKind::Release,
+    );
+    update(&mut m, Msg::Key(release));
+    assert_eq!(m.flows.selected, 0);
+    // Ctrl-C quits while typing a filter too.
+    keys(&mut m, &idx, "/x");
+    update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+    );
+    assert!(m.quit);
+    assert_eq!(m.flows.filter, "x");
+}
+
+// ---- The key table: in each view, every key does what the table binds it to ----
+
+/// The selection in the view's list, and the list's length.
+fn list_position(m: &Model) -> (usize, usize) {
+    match m.view {
+        View::Flows => (m.flows.selected, m.visible_flows().len()),
+        View::Detail => (m.detail.as_ref().unwrap().event, m.detail_events().len()),
+        View::Packets => (m.packets.selected, m.packet_count()),
+        View::Events => (m.events.selected, m.visible_events().len()),
+    }
+}
+
+/// Whether `action` took the model from `a` to `b` (`a` being a state it changes: the selection inside
+/// the list, packets closed, a view to go back to).
+fn did(action: Action, a: &Model, b: &Model) -> bool {
+    let ((from, len), (to, _)) = (list_position(a), list_position(b));
+    let scrolled = |before: u16, after: u16, lines: i16| {
+        i32::from(after) - i32::from(before) == i32::from(lines)
+    };
+    match action {
+        Action::Quit => b.quit,
+        Action::Help => b.help,
+        Action::Move(Step::Up) => to + 1 == from,
+        Action::Move(Step::Down) => to == from + 1,
+        Action::Move(Step::PageUp) => to < from,
+        Action::Move(Step::PageDown) => to > from,
+        Action::Move(Step::First) => to == 0,
+        Action::Move(Step::Last) => to + 1 == len,
+        Action::NextView => {
+            b.view
+                == match a.view {
+                    View::Flows | View::Detail => View::Packets,
+                    View::Packets => View::Events,
+                    View::Events => View::Flows,
+                }
+        }
+        Action::PrevView => {
+            b.view
+                == match a.view {
+                    View::Flows | View::Detail => View::Events,
+                    View::Packets => View::Flows,
+                    View::Events => View::Packets,
+                }
+        }
+        Action::Back => b.view == a.back.last().copied().unwrap_or(View::Flows),
+        Action::Enter => b.view != a.view || !a.packets.open && b.packets.open,
+        Action::EditFilter(target) => b.editing == Some(target),
+        Action::NextSort => b.flows.sort == a.flows.sort + 1,
+        Action::ReverseSort => b.flows.descending != a.flows.descending,
+        Action::CycleSeverity => b.events.min_severity != a.events.min_severity,
+        Action::FlowPackets => b.view == View::Packets && matches!(b.packets.scope, Scope::Flow(_)),
+        Action::AllPackets => b.packets.scope == Scope::All && to == 0,
+        Action::TreeScroll(n) => scrolled(a.packets.tree_scroll, b.packets.tree_scroll, n),
+        Action::HexScroll(n) => scrolled(a.packets.hex_scroll, b.packets.hex_scroll, n),
+        other => panic!("{other:?} is no view's action"),
+    }
+}
+
+/// Presses each key the table binds in the view of `start`, each on a copy of it, and checks that the key
+/// did its binding's action.
+fn keys_do_what_the_table_says(start: Model, idx: Index) {
+    let mode = Mode::View(start.view);
+    let mut pressed = 0;
+    for b in KEYS.iter().filter(|b| b.modes.contains(&mode)) {
+        for &key in b.keys {
+            let Key::Press(code, modifiers) = key else {
+                continue;
+            };
+            let mut m = start.clone();
+            let cmds = update(&mut m, Msg::Key(KeyEvent::new(code, modifiers)));
+            settle(&mut m, &idx, cmds);
+            let name = key.name();
+            assert!(
+                did(b.action, &start, &m),
+                "{mode:?}: {name} should {:?}",
+                b.action
+            );
+            pressed += 1;
+        }
+    }
+    assert!(pressed >= 20, "{mode:?}: only {pressed} keys");
+}
+
+#[test]
+fn flows_keys_do_what_the_table_says() {
+    let (mut m, idx) = load("testdata/analysis/same_qpn_two_hosts.pcap", 120, 40);
+    // Round the views and back, for a view to go back to; the second of the 4 flows selected.
+    for _ in 0..3 {
+        key(&mut m, &idx, KeyCode::Tab);
+    }
+    keys(&mut m, &idx, "j");
+    assert_eq!((m.view, m.flows.selected), (View::Flows, 1));
+    keys_do_what_the_table_says(m, idx);
+}
+
+#[test]
+fn detail_keys_do_what_the_table_says() {
+    let (mut m, idx) = load("testdata/lab/write_loss.pcap", 120, 40);
+    key(&mut m, &idx, KeyCode::Enter);
+    keys(&mut m, &idx, "jjj");
+    assert_eq!((m.view, list_position(&m)), (View::Detail, (3, 34)));
+    keys_do_what_the_table_says(m, idx);
+}
+
+#[test]
+fn packets_keys_do_what_the_table_says() {
+    let (mut m, idx) = load("testdata/lab/write_loss.pcap", 100, 24);
+    key(&mut m, &idx, KeyCode::Tab);
+    keys(&mut m, &idx, &"j".repeat(20));
+    keys(&mut m, &idx, "JJJ]]]");
+    assert_eq!((m.view, m.packets.selected), (View::Packets, 20));
+    assert_eq!((m.packets.tree_scroll, m.packets.hex_scroll), (3, 3));
+    keys_do_what_the_table_says(m, idx);
+}
+
+#[test]
+fn events_keys_do_what_the_table_says() {
+    let (mut m, idx) = load("testdata/lab/write_loss.pcap", 120, 40);
+    key(&mut m, &idx, KeyCode::BackTab);
+    keys(&mut m, &idx, "jjjjj");
+    assert_eq!((m.view, m.events.selected), (View::Events, 5));
+    keys_do_what_the_table_says(m, idx);
 }
 
 #[test]

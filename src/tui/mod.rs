@@ -5,6 +5,8 @@
 //!   view) and [`update`](model::update), which returns the reads ([`Cmd`](model::Cmd)) it needs and never
 //!   draws or reads a file.
 //! - [`view`]: draws a model, changes nothing.
+//! - [`keys`]: the key bindings as data (keys, where they apply, their action, their footer and help text),
+//!   for the model's key handling and the view's footer and help.
 //! - [`data`]: the capture file: one pass that analyses and indexes it, random access to any frame, a
 //!   flow's PSN points.
 //! - [`plot`]: the same charts as SVG files (for `analyze --plot DIR`).
@@ -16,6 +18,7 @@
 //! ([`crate::capture::live`]) and sends one every 250 ms through the same channel, with libpcap's counters;
 //! its packet list reads the ring of recent frames the capture thread fills.
 pub mod data;
+pub mod keys;
 pub mod model;
 pub mod plot;
 pub mod view;

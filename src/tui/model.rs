@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 
 use super::data::{FlowSeries, PacketDetail, PacketRow};
+use super::keys::{self, Action, Mode, Step};
 use crate::analysis::events::Severity;
 use crate::report::rank::{throughput, trouble};
 use crate::report::{FlowReport, Report};
@@ -588,12 +589,15 @@ impl Model {
         }
     }
 
-    fn move_selection(&mut self, delta: isize) {
+    fn move_selection(&mut self, step: Step) {
         let page = self.packet_list_height() as isize;
-        let delta = match delta {
-            PAGE => page,
-            d if d == -PAGE => -page,
-            d => d,
+        let delta = match step {
+            Step::Up => -1,
+            Step::Down => 1,
+            Step::PageUp => -page,
+            Step::PageDown => page,
+            Step::First => -TO_THE_END,
+            Step::Last => TO_THE_END,
         };
         let clamp = |v: usize, len: usize| -> usize {
             (v as isize + delta).clamp(0, len.saturating_sub(1) as isize) as usize
@@ -617,160 +621,202 @@ impl Model {
         }
     }
 
+    /// The modes a key is looked up in, in the order they take it.
+    pub(super) fn key_modes(&self) -> Vec<Mode> {
+        let mut modes = vec![Mode::Always];
+        if self.editing.is_some() {
+            modes.push(Mode::Editing);
+        } else if self.error.is_some() && self.report.is_some() {
+            // A failed read (a failed load leaves the views' keys: q quits).
+            modes.push(Mode::Error);
+        } else if self.help {
+            modes.push(Mode::Help);
+        } else {
+            modes.extend(self.live.as_ref().map(|live| Mode::live(live.paused)));
+            modes.push(Mode::View(self.view));
+        }
+        modes
+    }
+
     fn key(&mut self, k: KeyEvent) -> Vec<Cmd> {
         if k.kind == KeyEventKind::Release {
             return Vec::new();
         }
-        if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
-            self.quit = true;
-            return Vec::new();
-        }
-        if let Some(target) = self.editing {
-            let text = match target {
-                Editing::Flows => &mut self.flows.filter,
-                Editing::Events => &mut self.events.filter,
-            };
-            match k.code {
-                KeyCode::Enter => self.editing = None,
-                KeyCode::Esc => {
-                    text.clear();
-                    self.editing = None;
+        match keys::binding(&self.key_modes(), k) {
+            Some(b) => self.act(b.action),
+            None => {
+                // Typing a filter: what the table binds nothing to is text.
+                if let Some(target) = self.editing {
+                    self.type_filter(target, k.code);
                 }
-                KeyCode::Backspace => {
-                    text.pop();
-                }
-                KeyCode::Char(c) => text.push(c),
-                _ => {}
-            }
-            self.flows.selected = 0;
-            self.events.selected = 0;
-            return Vec::new();
-        }
-        if self.error.is_some() && self.report.is_some() {
-            // A failed read: any key dismisses its message.
-            self.error = None;
-            return Vec::new();
-        }
-        if self.help {
-            // Any key closes the help; q still quits.
-            self.help = false;
-            if k.code == KeyCode::Char('q') {
-                self.quit = true;
-            }
-            return Vec::new();
-        }
-        if let Some(live) = &mut self.live {
-            match k.code {
-                KeyCode::Char(' ') => {
-                    live.paused = !live.paused;
-                    if !live.paused
-                        && let Some((r, n)) = live.held.take()
-                    {
-                        return self.apply_snapshot(r, n);
-                    }
-                    return Vec::new();
-                }
-                KeyCode::Char('w') => {
-                    if live.saving {
-                        return Vec::new();
-                    }
-                    live.saving = true;
-                    live.saved = None;
-                    return vec![Cmd::Save];
-                }
-                _ => {}
+                Vec::new()
             }
         }
-        match k.code {
-            KeyCode::Char('q') => self.quit = true,
-            KeyCode::Char('?') | KeyCode::F(1) => self.help = true,
-            KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
-            KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
-            KeyCode::PageUp => self.move_selection(-PAGE),
-            KeyCode::PageDown | KeyCode::Char(' ') => self.move_selection(PAGE),
-            KeyCode::Home | KeyCode::Char('g') => self.move_selection(-BIG),
-            KeyCode::End | KeyCode::Char('G') => self.move_selection(BIG),
-            KeyCode::Tab => {
-                let next = match self.view {
-                    View::Flows | View::Detail => View::Packets,
-                    View::Packets => View::Events,
-                    View::Events => View::Flows,
-                };
-                self.go(next);
+    }
+
+    /// Does a key's action; only the live ones ask the runtime for something.
+    fn act(&mut self, action: Action) -> Vec<Cmd> {
+        match action {
+            Action::Resume => return self.resume(),
+            Action::Save => return self.save(),
+            Action::Quit => self.quit = true,
+            Action::Help => self.help = true,
+            Action::CloseHelp => self.help = false,
+            Action::DismissError => self.error = None,
+            Action::Move(step) => self.move_selection(step),
+            Action::NextView => self.go(self.next_view()),
+            Action::PrevView => self.go(self.prev_view()),
+            Action::Back => self.go_back(),
+            Action::Enter => self.enter(),
+            Action::EditFilter(target) => self.editing = Some(target),
+            Action::KeepFilter => self.stop_editing(),
+            Action::ClearFilter => self.clear_filter(),
+            Action::NextSort => self.next_sort(),
+            Action::ReverseSort => self.reverse_sort(),
+            Action::CycleSeverity => self.cycle_severity(),
+            Action::FlowPackets => self.flow_packets(),
+            Action::AllPackets => self.all_packets(),
+            Action::TreeScroll(lines) => {
+                self.packets.tree_scroll = self.packets.tree_scroll.saturating_add_signed(lines)
             }
-            KeyCode::BackTab => {
-                let next = match self.view {
-                    View::Flows | View::Detail => View::Events,
-                    View::Packets => View::Flows,
-                    View::Events => View::Packets,
-                };
-                self.go(next);
+            Action::HexScroll(lines) => {
+                self.packets.hex_scroll = self.packets.hex_scroll.saturating_add_signed(lines)
             }
-            KeyCode::Esc | KeyCode::Left | KeyCode::Char('h') | KeyCode::Backspace => {
-                if self.view == View::Packets && self.packets.open {
-                    self.packets.open = false;
-                } else if let Some(v) = self.back.pop() {
-                    self.view = v;
-                } else if self.view != View::Flows {
-                    self.view = View::Flows;
-                }
-            }
-            KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => self.enter(),
-            KeyCode::Char('/') => match self.view {
-                View::Flows => self.editing = Some(Editing::Flows),
-                View::Events => self.editing = Some(Editing::Events),
-                _ => {}
-            },
-            KeyCode::Char('s') if self.view == View::Flows => {
-                self.flows.sort = (self.flows.sort + 1) % SORT_KEYS.len();
-                self.flows.descending = self.sort_key().descending_by_default();
-                self.flows.selected = 0;
-            }
-            KeyCode::Char('S') if self.view == View::Flows => {
-                self.flows.descending = !self.flows.descending;
-                self.flows.selected = 0;
-            }
-            KeyCode::Char('v') if self.view == View::Events => {
-                self.events.min_severity = match self.events.min_severity {
-                    None => Some(Severity::Warning),
-                    Some(Severity::Warning) => Some(Severity::Error),
-                    Some(_) => None,
-                };
-                self.events.selected = 0;
-            }
-            KeyCode::Char('p') => match self.view {
-                View::Flows => {
-                    if let Some(f) = self.selected_flow() {
-                        self.show_flow_packets(f);
-                    }
-                }
-                View::Detail => {
-                    if let Some(f) = self.detail.as_ref().map(|d| d.flow) {
-                        self.show_flow_packets(f);
-                    }
-                }
-                _ => {}
-            },
-            KeyCode::Char('a') if self.view == View::Packets => {
-                self.packets.scope = Scope::All;
-                self.packets.selected = 0;
-                self.packets.offset = 0;
-            }
-            KeyCode::Char('J') if self.view == View::Packets => {
-                self.packets.tree_scroll = self.packets.tree_scroll.saturating_add(1)
-            }
-            KeyCode::Char('K') if self.view == View::Packets => {
-                self.packets.tree_scroll = self.packets.tree_scroll.saturating_sub(1)
-            }
-            KeyCode::Char(']') if self.view == View::Packets => {
-                self.packets.hex_scroll = self.packets.hex_scroll.saturating_add(1)
-            }
-            KeyCode::Char('[') if self.view == View::Packets => {
-                self.packets.hex_scroll = self.packets.hex_scroll.saturating_sub(1)
-            }
-            _ => {}
+            Action::Pause => self.pause(),
         }
         Vec::new()
+    }
+
+    fn filter_text(&mut self, target: Editing) -> &mut String {
+        match target {
+            Editing::Flows => &mut self.flows.filter,
+            Editing::Events => &mut self.events.filter,
+        }
+    }
+
+    /// A key typed into the `/` filter: a character is text, Backspace takes one back.
+    fn type_filter(&mut self, target: Editing, code: KeyCode) {
+        let text = self.filter_text(target);
+        match code {
+            KeyCode::Backspace => {
+                text.pop();
+            }
+            KeyCode::Char(c) => text.push(c),
+            _ => {}
+        }
+        self.filter_changed();
+    }
+
+    fn stop_editing(&mut self) {
+        self.editing = None;
+        self.filter_changed();
+    }
+
+    fn clear_filter(&mut self) {
+        if let Some(target) = self.editing {
+            self.filter_text(target).clear();
+        }
+        self.stop_editing();
+    }
+
+    /// The filtered lists start again from the top.
+    fn filter_changed(&mut self) {
+        self.flows.selected = 0;
+        self.events.selected = 0;
+    }
+
+    /// The view after this one in Tab order (the flow detail is in the flows' place).
+    fn next_view(&self) -> View {
+        match self.view {
+            View::Flows | View::Detail => View::Packets,
+            View::Packets => View::Events,
+            View::Events => View::Flows,
+        }
+    }
+
+    fn prev_view(&self) -> View {
+        match self.view {
+            View::Flows | View::Detail => View::Events,
+            View::Packets => View::Flows,
+            View::Events => View::Packets,
+        }
+    }
+
+    /// Closes the open packet, else goes back to the view before (the flows when there is none).
+    fn go_back(&mut self) {
+        if self.view == View::Packets && self.packets.open {
+            self.packets.open = false;
+        } else {
+            self.view = self.back.pop().unwrap_or(View::Flows);
+        }
+    }
+
+    fn next_sort(&mut self) {
+        self.flows.sort = (self.flows.sort + 1) % SORT_KEYS.len();
+        self.flows.descending = self.sort_key().descending_by_default();
+        self.flows.selected = 0;
+    }
+
+    fn reverse_sort(&mut self) {
+        self.flows.descending = !self.flows.descending;
+        self.flows.selected = 0;
+    }
+
+    /// Events shown: all, then warnings and worse, then errors only.
+    fn cycle_severity(&mut self) {
+        self.events.min_severity = match self.events.min_severity {
+            None => Some(Severity::Warning),
+            Some(Severity::Warning) => Some(Severity::Error),
+            Some(_) => None,
+        };
+        self.events.selected = 0;
+    }
+
+    /// The packets of the detail's flow, else of the flow selected in the flows.
+    fn flow_packets(&mut self) {
+        let flow = match self.view {
+            View::Detail => self.detail.as_ref().map(|d| d.flow),
+            _ => self.selected_flow(),
+        };
+        if let Some(f) = flow {
+            self.show_flow_packets(f);
+        }
+    }
+
+    fn all_packets(&mut self) {
+        self.packets.scope = Scope::All;
+        self.packets.selected = 0;
+        self.packets.offset = 0;
+    }
+
+    fn pause(&mut self) {
+        if let Some(live) = &mut self.live {
+            live.paused = true;
+        }
+    }
+
+    /// Follows the snapshots again, from the newest that came while paused.
+    fn resume(&mut self) -> Vec<Cmd> {
+        let Some(live) = &mut self.live else {
+            return Vec::new();
+        };
+        live.paused = false;
+        match live.held.take() {
+            Some((r, n)) => self.apply_snapshot(r, n),
+            None => Vec::new(),
+        }
+    }
+
+    /// Asks for the frames to be saved, unless a save is under way.
+    fn save(&mut self) -> Vec<Cmd> {
+        match &mut self.live {
+            Some(live) if !live.saving => {
+                live.saving = true;
+                live.saved = None;
+                vec![Cmd::Save]
+            }
+            _ => Vec::new(),
+        }
     }
 
     fn show_flow_packets(&mut self, flow: u32) {
@@ -825,9 +871,8 @@ impl Model {
     }
 }
 
-/// Selection moves of a page, and to either end.
-const PAGE: isize = isize::MAX / 4;
-const BIG: isize = isize::MAX / 2;
+/// A move to either end: further than any list is long (the selection stops at the end).
+const TO_THE_END: isize = isize::MAX / 2;
 
 fn flow_text(f: &FlowReport) -> String {
     format!(

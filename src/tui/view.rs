@@ -10,6 +10,7 @@ use ratatui::widgets::{
 };
 
 use super::data::PointKind;
+use super::keys::{self, Mode};
 use super::model::{Editing, Model, SORT_KEYS, Scope, SortKey, View};
 use crate::analysis::events::Severity;
 use crate::analysis::flow::Role;
@@ -213,24 +214,13 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(vec![Line::from(l1), Line::from(l2)]), area);
 }
 
-fn footer_keys(model: &Model) -> &'static str {
-    if model.help {
-        return "any key closes the help";
-    }
-    match model.view {
-        View::Flows => {
-            "↑↓/jk move  Enter detail  p packets  s sort  S reverse  / filter  Tab view  ? help  q quit"
-        }
-        View::Detail => {
-            "↑↓ event  Enter its packet  p flow packets  Esc back  Tab view  ? help  q quit"
-        }
-        View::Packets => {
-            "↑↓ move  Enter open  J/K tree  [/] hex  a all  Esc back  Tab view  ? help  q quit"
-        }
-        View::Events => {
-            "↑↓ move  Enter its packet  v severity  / filter  Esc back  Tab view  ? help  q quit"
-        }
-    }
+/// The footer's key hints: the help's, else the view's.
+fn footer_keys(model: &Model) -> String {
+    keys::hints(if model.help {
+        Mode::Help
+    } else {
+        Mode::View(model.view)
+    })
 }
 
 fn draw_footer(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
@@ -243,7 +233,7 @@ fn draw_footer(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             Line::from(vec![
                 Span::styled("filter: ", theme.bold()),
                 Span::raw(format!("{text}_")),
-                Span::raw("   Enter keep  Esc clear"),
+                Span::raw(format!("   {}", keys::hints(Mode::Editing))),
             ])
         }
         None => {
@@ -259,11 +249,7 @@ fn draw_footer(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
                         theme.fg(Color::Red).add_modifier(Modifier::BOLD),
                     )),
                     (None, false) => spans.push(Span::styled(
-                        if live.paused {
-                            "space resume  w save  "
-                        } else {
-                            "space pause  w save  "
-                        },
+                        format!("{}  ", keys::hints(Mode::live(live.paused))),
                         theme.fg(Color::DarkGray),
                     )),
                 }
@@ -275,33 +261,26 @@ fn draw_footer(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(line), area);
 }
 
-const HELP: &[&str] = &[
-    "rocescope tui: keys",
-    "",
-    "  ↑ ↓  k j        move the selection (PgUp/PgDn a page, g/G the ends)",
-    "  Enter → l       drill down: flow -> detail -> packet; event -> its packet",
-    "  Esc ← h         back",
-    "  Tab / S-Tab     next / previous view: Flows, Packets, Events",
-    "  /               filter by text (flows, events); Enter keeps it, Esc clears",
-    "  s / S           flows: sort by the next column / reverse the order",
-    "  p               packets of the selected flow (and its pair)",
-    "  a               packets: every frame of the capture",
-    "  J / K           packets: scroll the open packet's tree",
-    "  ] / [           packets: scroll the open packet's hex dump",
-    "  v               events: severity shown (all, warning+, error)",
-    "  space           live: pause / resume the display (the capture goes on)",
-    "  w               live: save the frames (flush -w FILE, else the buffered",
-    "                  frames to rocescope-IFACE-TIME.pcapng here)",
-    "  ?               this help",
-    "  q  Ctrl-C       quit",
-    "",
-    "Colours: red loss/NAK/damage, yellow congestion (CE, CNP), green clean.",
-    "NO_COLOR turns colours off.",
-];
+/// The help screen: a title, the key table's lines, the colours' meaning.
+fn help_text() -> Vec<String> {
+    // No blank line under the title: the whole help fits an 80x24 terminal.
+    let mut lines = vec!["rocescope tui: keys".to_string()];
+    lines.extend(keys::help_lines());
+    lines.extend(
+        [
+            "",
+            "Colours: red loss/NAK/damage, yellow congestion (CE, CNP), green clean.",
+            "NO_COLOR turns colours off.",
+        ]
+        .map(String::from),
+    );
+    lines
+}
 
 fn draw_help(frame: &mut Frame, area: Rect) {
-    let w = (HELP.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u16 + 4).min(area.width);
-    let h = (HELP.len() as u16 + 2).min(area.height);
+    let text = help_text();
+    let w = (text.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u16 + 4).min(area.width);
+    let h = (text.len() as u16 + 2).min(area.height);
     let r = Rect {
         x: area.x + (area.width - w) / 2,
         y: area.y + (area.height - h) / 2,
@@ -309,7 +288,7 @@ fn draw_help(frame: &mut Frame, area: Rect) {
         height: h,
     };
     frame.render_widget(Clear, r);
-    let lines: Vec<Line> = HELP.iter().map(|l| Line::raw(*l)).collect();
+    let lines: Vec<Line> = text.into_iter().map(Line::raw).collect();
     frame.render_widget(
         Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title("Help")),
         r,
