@@ -1158,3 +1158,57 @@ fn a_snapshot_of_1000_flows_keeps_its_bounds() {
     );
     assert_eq!(r.events.len(), 10_000, "the event list stops at its bound");
 }
+
+/// The PSN chart marks what the analysis counted: for every capture of testdata (and of the public corpus
+/// when it is there), every flow's chart has as many gap, retransmission and NAK marks as the report has
+/// gap events, retransmitted requests, and NAKs plus RNR NAKs of its paired flow.
+#[test]
+fn the_chart_marks_what_the_report_counts() {
+    let mut files = Vec::new();
+    for dir in [
+        "testdata/analysis",
+        "testdata/edge",
+        "testdata/lab",
+        "testdata/public",
+        "../shared/corpus/public",
+    ] {
+        let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if matches!(
+                p.extension().and_then(|x| x.to_str()),
+                Some("pcap" | "pcapng")
+            ) {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() >= 40, "{} captures", files.len());
+    let mut marked = (0, 0, 0);
+    for path in files {
+        let Ok((report, index)) = data::analyze(&path, &Default::default(), |_, _| true) else {
+            continue; // a capture the reader refuses (testdata has damaged files): no chart
+        };
+        let flows: Vec<u32> = (0..report.flows.len() as u32).collect();
+        let all = data::series_of(&index, &report, &flows).unwrap();
+        for (f, s) in report.flows.iter().zip(&all) {
+            let count = |k| s.points.iter().filter(|p| p.kind == k).count() as u64;
+            let pair = f.paired_with.map(|p| &report.flows[p as usize]);
+            let naks = pair.map_or(0, |p| p.naks.total() + p.rnr_naks);
+            let want = (f.psn.gap_events, f.psn.retransmitted, naks);
+            let got = (
+                count(PointKind::Gap),
+                count(PointKind::Retransmission),
+                count(PointKind::Nak),
+            );
+            assert_eq!(got, want, "{} flow {}", path.display(), f.id);
+            marked.0 += got.0;
+            marked.1 += got.1;
+            marked.2 += got.2;
+        }
+    }
+    // The captures have loss, resends and NAKs: the comparison is not of zeros only.
+    assert!(marked.0 > 0 && marked.1 > 0 && marked.2 > 0, "{marked:?}");
+}

@@ -30,6 +30,19 @@ pub struct Bth {
 }
 
 impl Bth {
+    /// The names of the flags set, in wire order: `SE`, `AckReq`, `FECN`, `BECN` (as the line views show
+    /// them).
+    pub fn flag_names(&self) -> impl Iterator<Item = &'static str> {
+        [
+            (self.se, "SE"),
+            (self.ack_req, "AckReq"),
+            (self.fecn, "FECN"),
+            (self.becn, "BECN"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+    }
+
     pub const LEN: usize = 12;
 
     pub fn parse(input: &[u8]) -> Result<(Self, &[u8]), Malformed> {

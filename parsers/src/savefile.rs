@@ -167,6 +167,23 @@ pub enum Format {
 }
 
 impl Format {
+    /// The format's name, as file names end and reports say: `pcap`, `pcapng`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Format::Pcap => "pcap",
+            Format::PcapNg => "pcapng",
+        }
+    }
+
+    /// The format a file name asks for: pcapng when it ends in `.pcapng` (any case), else pcap.
+    pub fn for_name(name: &str) -> Format {
+        if name.to_ascii_lowercase().ends_with(".pcapng") {
+            Format::PcapNg
+        } else {
+            Format::Pcap
+        }
+    }
+
     /// The start of the file: the pcap file header, or the Section Header Block and the interface's
     /// description (pcapng; `interface` is its if_name, which pcap has no place for).
     pub fn header(self, out: &mut Vec<u8>, linktype: u16, snaplen: u32, interface: &str) {
@@ -312,6 +329,16 @@ mod tests {
 
     fn err(e: impl std::fmt::Debug) -> String {
         format!("{e:?}")
+    }
+
+    #[test]
+    fn format_names() {
+        assert_eq!(Format::for_name("a.pcapng"), Format::PcapNg);
+        assert_eq!(Format::for_name("A.PCAPNG"), Format::PcapNg);
+        assert_eq!(Format::for_name("a.pcap"), Format::Pcap);
+        assert_eq!(Format::for_name("-"), Format::Pcap);
+        assert_eq!(Format::PcapNg.name(), "pcapng");
+        assert_eq!(Format::Pcap.name(), "pcap");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::ring::{self, Ring};
-use super::writer::{Format, Writer};
+use super::writer::Writer;
 use crate::analysis::{Classified, Engine};
 use crate::pipeline::{self, EngineSide, ReadSide};
 use crate::report::capture::{CaptureStats, StoppedBy, Written};
@@ -240,10 +240,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn written(w: &Writer) -> Written {
     Written {
         file: w.name.clone(),
-        format: match w.format {
-            Format::Pcap => "pcap",
-            Format::PcapNg => "pcapng",
-        },
+        format: w.format.name(),
         frames: w.frames,
         bytes: w.bytes,
         error: None,

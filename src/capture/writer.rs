@@ -53,11 +53,7 @@ impl Writer {
         let (out, format) = if path == Path::new("-") {
             (Out::Stdout(io::stdout()), Format::Pcap)
         } else {
-            let format = if name.to_ascii_lowercase().ends_with(".pcapng") {
-                Format::PcapNg
-            } else {
-                Format::Pcap
-            };
+            let format = Format::for_name(&name);
             let f = File::create(path).map_err(|e| format!("cannot create {name}: {e}"))?;
             (Out::File(f), format)
         };

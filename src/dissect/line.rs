@@ -23,15 +23,8 @@ pub fn write(out: &mut impl Write, shown: &Shown, frame: &Frame) -> io::Result<(
                 b.op().name(),
                 b.psn
             )?;
-            for (on, flag) in [
-                (b.se, "SE"),
-                (b.ack_req, "AckReq"),
-                (b.fecn, "FECN"),
-                (b.becn, "BECN"),
-            ] {
-                if on {
-                    write!(out, " {flag}")?;
-                }
+            for flag in b.flag_names() {
+                write!(out, " {flag}")?;
             }
             if frame.ecn() == Some(3) {
                 write!(out, " CE")?;

@@ -1,7 +1,7 @@
 //! `rocescope dissect`: one line, a field tree or a JSON object per frame.
 mod json;
 mod line;
-mod tree;
+pub(crate) mod tree;
 
 use std::io::{self, BufWriter, Write};
 use std::ops::ControlFlow;

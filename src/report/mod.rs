@@ -170,6 +170,31 @@ pub struct FlowReport {
     pub series: SeriesReport,
 }
 
+impl FlowReport {
+    /// The short names of [`FlowReport::counters`].
+    pub const COUNTERS: [&'static str; 10] = [
+        "gaps", "miss", "retx", "dup", "epis", "NAK", "RNR", "CNP", "CE", "ICRC",
+    ];
+
+    /// The counters the text report's table and the TUI's flow detail show, in their order: PSN gaps,
+    /// missing PSNs, retransmitted requests, duplicates, go-back-N episodes, NAKs, RNR NAKs, CNPs, CE
+    /// marks, bad ICRCs.
+    pub fn counters(&self) -> [u64; 10] {
+        [
+            self.psn.gap_events,
+            self.psn.missing,
+            self.psn.retransmitted,
+            self.psn.duplicates,
+            self.psn.retransmission_episodes,
+            self.naks.total(),
+            self.rnr_naks,
+            self.cnp,
+            self.ecn.ce,
+            self.icrc_bad,
+        ]
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct PriorityReport {
     /// 0-7 (0 for 802.3x PAUSE, which has no priority).

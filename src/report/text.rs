@@ -1,7 +1,10 @@
 //! The text report: capture summary, flows sorted by trouble, PFC, events, verdict.
 use std::io::{self, Write};
 
-use super::Report;
+use super::{FlowReport, Report};
+
+/// Widths of the counter columns of the flow table ([`FlowReport::counters`]).
+const COUNTER_WIDTHS: [usize; 10] = [5, 6, 6, 5, 4, 5, 5, 5, 6, 4];
 
 /// Events listed in the text report (all are in the JSON).
 pub const EVENTS_SHOWN: usize = 50;
@@ -41,33 +44,20 @@ pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
     writeln!(out)?;
     let order = super::rank::by_trouble(&r.flows);
     writeln!(out, "Flows (most trouble first)")?;
-    writeln!(
+    write!(
         out,
-        "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11} {:>5} {:>6} {:>6} {:>5} {:>4} {:>5} {:>5} {:>5} {:>6} {:>4} {:>13}",
-        "id",
-        "source → destination",
-        "QP",
-        "role",
-        "pair",
-        "packets",
-        "bytes",
-        "gaps",
-        "miss",
-        "retx",
-        "dup",
-        "epis",
-        "NAK",
-        "RNR",
-        "CNP",
-        "CE",
-        "ICRC",
-        "ack p50/p99µs"
+        "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11}",
+        "id", "source → destination", "QP", "role", "pair", "packets", "bytes",
     )?;
+    for (name, width) in FlowReport::COUNTERS.iter().zip(COUNTER_WIDTHS) {
+        write!(out, " {name:>width$}")?;
+    }
+    writeln!(out, " {:>13}", "ack p50/p99µs")?;
     for f in &order {
         let endpoints = format!("{} → {}", f.src, f.dst);
-        writeln!(
+        write!(
             out,
-            "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11} {:>5} {:>6} {:>6} {:>5} {:>4} {:>5} {:>5} {:>5} {:>6} {:>4} {:>13}",
+            "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11}",
             f.id,
             endpoints,
             format!("0x{:06x}", f.dest_qp),
@@ -78,18 +68,11 @@ pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
             f.paired_with.map_or("-".to_string(), |p| p.to_string()),
             f.packets,
             f.bytes,
-            f.psn.gap_events,
-            f.psn.missing,
-            f.psn.retransmitted,
-            f.psn.duplicates,
-            f.psn.retransmission_episodes,
-            f.naks.total(),
-            f.rnr_naks,
-            f.cnp,
-            f.ecn.ce,
-            f.icrc_bad,
-            lat(&f.latency_us)
         )?;
+        for (value, width) in f.counters().iter().zip(COUNTER_WIDTHS) {
+            write!(out, " {value:>width$}")?;
+        }
+        writeln!(out, " {:>13}", lat(&f.latency_us))?;
     }
     if !r.pfc.is_empty() || r.link_pause.is_some() {
         writeln!(out)?;

@@ -196,12 +196,7 @@ fn packet_block(
     data_start: usize,
 ) -> Result<Block, Fail> {
     let len = block.len();
-    if len < 32 {
-        return Err(Fail::Malformed(format!(
-            "packet {}: packet block too short ({len} bytes)",
-            packets + 1
-        )));
-    }
+    at_least(len, 32, "packet block", packets)?;
     let if_id = if btype == EPB_MAGIC {
         u32_at(block, 8, be)
     } else {
@@ -244,6 +239,17 @@ fn packet_block(
     }))
 }
 
+/// A packet block of `len` bytes is at least `min` long (`packets` before it, for the message).
+fn at_least(len: usize, min: usize, what: &str, packets: u64) -> Result<(), Fail> {
+    if len < min {
+        return Err(Fail::Malformed(format!(
+            "packet {}: {what} too short ({len} bytes)",
+            packets + 1
+        )));
+    }
+    Ok(())
+}
+
 fn simple_packet(
     block: &[u8],
     st: &NgState,
@@ -252,12 +258,7 @@ fn simple_packet(
     data_start: usize,
 ) -> Result<Block, Fail> {
     let len = block.len();
-    if len < 16 {
-        return Err(Fail::Malformed(format!(
-            "packet {}: simple packet block too short ({len} bytes)",
-            packets + 1
-        )));
-    }
+    at_least(len, 16, "simple packet block", packets)?;
     let parsed = if be {
         parse_simplepacketblock_be(block)
     } else {

@@ -9,12 +9,12 @@ use std::sync::Mutex;
 use std::ops::ControlFlow;
 
 use parsers::aeth::Syndrome;
-use parsers::fields::{Field, Value, Visitor};
 use parsers::psn::Unwrapper;
 use parsers::{Frame, parse_frame};
 
 use crate::analysis::{Class, Classified};
 use crate::capture::ring::{Rec, Ring};
+use crate::dissect::{self, Mac, Shown};
 use crate::pipeline::{self, EngineSide, ReadSide};
 use crate::report::Report;
 use crate::source::{CaptureFormat, FileSource, Packet};
@@ -333,6 +333,23 @@ pub struct FlowSeries {
     pub bucket_s: f64,
 }
 
+impl FlowSeries {
+    /// The time and PSN ranges of the points: (first time, last time, lowest PSN, highest PSN); `None`
+    /// without points.
+    pub fn bounds(&self) -> Option<(f64, f64, f64, f64)> {
+        let first = self.points.first()?;
+        let init = (first.t, first.t, first.psn as f64, first.psn as f64);
+        Some(self.points.iter().fold(init, |(t0, t1, p0, p1), p| {
+            (
+                t0.min(p.t),
+                t1.max(p.t),
+                p0.min(p.psn as f64),
+                p1.max(p.psn as f64),
+            )
+        }))
+    }
+}
+
 /// Slices of a flow's life in its detail's throughput graph.
 pub const THROUGHPUT_BUCKETS: usize = 200;
 
@@ -491,7 +508,9 @@ pub fn packet_row(number: u64, p: &Packet, frame: &Frame, first_ts: u64) -> Pack
     let (src, dst) = match (frame.src(), frame.dst()) {
         (Some(s), Some(d)) => (s.to_string(), d.to_string()),
         _ => match frame.link {
-            Some(parsers::frame::Link::Ethernet(e)) => (mac(e.src), mac(e.dst)),
+            Some(parsers::frame::Link::Ethernet(e)) => {
+                (Mac(e.src).to_string(), Mac(e.dst).to_string())
+            }
             _ => ("?".into(), "?".into()),
         },
     };
@@ -500,16 +519,7 @@ pub fn packet_row(number: u64, p: &Packet, frame: &Frame, first_ts: u64) -> Pack
     let (qp, opcode, psn) = match &frame.roce {
         Some(r) => {
             let b = &r.bth;
-            for (on, flag) in [
-                (b.se, "SE"),
-                (b.ack_req, "AckReq"),
-                (b.fecn, "FECN"),
-                (b.becn, "BECN"),
-            ] {
-                if on {
-                    info.push(flag.to_string());
-                }
-            }
+            info.extend(b.flag_names().map(str::to_string));
             if frame.ecn() == Some(3) {
                 info.push("CE".into());
             }
@@ -570,13 +580,6 @@ pub fn packet_row(number: u64, p: &Packet, frame: &Frame, first_ts: u64) -> Pack
     }
 }
 
-fn mac(m: [u8; 6]) -> String {
-    format!(
-        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-        m[0], m[1], m[2], m[3], m[4], m[5]
-    )
-}
-
 /// One open packet: its `-V` tree (header lines and indented fields) and its hex dump.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PacketDetail {
@@ -586,80 +589,35 @@ pub struct PacketDetail {
     pub hex: Vec<String>,
 }
 
-struct TreeLines(Vec<(bool, String)>);
-
-impl<'a> Visitor<'a> for TreeLines {
-    fn header(&mut self, title: &'static str, offset: usize, len: usize) {
-        self.0
-            .push((true, format!("{title}  [bytes {offset}..{}]", offset + len)));
-    }
-
-    fn field(&mut self, f: Field<'a>) {
-        let mut s = format!("{}: {}", f.label, value(&f.value));
-        if let Some(m) = f.meaning {
-            s.push_str(&format!(" ({m})"));
-        }
-        s.push_str(&format!("  [{}]", f.key));
-        self.0.push((false, s));
-    }
-}
-
-fn value(v: &Value) -> String {
-    match *v {
-        Value::Uint(n) => n.to_string(),
-        Value::Hex(n, digits) => format!("0x{n:0width$x}", width = usize::from(digits)),
-        Value::Bool(b) => if b { "True" } else { "False" }.to_string(),
-        Value::Mac(m) => mac(m),
-        Value::Ipv4(a) => std::net::Ipv4Addr::from(a).to_string(),
-        Value::Ipv6(a) => std::net::Ipv6Addr::from(a).to_string(),
-        Value::Text(t) => t.to_string(),
-        Value::Micros(us) => format!("{}.{:02} ms", us / 1000, (us % 1000) / 10),
-        Value::Bytes(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
-        Value::Damage(m) => m.to_string(),
-    }
-}
-
-/// The `-V` tree and hex dump of a frame.
+/// The `-V` tree and hex dump of a frame, as `dissect -V -x` writes them.
 pub fn packet_detail(number: u64, p: &Packet, frame: &Frame) -> PacketDetail {
-    let mut t = TreeLines(vec![(
-        true,
-        format!(
-            "Frame {number}: {} bytes on wire, {} bytes captured, interface {}, time {}.{:09}",
-            p.orig_len,
-            p.data.len(),
-            p.interface,
-            p.ts_nanos / 1_000_000_000,
-            p.ts_nanos % 1_000_000_000
-        ),
-    )]);
-    frame.visit(&mut t);
-    let hex = p
-        .data
-        .chunks(16)
-        .enumerate()
-        .map(|(i, chunk)| {
-            let mut s = format!("{:04x}  ", i * 16);
-            for j in 0..16 {
-                match chunk.get(j) {
-                    Some(b) => s.push_str(&format!("{b:02x} ")),
-                    None => s.push_str("   "),
-                }
-            }
-            s.push(' ');
-            s.extend(chunk.iter().map(|&b| {
-                if b.is_ascii_graphic() || b == b' ' {
-                    char::from(b)
-                } else {
-                    '.'
-                }
-            }));
-            s
-        })
-        .collect();
+    let shown = Shown {
+        number,
+        rel_nanos: 0,
+        packet: p,
+    };
+    let mut tree = Vec::new();
+    let mut hex = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = dissect::tree::write(&mut tree, &shown, frame);
+    let _ = dissect::tree::write_hex(&mut hex, p.data);
+    let lines = |bytes: Vec<u8>| -> Vec<String> {
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
     PacketDetail {
         number,
-        tree: t.0,
-        hex,
+        tree: lines(tree)
+            .into_iter()
+            .map(|l| match l.strip_prefix("    ") {
+                Some(field) => (false, field.to_string()),
+                None => (true, l),
+            })
+            .collect(),
+        hex: lines(hex),
     }
 }
 

@@ -166,16 +166,7 @@ pub fn flow_svg(report: &Report, s: &FlowSeries) -> String {
             s.points.iter().filter(|p| p.kind == PointKind::Nak).count()
         ),
     );
-    let (mut t0, mut t1, mut p0, mut p1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for p in &s.points {
-        t0 = t0.min(p.t);
-        t1 = t1.max(p.t);
-        p0 = p0.min(p.psn as f64);
-        p1 = p1.max(p.psn as f64);
-    }
-    if s.points.is_empty() {
-        (t0, t1, p0, p1) = (0.0, 1.0, 0.0, 1.0);
-    }
+    let (t0, t1, p0, p1) = s.bounds().unwrap_or((0.0, 1.0, 0.0, 1.0));
     let x = Scale::new(t0, t1, LEFT, W - RIGHT);
     let y = Scale::new(p0 - 0.5, p1 + 0.5, TOP + PSN_H, TOP);
     axes(

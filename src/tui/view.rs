@@ -295,6 +295,21 @@ fn draw_help(frame: &mut Frame, area: Rect) {
     );
 }
 
+/// The flow's counters in groups: PSNs, NAKs, congestion, damage.
+fn counters_line(f: &FlowReport) -> String {
+    let mut line = String::new();
+    for (i, (name, value)) in FlowReport::COUNTERS.iter().zip(f.counters()).enumerate() {
+        // Two spaces before a new group (NAK, CNP, ICRC).
+        let sep = match i {
+            0 => "",
+            5 | 7 | 9 => "  ",
+            _ => " ",
+        };
+        line.push_str(&format!("{sep}{name} {value}"));
+    }
+    line
+}
+
 /// A text sparkline of `values` in `width` cells (each cell the largest value it covers).
 pub fn spark(values: &[u64], width: usize) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -569,19 +584,7 @@ fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area
                 rate(throughput(f))
             )),
         ]),
-        Line::raw(format!(
-            "gaps {} miss {} retx {} dup {} epis {}  NAK {} RNR {}  CNP {} CE {}  ICRC {}",
-            f.psn.gap_events,
-            f.psn.missing,
-            f.psn.retransmitted,
-            f.psn.duplicates,
-            f.psn.retransmission_episodes,
-            f.naks.total(),
-            f.rnr_naks,
-            f.cnp,
-            f.ecn.ce,
-            f.icrc_bad
-        )),
+        Line::raw(counters_line(f)),
         Line::raw(format!(
             "latency {}  {}",
             latency("ack", f.latency_us),
@@ -668,21 +671,14 @@ fn draw_chart(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area:
             String::new()
         }
     );
-    if s.points.is_empty() {
+    let Some((t0, mut t1, p0, mut p1)) = s.bounds() else {
         frame.render_widget(
             Paragraph::new("no requests in this flow (responses, CNPs or datagrams only)")
                 .block(block.title(title)),
             area,
         );
         return;
-    }
-    let (mut t0, mut t1, mut p0, mut p1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for p in &s.points {
-        t0 = t0.min(p.t);
-        t1 = t1.max(p.t);
-        p0 = p0.min(p.psn as f64);
-        p1 = p1.max(p.psn as f64);
-    }
+    };
     if t1 <= t0 {
         t1 = t0 + 1e-6;
     }
