@@ -1,4 +1,6 @@
 //! rocescope: RoCEv2 capture sources, dissection output and analysis.
+// Without live capture the TUI's reading of the live ring cannot be reached: it is built, not used.
+#![cfg_attr(not(all(feature = "live", unix)), allow(dead_code))]
 pub mod analysis;
 pub mod capture;
 pub mod dissect;

@@ -1,12 +1,16 @@
 //! The `rocescope` binary: parse the command line, turn it into configuration, dispatch.
+// Without live capture the capture command's options are parsed, not used.
+#![cfg_attr(not(all(feature = "live", unix)), allow(dead_code))]
 use std::process::ExitCode;
 
 use clap::Parser;
 
 mod cli;
 mod commands;
+#[cfg(all(feature = "rdma", target_os = "linux"))]
 #[path = "gen/mod.rs"]
 mod generator;
+#[cfg(all(feature = "rdma", target_os = "linux"))]
 mod labnet;
 
 use cli::{Cli, Command};
@@ -20,7 +24,9 @@ fn main() -> ExitCode {
             Ok(c) => commands::tui::run(&c),
             Err(e) => commands::fail(e),
         },
+        #[cfg(all(feature = "rdma", target_os = "linux"))]
         Command::Gen(cmd) => generator::main(cmd),
+        #[cfg(all(feature = "rdma", target_os = "linux"))]
         Command::Lab(cmd) => labnet::main(cmd),
     }
 }

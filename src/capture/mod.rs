@@ -1,6 +1,60 @@
 //! Live capture: one [`session::Session`] (libpcap through the pipeline, the `-w` file, the ring of recent
 //! frames) behind `capture`, `capture --tui`, `tui -i` and `gen --capture`; what each shows is its
-//! [`session::Watcher`].
+//! [`session::Watcher`]. The session needs libpcap on a Unix (the `live` feature); its configuration and
+//! the ring are plain data, built everywhere.
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use crate::pipeline;
+use crate::source::LiveConfig;
+
 pub mod ring;
+#[cfg(all(feature = "live", unix))]
 pub mod session;
 pub mod writer;
+
+/// What this build says when asked to capture live without libpcap.
+pub const NOT_BUILT: &str = "live capture is not in this build of rocescope: it needs libpcap on Linux or \
+    another Unix (build with the default features)";
+
+/// What a capture session does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub live: LiveConfig,
+    pub pipeline: pipeline::Config,
+    /// Also write the frames here (pcapng when the name ends in `.pcapng`; `-` is standard output).
+    pub write: Option<PathBuf>,
+    /// Stop after this many frames.
+    pub count: Option<u64>,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Keep the newest frames in a [`Ring`] (the live TUI's packet list).
+    pub ring: bool,
+}
+
+impl Config {
+    /// `rocescope capture -i IFACE`'s defaults.
+    pub fn new(interface: &str) -> Config {
+        Config {
+            live: LiveConfig::new(interface),
+            pipeline: pipeline::Config::default(),
+            write: None,
+            count: None,
+            duration: None,
+            ring: false,
+        }
+    }
+}
+
+/// A request to the reading thread while it captures.
+pub enum Request {
+    /// Hand what `-w` gathered to the kernel now; the answer says where the frames went, or what failed.
+    Flush,
+}
+
+/// Requests, and where their answers go.
+pub struct Control {
+    pub requests: Receiver<Request>,
+    pub answer: Box<dyn FnMut(Result<String, String>) + Send>,
+}

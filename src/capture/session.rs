@@ -6,47 +6,17 @@
 //! A stop (by `-c`, `--duration`, a signal, the command's end, the watcher) first reads on for
 //! [`DRAIN`]: the frames of the kernel's current block.
 use std::ops::ControlFlow;
-use std::path::PathBuf;
-use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::ring::{self, Ring};
 use super::writer::Writer;
+use super::{Config, Control, Request};
 use crate::analysis::{Classified, Engine};
 use crate::pipeline::{self, EngineSide, ReadSide};
 use crate::report::capture::{CaptureStats, StoppedBy, Written};
 use crate::source::Packet;
-use crate::source::live::{DRAIN, LiveConfig, LiveSource, PcapCounters};
-
-/// What a capture session does.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    pub live: LiveConfig,
-    pub pipeline: pipeline::Config,
-    /// Also write the frames here (pcapng when the name ends in `.pcapng`; `-` is standard output).
-    pub write: Option<PathBuf>,
-    /// Stop after this many frames.
-    pub count: Option<u64>,
-    /// Stop after this long.
-    pub duration: Option<Duration>,
-    /// Keep the newest frames in a [`Ring`] (the live TUI's packet list).
-    pub ring: bool,
-}
-
-impl Config {
-    /// `rocescope capture -i IFACE`'s defaults.
-    pub fn new(interface: &str) -> Config {
-        Config {
-            live: LiveConfig::new(interface),
-            pipeline: pipeline::Config::default(),
-            write: None,
-            count: None,
-            duration: None,
-            ring: false,
-        }
-    }
-}
+use crate::source::live::{DRAIN, LiveSource, PcapCounters};
 
 /// What else ends a capture (a signal, a wrapped command): asked whenever frames are handed to the engine,
 /// and at least every 50 ms.
@@ -82,18 +52,6 @@ impl Watcher for () {
     fn look(&mut self, _engine: &Engine, _stats: &CaptureStats) -> ControlFlow<()> {
         ControlFlow::Continue(())
     }
-}
-
-/// A request to the reading thread while it captures.
-pub enum Request {
-    /// Hand what `-w` gathered to the kernel now; the answer says where the frames went, or what failed.
-    Flush,
-}
-
-/// Requests, and where their answers go.
-pub struct Control {
-    pub requests: Receiver<Request>,
-    pub answer: Box<dyn FnMut(Result<String, String>) + Send>,
 }
 
 /// How the session ended: the engine after its end-of-capture pass, the capture statistics with why it

@@ -128,7 +128,10 @@ impl Writer {
                     let _ = f.set_len(self.bytes);
                 }
                 Err(WriteError {
-                    disk_full: matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)),
+                    disk_full: matches!(
+                        error.kind(),
+                        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+                    ),
                     broken_pipe: error.kind() == io::ErrorKind::BrokenPipe,
                     error,
                 })

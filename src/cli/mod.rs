@@ -9,11 +9,11 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use rocescope::analysis;
-use rocescope::capture::session;
+use rocescope::capture;
 use rocescope::dissect::{self, Style};
 use rocescope::pipeline;
 use rocescope::report::Condition;
-use rocescope::source::live::LiveConfig;
+use rocescope::source::LiveConfig;
 use rocescope::tui;
 pub use values::parse_mtu;
 use values::{
@@ -42,10 +42,12 @@ pub enum Command {
     Capture(CaptureArgs),
     /// Verbs traffic generator (libibverbs, loaded at run time): `gen loopback` runs RC QP pairs on two
     /// devices of this host against each other, with a data check and the QPNs/PSNs to match a capture.
+    #[cfg(all(feature = "rdma", target_os = "linux"))]
     #[command(subcommand)]
     Gen(crate::generator::GenCommand),
     /// The two-NIC Soft-RoCE loopback on this host (Linux, root, rdma_rxe): `lab up` builds a veth pair with rxe
     /// on each end so that `gen loopback` traffic crosses a wire one can capture on; `lab down` removes it.
+    #[cfg(all(feature = "rdma", target_os = "linux"))]
     #[command(subcommand)]
     Lab(crate::labnet::LabCommand),
     /// Terminal UI over a capture file, or over a live capture (`-i IFACE`): flows, a flow's PSN chart and
@@ -282,8 +284,8 @@ pub struct CaptureArgs {
 }
 
 impl CaptureArgs {
-    fn session(&self) -> session::Config {
-        session::Config {
+    fn session(&self) -> capture::Config {
+        capture::Config {
             live: self.live.config(&self.interface, self.roce.port),
             pipeline: pipeline_config(&self.roce, &self.analysis),
             write: self.live.write.clone(),
@@ -335,7 +337,7 @@ impl TuiArgs {
     pub fn config(&self) -> Result<commands::tui::Config, String> {
         let pipeline = pipeline_config(&self.roce, &self.analysis);
         match (&self.file, &self.interface) {
-            (_, Some(iface)) => Ok(commands::tui::Config::Live(session::Config {
+            (_, Some(iface)) => Ok(commands::tui::Config::Live(capture::Config {
                 live: self.live.config(iface, self.roce.port),
                 pipeline,
                 write: self.live.write.clone(),

@@ -1,25 +1,17 @@
 //! `rocescope capture`: a capture session with a status line on standard error, optionally around a
 //! command (`-- COMMAND ARGS...`), ending with the analyze report (plus `capture_stats`); or, with `--tui`,
 //! the live terminal UI.
-use std::io::{self, IsTerminal};
-use std::ops::ControlFlow;
-use std::path::Path;
-use std::process::{Child, ExitCode};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::ExitCode;
+use std::time::Duration;
 
-use rocescope::analysis::Engine;
-use rocescope::capture::session::{self, Session, Watcher};
-use rocescope::report::capture::{CaptureStats, CommandReport, StoppedBy};
-use rocescope::report::format::per_second;
-use rocescope::report::{self, Condition, Report};
+use rocescope::capture;
+use rocescope::report::Condition;
 
 use super::fail;
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub session: session::Config,
+    pub session: capture::Config,
     /// Run this once the capture is active; stop `grace` after it exits.
     pub command: Vec<String>,
     pub grace: Duration,
@@ -38,276 +30,300 @@ pub fn run(cfg: &Config) -> ExitCode {
             Err(e) => fail(e),
         };
     }
-    match capture(cfg) {
+    #[cfg(all(feature = "live", unix))]
+    let done = live::capture(cfg);
+    #[cfg(not(all(feature = "live", unix)))]
+    let done: Result<u8, String> = Err(capture::NOT_BUILT.to_string());
+    match done {
         Ok(code) => ExitCode::from(code),
         Err(e) => fail(e),
     }
 }
 
-fn now_nanos() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
+/// The capture itself: libpcap on a Unix.
+#[cfg(all(feature = "live", unix))]
+mod live {
+    use std::io::{self, IsTerminal};
+    use std::ops::ControlFlow;
+    use std::path::Path;
+    use std::process::Child;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Runs the capture; returns the exit status (0, the command's, or 3 for --fail-on; 1 after a write error).
-fn capture(cfg: &Config) -> Result<u8, String> {
-    let live = Session::open(&cfg.session)?;
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
-            .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
-    }
-    let tty = io::stderr().is_terminal();
-    if !cfg.quiet {
-        eprintln!(
-            "rocescope: capturing on {} (link type {}), filter: {}",
-            cfg.session.live.interface,
-            live.linktype(),
-            live.filter()
-        );
-    }
-    // The capture is active: now the command may start.
-    let mut wrapped = match cfg.command.split_first() {
-        Some((prog, rest)) => Some(Wrapped::start(prog, rest, &cfg.command, cfg.grace)?),
-        None => None,
-    };
-    let until = |now: Instant| match &mut wrapped {
-        Some(w) => w.until(now, signal.load(Ordering::SeqCst) as i32),
-        None => (signal.load(Ordering::SeqCst) != 0).then_some(StoppedBy::Signal),
-    };
-    let status = StatusLine {
-        on: !cfg.quiet,
-        tty,
-        shown: false,
-        last: Counts::default(),
-        last_at: Instant::now(),
-        start: Instant::now(),
-    };
-    let ended = live.run(until, None, status)?;
-    if ended.watcher.shown && tty {
-        eprintln!();
-    }
-    if let Some(e) = &ended.error {
-        eprintln!("rocescope: {e}");
-    }
-    let command = wrapped.map(|mut w| w.report(&ended.engine));
-    let mut report = Report::build(
-        &ended.engine,
-        &format!("live capture on {}", cfg.session.live.interface),
-    );
-    let write_error = ended.stats.stopped_by == StoppedBy::WriteError;
-    report.capture_stats = Some(CaptureStats {
-        command: command.clone(),
-        ..ended.stats
-    });
-    let to_stderr = cfg.session.write.as_deref() == Some(Path::new("-"));
-    if to_stderr {
-        report::write(io::stderr().lock(), &report, cfg.json)?;
-    } else {
-        report::write(io::stdout().lock(), &report, cfg.json)?;
-    }
-    if report.fails_on(&cfg.fail_on) {
-        return Ok(3);
-    }
-    if write_error {
-        return Ok(1);
-    }
-    if let Some(c) = &command {
-        // Still running after a signal: the shell's status for that signal.
-        let sig = signal.load(Ordering::SeqCst) as i32;
-        let status = c
-            .exit_status
-            .unwrap_or(if sig != 0 { 128 + sig } else { 1 });
-        return Ok(u8::try_from(status.clamp(0, 255)).unwrap_or(1));
-    }
-    Ok(0)
-}
+    use rocescope::analysis::Engine;
+    use rocescope::capture::session::{Session, Watcher};
+    use rocescope::report::capture::{CaptureStats, CommandReport, StoppedBy};
+    use rocescope::report::format::per_second;
+    use rocescope::report::{self, Report};
 
-/// The command `capture -- COMMAND` runs, and how it went.
-struct Wrapped {
-    child: Child,
-    report: CommandReport,
-    started_ns: u64,
-    grace: Duration,
-    done: Option<Instant>,
-    signalled: Option<Instant>,
-}
+    use super::Config;
 
-impl Wrapped {
-    fn start(
-        prog: &str,
-        rest: &[String],
-        argv: &[String],
-        grace: Duration,
-    ) -> Result<Wrapped, String> {
-        let started_ns = now_nanos();
-        let child = std::process::Command::new(prog)
-            .args(rest)
-            .spawn()
-            .map_err(|e| format!("cannot run '{prog}': {e}"))?;
-        Ok(Wrapped {
-            child,
-            report: CommandReport {
-                argv: argv.to_vec(),
-                start_time: started_ns as f64 / 1e9,
-                end_time: None,
-                exit_status: None,
-                flows: Vec::new(),
-            },
-            started_ns,
-            grace,
-            done: None,
-            signalled: None,
-        })
+    fn now_nanos() -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
     }
 
-    /// Why to stop now: `grace` after the command ended (by `signal` if one came), or after a signal the
-    /// command outlived by `grace` (at least a second).
-    fn until(&mut self, now: Instant, signal: i32) -> Option<StoppedBy> {
-        if signal != 0 && self.done.is_none() {
-            if self.signalled.is_none() {
-                // A terminal's Ctrl-C reaches the command too (same process group): pass on SIGTERM only.
-                if signal == libc::SIGTERM {
-                    // SAFETY: kill(2) on our own child's pid.
-                    unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
-                }
-                self.signalled = Some(now);
-            }
-            if self
-                .signalled
-                .is_some_and(|t| now >= t + self.grace.max(Duration::from_secs(1)))
-            {
-                return Some(StoppedBy::Signal);
-            }
+    /// Runs the capture; returns the exit status (0, the command's, or 3 for --fail-on; 1 after a write error).
+    pub fn capture(cfg: &Config) -> Result<u8, String> {
+        let live = Session::open(&cfg.session)?;
+        let signal = Arc::new(AtomicUsize::new(0));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
+                .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
         }
-        if self.done.is_none() && self.ended() {
-            self.done = Some(now);
+        let tty = io::stderr().is_terminal();
+        if !cfg.quiet {
+            eprintln!(
+                "rocescope: capturing on {} (link type {}), filter: {}",
+                cfg.session.live.interface,
+                live.linktype(),
+                live.filter()
+            );
         }
-        if self.done.is_some_and(|t| now >= t + self.grace) {
-            return Some(if signal != 0 {
-                StoppedBy::Signal
-            } else {
-                StoppedBy::Command
-            });
-        }
-        None
-    }
-
-    /// True once the command has exited (its status is then recorded).
-    fn ended(&mut self) -> bool {
-        if self.report.exit_status.is_some() {
-            return true;
-        }
-        match self.child.try_wait() {
-            Ok(Some(st)) => {
-                self.report.end_time = Some(now_nanos() as f64 / 1e9);
-                self.report.exit_status = Some(exit_status(st));
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// The command's part of the report: how it ended (if it did: one still running after a signal it
-    /// ignored is left be) and the flows that appeared while it ran.
-    fn report(&mut self, engine: &Engine) -> CommandReport {
-        self.ended();
-        self.report.flows = engine
-            .flows
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.first_ts >= self.started_ns)
-            .map(|(i, _)| i as u32)
-            .collect();
-        self.report.clone()
-    }
-}
-
-fn exit_status(s: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    match (s.code(), s.signal()) {
-        (Some(c), _) => c,
-        (None, Some(sig)) => 128 + sig,
-        _ => 1,
-    }
-}
-
-/// What the status line counts from.
-#[derive(Default, Clone, Copy)]
-struct Counts {
-    frames: u64,
-    roce: u64,
-    bytes: u64,
-}
-
-/// A status line on standard error every second: rates, flows, trouble, libpcap's drops.
-struct StatusLine {
-    on: bool,
-    tty: bool,
-    shown: bool,
-    last: Counts,
-    last_at: Instant,
-    start: Instant,
-}
-
-impl Watcher for StatusLine {
-    fn every(&self) -> Duration {
-        Duration::from_secs(1)
-    }
-
-    fn first(&self) -> Duration {
-        Duration::from_secs(1)
-    }
-
-    fn look(&mut self, engine: &Engine, stats: &CaptureStats) -> ControlFlow<()> {
-        if !self.on {
-            return ControlFlow::Continue(());
-        }
-        let now = Instant::now();
-        let line = self.line(engine, stats, now);
-        if self.tty {
-            eprint!("\r\x1b[K{line}");
-        } else {
-            eprintln!("{line}");
-        }
-        self.shown = true;
-        ControlFlow::Continue(())
-    }
-}
-
-impl StatusLine {
-    fn line(&mut self, engine: &Engine, stats: &CaptureStats, now: Instant) -> String {
-        let t = &engine.totals;
-        let counts = Counts {
-            frames: t.frames,
-            roce: t.roce_frames,
-            bytes: t.bytes,
+        // The capture is active: now the command may start.
+        let mut wrapped = match cfg.command.split_first() {
+            Some((prog, rest)) => Some(Wrapped::start(prog, rest, &cfg.command, cfg.grace)?),
+            None => None,
         };
-        let secs = now.duration_since(self.last_at).as_secs_f64();
-        let rate = |a: u64, b: u64| (a - b) as f64 / secs.max(1e-3);
-        let (mut gaps, mut naks, mut rnr, mut cnp, mut ce) = (0, 0, 0, 0, 0);
-        for f in &engine.flows {
-            gaps += f.psn.gap_events;
-            naks += f.resp.naks.total();
-            rnr += f.resp.rnr_naks;
-            cnp += f.cnp;
-            ce += f.ecn[3];
+        let until = |now: Instant| match &mut wrapped {
+            Some(w) => w.until(now, signal.load(Ordering::SeqCst) as i32),
+            None => (signal.load(Ordering::SeqCst) != 0).then_some(StoppedBy::Signal),
+        };
+        let status = StatusLine {
+            on: !cfg.quiet,
+            tty,
+            shown: false,
+            last: Counts::default(),
+            last_at: Instant::now(),
+            start: Instant::now(),
+        };
+        let ended = live.run(until, None, status)?;
+        if ended.watcher.shown && tty {
+            eprintln!();
         }
-        let line = format!(
-            "[{:>5.0}s] {} frames/s, {} RoCE/s, {}B/s | {} flows, gaps {gaps}, NAKs {naks}, RNR {rnr}, CNP {cnp}, CE {ce} | drops {} (kernel) {} (interface) of {}",
-            now.duration_since(self.start).as_secs_f64(),
-            per_second(rate(counts.frames, self.last.frames)),
-            per_second(rate(counts.roce, self.last.roce)),
-            per_second(rate(counts.bytes, self.last.bytes)),
-            engine.flows.len(),
-            stats.dropped,
-            stats.if_dropped,
-            stats.received,
+        if let Some(e) = &ended.error {
+            eprintln!("rocescope: {e}");
+        }
+        let command = wrapped.map(|mut w| w.report(&ended.engine));
+        let mut report = Report::build(
+            &ended.engine,
+            &format!("live capture on {}", cfg.session.live.interface),
         );
-        self.last = counts;
-        self.last_at = now;
-        line
+        let write_error = ended.stats.stopped_by == StoppedBy::WriteError;
+        report.capture_stats = Some(CaptureStats {
+            command: command.clone(),
+            ..ended.stats
+        });
+        let to_stderr = cfg.session.write.as_deref() == Some(Path::new("-"));
+        if to_stderr {
+            report::write(io::stderr().lock(), &report, cfg.json)?;
+        } else {
+            report::write(io::stdout().lock(), &report, cfg.json)?;
+        }
+        if report.fails_on(&cfg.fail_on) {
+            return Ok(3);
+        }
+        if write_error {
+            return Ok(1);
+        }
+        if let Some(c) = &command {
+            // Still running after a signal: the shell's status for that signal.
+            let sig = signal.load(Ordering::SeqCst) as i32;
+            let status = c
+                .exit_status
+                .unwrap_or(if sig != 0 { 128 + sig } else { 1 });
+            return Ok(u8::try_from(status.clamp(0, 255)).unwrap_or(1));
+        }
+        Ok(0)
+    }
+
+    /// The command `capture -- COMMAND` runs, and how it went.
+    struct Wrapped {
+        child: Child,
+        report: CommandReport,
+        started_ns: u64,
+        grace: Duration,
+        done: Option<Instant>,
+        signalled: Option<Instant>,
+    }
+
+    impl Wrapped {
+        fn start(
+            prog: &str,
+            rest: &[String],
+            argv: &[String],
+            grace: Duration,
+        ) -> Result<Wrapped, String> {
+            let started_ns = now_nanos();
+            let child = std::process::Command::new(prog)
+                .args(rest)
+                .spawn()
+                .map_err(|e| format!("cannot run '{prog}': {e}"))?;
+            Ok(Wrapped {
+                child,
+                report: CommandReport {
+                    argv: argv.to_vec(),
+                    start_time: started_ns as f64 / 1e9,
+                    end_time: None,
+                    exit_status: None,
+                    flows: Vec::new(),
+                },
+                started_ns,
+                grace,
+                done: None,
+                signalled: None,
+            })
+        }
+
+        /// Why to stop now: `grace` after the command ended (by `signal` if one came), or after a signal the
+        /// command outlived by `grace` (at least a second).
+        fn until(&mut self, now: Instant, signal: i32) -> Option<StoppedBy> {
+            if signal != 0 && self.done.is_none() {
+                if self.signalled.is_none() {
+                    // A terminal's Ctrl-C reaches the command too (same process group): pass on SIGTERM only.
+                    if signal == libc::SIGTERM {
+                        // SAFETY: kill(2) on our own child's pid.
+                        unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
+                    }
+                    self.signalled = Some(now);
+                }
+                if self
+                    .signalled
+                    .is_some_and(|t| now >= t + self.grace.max(Duration::from_secs(1)))
+                {
+                    return Some(StoppedBy::Signal);
+                }
+            }
+            if self.done.is_none() && self.ended() {
+                self.done = Some(now);
+            }
+            if self.done.is_some_and(|t| now >= t + self.grace) {
+                return Some(if signal != 0 {
+                    StoppedBy::Signal
+                } else {
+                    StoppedBy::Command
+                });
+            }
+            None
+        }
+
+        /// True once the command has exited (its status is then recorded).
+        fn ended(&mut self) -> bool {
+            if self.report.exit_status.is_some() {
+                return true;
+            }
+            match self.child.try_wait() {
+                Ok(Some(st)) => {
+                    self.report.end_time = Some(now_nanos() as f64 / 1e9);
+                    self.report.exit_status = Some(exit_status(st));
+                    true
+                }
+                _ => false,
+            }
+        }
+
+        /// The command's part of the report: how it ended (if it did: one still running after a signal it
+        /// ignored is left be) and the flows that appeared while it ran.
+        fn report(&mut self, engine: &Engine) -> CommandReport {
+            self.ended();
+            self.report.flows = engine
+                .flows
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.first_ts >= self.started_ns)
+                .map(|(i, _)| i as u32)
+                .collect();
+            self.report.clone()
+        }
+    }
+
+    fn exit_status(s: std::process::ExitStatus) -> i32 {
+        use std::os::unix::process::ExitStatusExt;
+        match (s.code(), s.signal()) {
+            (Some(c), _) => c,
+            (None, Some(sig)) => 128 + sig,
+            _ => 1,
+        }
+    }
+
+    /// What the status line counts from.
+    #[derive(Default, Clone, Copy)]
+    struct Counts {
+        frames: u64,
+        roce: u64,
+        bytes: u64,
+    }
+
+    /// A status line on standard error every second: rates, flows, trouble, libpcap's drops.
+    struct StatusLine {
+        on: bool,
+        tty: bool,
+        shown: bool,
+        last: Counts,
+        last_at: Instant,
+        start: Instant,
+    }
+
+    impl Watcher for StatusLine {
+        fn every(&self) -> Duration {
+            Duration::from_secs(1)
+        }
+
+        fn first(&self) -> Duration {
+            Duration::from_secs(1)
+        }
+
+        fn look(&mut self, engine: &Engine, stats: &CaptureStats) -> ControlFlow<()> {
+            if !self.on {
+                return ControlFlow::Continue(());
+            }
+            let now = Instant::now();
+            let line = self.line(engine, stats, now);
+            if self.tty {
+                eprint!("\r\x1b[K{line}");
+            } else {
+                eprintln!("{line}");
+            }
+            self.shown = true;
+            ControlFlow::Continue(())
+        }
+    }
+
+    impl StatusLine {
+        fn line(&mut self, engine: &Engine, stats: &CaptureStats, now: Instant) -> String {
+            let t = &engine.totals;
+            let counts = Counts {
+                frames: t.frames,
+                roce: t.roce_frames,
+                bytes: t.bytes,
+            };
+            let secs = now.duration_since(self.last_at).as_secs_f64();
+            let rate = |a: u64, b: u64| (a - b) as f64 / secs.max(1e-3);
+            let (mut gaps, mut naks, mut rnr, mut cnp, mut ce) = (0, 0, 0, 0, 0);
+            for f in &engine.flows {
+                gaps += f.psn.gap_events;
+                naks += f.resp.naks.total();
+                rnr += f.resp.rnr_naks;
+                cnp += f.cnp;
+                ce += f.ecn[3];
+            }
+            let line = format!(
+                "[{:>5.0}s] {} frames/s, {} RoCE/s, {}B/s | {} flows, gaps {gaps}, NAKs {naks}, RNR {rnr}, CNP {cnp}, CE {ce} | drops {} (kernel) {} (interface) of {}",
+                now.duration_since(self.start).as_secs_f64(),
+                per_second(rate(counts.frames, self.last.frames)),
+                per_second(rate(counts.roce, self.last.roce)),
+                per_second(rate(counts.bytes, self.last.bytes)),
+                engine.flows.len(),
+                stats.dropped,
+                stats.if_dropped,
+                stats.received,
+            );
+            self.last = counts;
+            self.last_at = now;
+            line
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! `rocescope tui`: a capture file, or a live capture.
 use std::process::ExitCode;
 
-use rocescope::capture::session;
+use rocescope::capture;
 use rocescope::tui::{self, FileConfig};
 
 use super::fail;
@@ -9,7 +9,7 @@ use super::fail;
 #[derive(Debug, Clone)]
 pub enum Config {
     File(FileConfig),
-    Live(session::Config),
+    Live(capture::Config),
 }
 
 pub fn run(cfg: &Config) -> ExitCode {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use parsers::psn;
-use rocescope::capture::session::{self, Session};
+use rocescope::capture::{self, session::Session};
 use rocescope::report::Report;
 use rocescope::report::capture::StoppedBy;
 
@@ -30,7 +30,7 @@ pub struct Running {
 /// Opens the capture on `iface` (errors: the capture session's one-line messages) and starts it, with
 /// `rocescope capture -i IFACE`'s defaults.
 pub fn start(iface: &str, mtu: Option<u32>) -> Result<Running, String> {
-    let mut cfg = session::Config::new(iface);
+    let mut cfg = capture::Config::new(iface);
     cfg.pipeline.analysis.mtu = mtu;
     let live = Session::open(&cfg)?;
     let stop = Arc::new(AtomicBool::new(false));

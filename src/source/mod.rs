@@ -13,7 +13,7 @@
 
 mod error;
 mod input;
-#[cfg(feature = "live")]
+#[cfg(all(feature = "live", unix))]
 pub mod live;
 mod pcap;
 mod pcapng;
@@ -81,6 +81,41 @@ impl PacketSource for FileSource {
             Some((packet, end)) => Next::Packet { packet, end },
             None => Next::End,
         })
+    }
+}
+
+/// What to capture, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveConfig {
+    /// Interface to capture on (`any`: every interface, Linux cooked capture).
+    pub interface: String,
+    /// Capture filter (BPF) replacing the default (`live::default_filter`).
+    pub filter: Option<String>,
+    /// UDP destination port of RoCEv2, for the default filter.
+    pub roce_port: u16,
+    pub promiscuous: bool,
+    /// Kernel capture buffer, bytes.
+    pub buffer_size: u32,
+    /// Bytes kept of each frame.
+    pub snaplen: u32,
+}
+
+impl LiveConfig {
+    pub const DEFAULT_BUFFER_SIZE: u32 = 32 << 20;
+    /// The largest frame libpcap keeps: every frame whole.
+    pub const MAX_SNAPLEN: u32 = 262_144;
+    pub const MIN_SNAPLEN: u32 = 64;
+
+    /// The defaults on `interface`: the default filter, promiscuous, whole frames.
+    pub fn new(interface: &str) -> LiveConfig {
+        LiveConfig {
+            interface: interface.to_string(),
+            filter: None,
+            roce_port: parsers::udp::ROCEV2_PORT,
+            promiscuous: true,
+            buffer_size: Self::DEFAULT_BUFFER_SIZE,
+            snaplen: Self::MAX_SNAPLEN,
+        }
     }
 }
 

@@ -19,12 +19,13 @@
 //! its packet list reads the ring of recent frames the capture thread fills.
 pub mod data;
 pub mod keys;
+#[cfg(all(feature = "live", unix))]
+mod live;
 pub mod model;
 pub mod plot;
 pub mod view;
 
 use std::io::{self, IsTerminal};
-use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -33,12 +34,9 @@ use std::time::Duration;
 
 use ratatui::crossterm::event::{self, Event};
 
-use crate::analysis::Engine;
+use crate::capture::Request;
 use crate::capture::ring::{self, Ring};
-use crate::capture::session::{self, Control, Request, Session, Watcher};
 use crate::pipeline;
-use crate::report::Report;
-use crate::report::capture::CaptureStats;
 use data::Index;
 use model::{Cmd, Model, Msg, Progress, update};
 
@@ -103,104 +101,15 @@ pub fn run(opts: &FileConfig) -> Result<(), String> {
 }
 
 /// The terminal UI over a live capture (`rocescope tui -i IFACE`, `rocescope capture -i IFACE --tui`).
-pub fn run_live(cfg: &session::Config) -> Result<(), String> {
-    if !io::stdout().is_terminal() {
-        return Err("tui: standard output is not a terminal".to_string());
-    }
-    if cfg.write.as_deref() == Some(std::path::Path::new("-")) {
-        return Err("-w - would write the capture over the terminal: give a file name".into());
-    }
-    // Open the capture (and the -w file) before the screen changes: its errors are one line.
-    let cfg = session::Config {
-        ring: true,
-        ..cfg.clone()
-    };
-    let live = Session::open(&cfg)?;
-    let ring = live.ring().ok_or("the capture keeps no ring")?;
-    let (requests, control_rx) = channel();
-    let store = Store::Live {
-        ring,
-        parse: cfg.pipeline.parse,
-        writes: live.writes(),
-        control: requests,
-    };
-    let model = Model::new_live(&cfg.live.interface, color_wanted());
-    let source = format!("live capture on {}", cfg.live.interface);
-    session(model, store, move |tx, stop| {
-        Some(std::thread::spawn(move || {
-            capture_thread(live, source, control_rx, tx, stop)
-        }))
-    })
+#[cfg(all(feature = "live", unix))]
+pub fn run_live(cfg: &crate::capture::Config) -> Result<(), String> {
+    live::run(cfg)
 }
 
-/// Sends the TUI a snapshot of the capture every [`SNAPSHOT_EVERY`], with the number of frames the ring
-/// holds (the newest of the `report.capture.frames` captured).
-struct Snapshots {
-    tx: Sender<Work>,
-    source: String,
-    ring: Arc<Mutex<Ring>>,
-}
-
-impl Snapshots {
-    fn send(&self, engine: &Engine, stats: CaptureStats) -> bool {
-        let held = self.ring.lock().map_or(0, |r| r.len() as u64);
-        let mut report = Report::build(engine, &self.source);
-        report.capture_stats = Some(stats);
-        self.tx
-            .send(Work::Msg(Msg::Snapshot(Arc::new(report), held)))
-            .is_ok()
-    }
-}
-
-impl Watcher for Snapshots {
-    fn every(&self) -> Duration {
-        SNAPSHOT_EVERY
-    }
-
-    fn look(&mut self, engine: &Engine, stats: &CaptureStats) -> ControlFlow<()> {
-        if self.send(engine, stats.clone()) {
-            ControlFlow::Continue(())
-        } else {
-            ControlFlow::Break(())
-        }
-    }
-}
-
-/// The capture thread of the live TUI: runs the session until the TUI stops it, then sends the last
-/// snapshot (after the engine's end-of-capture pass, naming why it stopped) and the error, if any.
-fn capture_thread(
-    live: Session,
-    source: String,
-    requests: Receiver<Request>,
-    tx: Sender<Work>,
-    stop: Arc<AtomicBool>,
-) {
-    let Some(ring) = live.ring() else { return };
-    let answers = tx.clone();
-    let control = Control {
-        requests,
-        answer: Box::new(move |a| {
-            let _ = answers.send(Work::Msg(Msg::Saved(a)));
-        }),
-    };
-    let watcher = Snapshots { tx, source, ring };
-    let until = move |_| {
-        stop.load(Ordering::Relaxed)
-            .then_some(crate::report::capture::StoppedBy::Signal)
-    };
-    match live.run(until, Some(control), watcher) {
-        Ok(ended) => {
-            let w = ended.watcher;
-            w.send(&ended.engine, ended.stats);
-            if let Some(e) = ended.error {
-                let _ = w.tx.send(Work::Msg(Msg::Error(e)));
-            }
-        }
-        Err(e) => {
-            let _ = stop;
-            eprintln!("rocescope: {e}");
-        }
-    }
+/// The terminal UI over a live capture: not in this build.
+#[cfg(not(all(feature = "live", unix)))]
+pub fn run_live(_cfg: &crate::capture::Config) -> Result<(), String> {
+    Err(crate::capture::NOT_BUILT.to_string())
 }
 
 /// The runtime: owns the terminal, starts the worker (`start`: the file's loading pass or the capture
@@ -214,6 +123,7 @@ fn session(
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGTERM,
+        #[cfg(unix)]
         signal_hook::consts::SIGHUP,
         signal_hook::consts::SIGINT,
     ] {
@@ -247,7 +157,7 @@ fn session(
             panic!("ROCESCOPE_TUI_TEST_PANIC is set");
         }
         let mut msgs = Vec::new();
-        match terminal_input(&keys, 100) {
+        match keys.wait(100) {
             // The terminal is gone (its window closed, ssh dropped): nothing to draw on, quit.
             Input::HungUp => msgs.push(Msg::Quit),
             Input::Ready => {
@@ -285,11 +195,13 @@ enum Input {
 }
 
 /// The terminal crossterm reads keys from: standard input when it is a terminal, else /dev/tty.
+#[cfg(unix)]
 struct KeyInput {
     fd: std::os::fd::RawFd,
     _tty: Option<std::fs::File>,
 }
 
+#[cfg(unix)]
 impl KeyInput {
     fn open() -> Result<KeyInput, String> {
         use std::os::fd::AsRawFd;
@@ -306,24 +218,44 @@ impl KeyInput {
             _tty: Some(tty),
         })
     }
+
+    /// Waits up to `timeout_ms` for keys. Polled here rather than with crossterm's `poll`, which spins
+    /// forever once the terminal hangs up (each read returns end of file).
+    fn wait(&self, timeout_ms: i32) -> Input {
+        let mut fd = libc::pollfd {
+            fd: self.fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, for the duration of the call.
+        let n = unsafe { libc::poll(&mut fd, 1, timeout_ms) };
+        if n > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            Input::HungUp
+        } else if n > 0 {
+            Input::Ready
+        } else {
+            Input::Idle
+        }
+    }
 }
 
-/// Waits up to `timeout_ms` for keys. Polled here rather than with crossterm's `poll`, which spins forever
-/// once the terminal hangs up (each read returns end of file).
-fn terminal_input(keys: &KeyInput, timeout_ms: i32) -> Input {
-    let mut fd = libc::pollfd {
-        fd: keys.fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, for the duration of the call.
-    let n = unsafe { libc::poll(&mut fd, 1, timeout_ms) };
-    if n > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-        Input::HungUp
-    } else if n > 0 {
-        Input::Ready
-    } else {
-        Input::Idle
+/// Elsewhere crossterm waits for the console's keys itself.
+#[cfg(not(unix))]
+struct KeyInput;
+
+#[cfg(not(unix))]
+impl KeyInput {
+    fn open() -> Result<KeyInput, String> {
+        Ok(KeyInput)
+    }
+
+    fn wait(&self, timeout_ms: i32) -> Input {
+        let timeout = Duration::from_millis(timeout_ms.max(0) as u64);
+        match event::poll(timeout) {
+            Ok(true) => Input::Ready,
+            Ok(false) => Input::Idle,
+            Err(_) => Input::HungUp,
+        }
     }
 }
 

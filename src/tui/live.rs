@@ -1,0 +1,115 @@
+//! The live terminal UI: a capture session on its own thread sends the runtime a snapshot every
+//! [`SNAPSHOT_EVERY`]; the packet list reads the ring of recent frames the session fills.
+use std::io::{self, IsTerminal};
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::model::{Model, Msg};
+use super::{SNAPSHOT_EVERY, Store, Work, color_wanted, session};
+use crate::analysis::Engine;
+use crate::capture::ring::Ring;
+use crate::capture::session::{Session, Watcher};
+use crate::capture::{self, Control, Request};
+use crate::report::Report;
+use crate::report::capture::{CaptureStats, StoppedBy};
+
+/// The terminal UI over a live capture.
+pub fn run(cfg: &capture::Config) -> Result<(), String> {
+    if !io::stdout().is_terminal() {
+        return Err("tui: standard output is not a terminal".to_string());
+    }
+    if cfg.write.as_deref() == Some(std::path::Path::new("-")) {
+        return Err("-w - would write the capture over the terminal: give a file name".into());
+    }
+    // Open the capture (and the -w file) before the screen changes: its errors are one line.
+    let cfg = capture::Config {
+        ring: true,
+        ..cfg.clone()
+    };
+    let live = Session::open(&cfg)?;
+    let ring = live.ring().ok_or("the capture keeps no ring")?;
+    let (requests, control_rx) = channel();
+    let store = Store::Live {
+        ring,
+        parse: cfg.pipeline.parse,
+        writes: live.writes(),
+        control: requests,
+    };
+    let model = Model::new_live(&cfg.live.interface, color_wanted());
+    let source = format!("live capture on {}", cfg.live.interface);
+    session(model, store, move |tx, stop| {
+        Some(std::thread::spawn(move || {
+            capture_thread(live, source, control_rx, tx, stop)
+        }))
+    })
+}
+
+/// Sends the TUI a snapshot of the capture every [`SNAPSHOT_EVERY`], with the number of frames the ring
+/// holds (the newest of the `report.capture.frames` captured).
+struct Snapshots {
+    tx: Sender<Work>,
+    source: String,
+    ring: Arc<Mutex<Ring>>,
+}
+
+impl Snapshots {
+    fn send(&self, engine: &Engine, stats: CaptureStats) -> bool {
+        let held = self.ring.lock().map_or(0, |r| r.len() as u64);
+        let mut report = Report::build(engine, &self.source);
+        report.capture_stats = Some(stats);
+        self.tx
+            .send(Work::Msg(Msg::Snapshot(Arc::new(report), held)))
+            .is_ok()
+    }
+}
+
+impl Watcher for Snapshots {
+    fn every(&self) -> Duration {
+        SNAPSHOT_EVERY
+    }
+
+    fn look(&mut self, engine: &Engine, stats: &CaptureStats) -> ControlFlow<()> {
+        if self.send(engine, stats.clone()) {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        }
+    }
+}
+
+/// The capture thread of the live TUI: runs the session until the TUI stops it, then sends the last
+/// snapshot (after the engine's end-of-capture pass, naming why it stopped) and the error, if any.
+fn capture_thread(
+    live: Session,
+    source: String,
+    requests: Receiver<Request>,
+    tx: Sender<Work>,
+    stop: Arc<AtomicBool>,
+) {
+    let Some(ring) = live.ring() else { return };
+    let answers = tx.clone();
+    let errors = tx.clone();
+    let control = Control {
+        requests,
+        answer: Box::new(move |a| {
+            let _ = answers.send(Work::Msg(Msg::Saved(a)));
+        }),
+    };
+    let watcher = Snapshots { tx, source, ring };
+    let until = move |_| stop.load(Ordering::Relaxed).then_some(StoppedBy::Signal);
+    match live.run(until, Some(control), watcher) {
+        Ok(ended) => {
+            let w = ended.watcher;
+            w.send(&ended.engine, ended.stats);
+            if let Some(e) = ended.error {
+                let _ = w.tx.send(Work::Msg(Msg::Error(e)));
+            }
+        }
+        Err(e) => {
+            let _ = errors.send(Work::Msg(Msg::Error(e)));
+        }
+    }
+}
