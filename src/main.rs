@@ -2,7 +2,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-#[path = "gen/mod.rs"]
 mod generator;
 mod labnet;
 use rocescope::analyze;

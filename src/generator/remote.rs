@@ -1,6 +1,6 @@
 //! `gen client HOST` and `gen server`: the two-host run. The client is the requester (as in `gen loopback`),
 //! the server the responder; they agree on QPNs, PSNs, GIDs, the path MTU, R_Keys and buffer addresses over
-//! TCP (src/gen/oob.rs) and the server reports what it received and found in its memory at the end.
+//! TCP (src/generator/oob.rs) and the server reports what it received and found in its memory at the end.
 
 use std::io::{BufReader, BufWriter};
 use std::net::{Ipv6Addr, TcpListener, TcpStream, ToSocketAddrs};
