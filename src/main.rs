@@ -2,6 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+mod cli;
 mod generator;
 mod labnet;
 use rocescope::analyze;
@@ -84,7 +85,7 @@ enum Command {
     /// Verbs traffic generator (libibverbs, loaded at run time): `gen loopback` runs RC QP pairs on two
     /// devices of this host against each other, with a data check and the QPNs/PSNs to match a capture.
     #[command(subcommand)]
-    Gen(generator::GenCommand),
+    Gen(cli::r#gen::GenCommand),
     /// The two-NIC Soft-RoCE loopback on this host (Linux, root, rdma_rxe): `lab up` builds a veth pair with rxe
     /// on each end so that `gen loopback` traffic crosses a wire one can capture on; `lab down` removes it.
     #[command(subcommand)]
@@ -130,7 +131,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Capture(args) => rocescope::capture::main(args),
-        Command::Gen(cmd) => generator::main(cmd),
+        Command::Gen(cmd) => generator::main(cmd.into()),
         Command::Lab(cmd) => labnet::main(cmd),
         Command::Tui(args) => rocescope::tui::main(args),
         Command::Analyze {

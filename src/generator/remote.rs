@@ -8,18 +8,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use sideway::ibverbs::address::Gid;
-
-use super::loopback::{rd_atomic, work_sizes};
-use super::oob::{self, Msg};
-use super::run::{self, DataCheck, Endpoint, Pair, Peer, RemoteQp, Report, Setup};
+use sideway::ibverbs::device::DeviceList;
 use sideway::ibverbs::queue_pair::QueuePair;
 
+use super::config::{ClientConfig, PortConfig, ServerConfig, WorkConfig};
+use super::oob;
+use super::output::print_server_report;
+use super::pattern;
+use super::plan::{self, PathEnd};
+use super::records::{
+    CheckStatus, ClientQp, Connect, DataCheck, Done, Endpoint, Hello, Msg, Op, Report, ServerQp,
+    ServerReport, Summary, Welcome,
+};
+use super::run::{self, Pair, Peer, RemoteQp, Setup};
 use super::verbs::{self, ConnectParams, Queues, Side, connect, endpoint, open_side, post_recv};
-use super::{ClientArgs, Op, ServerArgs, pattern, plan};
-
-pub const DEFAULT_PORT: u16 = 18516;
 
 fn gid_of(text: &str) -> Result<Gid, String> {
     text.parse::<Ipv6Addr>()
@@ -31,6 +34,52 @@ fn gid_of(text: &str) -> Result<Gid, String> {
 fn fail(wr: &mut BufWriter<TcpStream>, e: String) -> String {
     let _ = oob::send(wr, &Msg::Error { message: e.clone() });
     e
+}
+
+fn connect_params(c: &Connect, port: u8) -> ConnectParams {
+    ConnectParams {
+        port,
+        mtu: c.mtu,
+        timeout: c.qp_timeout,
+        rd_atomic: c.rd_atomic,
+        tclass: c.tclass,
+        retry_count: c.retry_count,
+        rnr_retry: c.rnr_retry,
+    }
+}
+
+/// `gen client HOST`.
+pub fn client(cfg: &ClientConfig, stop: &AtomicBool) -> Result<Report, String> {
+    let w = &cfg.work;
+    let buf_len = w.buffer_len(u64::from(w.depth))?;
+    let list = verbs::devices()?;
+    let dev = verbs::device_name(&list, cfg.device.as_deref(), &cfg.port)?;
+    let q = Queues {
+        send: w.depth,
+        recv: 1,
+        cqe: w.depth * 2 + 2,
+    };
+    let mut sides = Vec::with_capacity(w.qps as usize);
+    for _ in 0..w.qps {
+        sides.push(open_side(&list, &dev, &cfg.port, buf_len, &q)?);
+    }
+    let mut server = ToServer::connect(cfg)?;
+    let hello = Hello {
+        version: oob::VERSION,
+        op: w.op,
+        size: w.message_size(),
+        qps: w.qps,
+        depth: w.depth,
+        slots: oob::slots_for(w.op, w.message_size(), w.depth, w.iters_limit()),
+        iters: w.iters_limit(),
+    };
+    let welcome = server.welcome(&hello, sides.len())?;
+    let (setup, cp) = server.agree(cfg, &sides, &welcome)?;
+    let mut pairs = server.connect_pairs(&cp, w, sides, welcome, hello.slots)?;
+    server.expect(|m| matches!(m, Msg::Ready).then_some(()), "ready")?;
+    let mut report = run::run(&mut pairs, w, &setup, stop).map_err(|e| server.fail(e))?;
+    server.summary(&mut report, &pairs);
+    Ok(report)
 }
 
 fn tcp_connect(host: &str, port: u16, patience: Duration) -> Result<TcpStream, String> {
@@ -58,160 +107,183 @@ fn tcp_connect(host: &str, port: u16, patience: Duration) -> Result<TcpStream, S
     }
 }
 
-/// `gen client HOST`.
-pub fn client(args: &ClientArgs, stop: &AtomicBool) -> Result<Report, String> {
-    let w = &args.work;
-    let (size32, buf_len) = work_sizes(w, u64::from(w.depth))?;
-    let list = verbs::devices()?;
-    let dev = verbs::device_name(&list, args.device.as_deref(), &args.port)?;
-    let q = Queues {
-        send: w.depth,
-        recv: 1,
-        cqe: w.depth * 2 + 2,
-    };
-    let mut sides = Vec::with_capacity(w.qps as usize);
-    for _ in 0..w.qps {
-        sides.push(open_side(&list, &dev, &args.port, buf_len, &q)?);
-    }
-    let stream = tcp_connect(
-        &args.host,
-        args.tcp_port,
-        Duration::from_secs_f64(args.connect_timeout),
-    )?;
-    let peer = format!("gen server {}:{}", args.host, args.tcp_port);
-    let ctx = |e: String| format!("{peer}: {e}");
-    // each reply is due within --timeout
-    stream
-        .set_read_timeout(Some(Duration::from_secs_f64(w.timeout)))
-        .map_err(|e| ctx(e.to_string()))?;
-    let _ = stream.set_nodelay(true);
-    let mut rd = BufReader::new(stream.try_clone().map_err(|e| ctx(e.to_string()))?);
-    let mut wr = BufWriter::new(stream);
-    let iters = w.duration.is_none().then_some(w.iters);
-    let hello = oob::Hello {
-        version: oob::VERSION,
-        op: w.op,
-        size: size32,
-        qps: w.qps,
-        depth: w.depth,
-        slots: oob::slots_for(w.op, size32, w.depth, iters),
-        iters,
-    };
-    oob::send(&mut wr, &Msg::Hello(hello.clone())).map_err(ctx)?;
-    let welcome = oob::expect(&mut rd, "welcome", |m| match m {
-        Msg::Welcome(x) => Some(x),
-        _ => None,
-    })
-    .map_err(ctx)?;
-    welcome
-        .validate(sides.len())
-        .map_err(|e| fail(&mut wr, ctx(e)))?;
-    // path MTU: both ports' active MTU unless given; never more than either network device carries
-    let a = &sides[0];
-    let srv = &welcome.qps[0].endpoint;
-    let (mtu, mtu_source) = match w.mtu {
-        Some(m) => (m, "--mtu".to_string()),
-        None => (
-            a.active_mtu.min(srv.active_mtu),
-            format!(
-                "active MTU of {} ({}) and the server's {} ({})",
-                a.name, a.active_mtu, srv.device, srv.active_mtu
-            ),
-        ),
-    };
-    verbs::check_netdev_mtu(&a.name, a.gid.netdev.as_deref(), a.netdev_mtu, mtu)
-        .and_then(|_| {
-            verbs::check_netdev_mtu(
-                &format!("{} on the server", srv.device),
-                srv.netdev.as_deref(),
-                srv.netdev_mtu,
-                mtu,
-            )
-        })
-        .map_err(|e| fail(&mut wr, e))?;
-    let setup = Setup {
-        port: args.port.ib_port,
-        mtu,
-        mtu_source,
-        rd_atomic: rd_atomic(w.depth, a.max_rd_atom, welcome.max_rd_atom),
-    };
-    let params = oob::Connect {
-        mtu,
-        rd_atomic: setup.rd_atomic,
-        qp_timeout: w.qp_timeout,
-        retry_count: w.retry_count,
-        rnr_retry: w.rnr_retry,
-        tclass: w.tclass,
-        qps: sides
-            .iter()
-            .map(|s| oob::ClientQp {
-                qpn: s.qp.qp_number(),
-                psn: s.sq_psn,
-                gid: Ipv6Addr::from(s.gid.gid).to_string(),
-            })
-            .collect(),
-    };
-    oob::send(&mut wr, &Msg::Connect(params.clone())).map_err(ctx)?;
-    let cp = connect_params(&params, args.port.ib_port);
-    let limit = iters.unwrap_or(u64::MAX);
-    let mut pairs = Vec::with_capacity(sides.len());
-    for (mut s, sq) in sides.into_iter().zip(welcome.qps) {
-        let gid = gid_of(&sq.endpoint.gid).map_err(|e| fail(&mut wr, e))?;
-        connect(&mut s, sq.endpoint.qpn, &gid, sq.endpoint.sq_psn, &cp)
-            .map_err(|e| fail(&mut wr, e))?;
-        let (bq, bpsn, ip) = (sq.endpoint.qpn, sq.endpoint.sq_psn, sq.endpoint.ip.clone());
-        let remote = RemoteQp {
-            endpoint: sq.endpoint,
-            addr: sq.addr,
-            rkey: sq.rkey,
-            slots: hello.slots,
-        };
-        pairs.push(Pair::new(
-            s,
-            Peer::Remote(remote),
-            bq,
-            bpsn,
-            ip,
-            limit,
-            w.depth,
-        ));
-    }
-    oob::expect(&mut rd, "ready", |m| matches!(m, Msg::Ready).then_some(())).map_err(ctx)?;
+/// The client's out-of-band connection to `gen server`; its errors name the server.
+struct ToServer {
+    rd: BufReader<TcpStream>,
+    wr: BufWriter<TcpStream>,
+    /// "gen server HOST:PORT"
+    name: String,
+}
 
-    let mut report = run::run(&mut pairs, w, &setup, stop).map_err(|e| fail(&mut wr, e))?;
-    let done = oob::Done {
-        posted: pairs.iter().map(|p| p.posted).collect(),
-        completed: pairs.iter().map(|p| p.completed).collect(),
-    };
-    let summary = oob::send(&mut wr, &Msg::Done(done)).and_then(|_| {
-        oob::expect(&mut rd, "summary", |m| match m {
-            Msg::Summary(s) => Some(s),
-            _ => None,
+impl ToServer {
+    fn connect(cfg: &ClientConfig) -> Result<ToServer, String> {
+        let patience = Duration::from_secs_f64(cfg.connect_timeout);
+        let stream = tcp_connect(&cfg.host, cfg.tcp_port, patience)?;
+        let name = format!("gen server {}:{}", cfg.host, cfg.tcp_port);
+        let ctx = |e: std::io::Error| format!("{name}: {e}");
+        // each reply is due within --timeout
+        stream
+            .set_read_timeout(Some(Duration::from_secs_f64(cfg.work.timeout)))
+            .map_err(ctx)?;
+        let _ = stream.set_nodelay(true);
+        let rd = BufReader::new(stream.try_clone().map_err(ctx)?);
+        Ok(ToServer {
+            rd,
+            wr: BufWriter::new(stream),
+            name,
         })
-    });
-    match summary {
-        Ok(s) => merge_summary(&mut report, s),
-        Err(e) => {
-            if report.error.is_none() {
-                report.error = Some(ctx(format!("no summary after the run: {e}")));
+    }
+
+    fn ctx(&self, e: String) -> String {
+        format!("{}: {e}", self.name)
+    }
+
+    fn fail(&mut self, e: String) -> String {
+        fail(&mut self.wr, e)
+    }
+
+    fn send(&mut self, m: &Msg) -> Result<(), String> {
+        oob::send(&mut self.wr, m).map_err(|e| self.ctx(e))
+    }
+
+    fn expect<T>(&mut self, pick: impl FnOnce(Msg) -> Option<T>, what: &str) -> Result<T, String> {
+        oob::expect(&mut self.rd, what, pick).map_err(|e| self.ctx(e))
+    }
+
+    /// Hello, and the server's offer for `qps` QPs.
+    fn welcome(&mut self, hello: &Hello, qps: usize) -> Result<Welcome, String> {
+        self.send(&Msg::Hello(hello.clone()))?;
+        let welcome = self.expect(
+            |m| match m {
+                Msg::Welcome(x) => Some(x),
+                _ => None,
+            },
+            "welcome",
+        )?;
+        welcome.validate(qps).map_err(|e| {
+            let e = self.ctx(e);
+            self.fail(e)
+        })?;
+        Ok(welcome)
+    }
+
+    /// The path MTU and the QP parameters, sent to the server with the client's QPs.
+    fn agree(
+        &mut self,
+        cfg: &ClientConfig,
+        sides: &[Side],
+        welcome: &Welcome,
+    ) -> Result<(Setup, ConnectParams), String> {
+        let w = &cfg.work;
+        let a = &sides[0];
+        let ends = [a.path_end(), server_end(&welcome.qps[0].endpoint)];
+        let (mtu, mtu_source) = plan::path_mtu(w.mtu, &ends).map_err(|e| self.fail(e))?;
+        let setup = Setup {
+            port: cfg.port.ib_port,
+            mtu,
+            mtu_source,
+            rd_atomic: plan::rd_atomic(w.depth, a.max_rd_atom, welcome.max_rd_atom),
+        };
+        let c = Connect {
+            mtu,
+            rd_atomic: setup.rd_atomic,
+            qp_timeout: w.qp_timeout,
+            retry_count: w.retry_count,
+            rnr_retry: w.rnr_retry,
+            tclass: w.tclass,
+            qps: sides
+                .iter()
+                .map(|s| ClientQp {
+                    qpn: s.qp.qp_number(),
+                    psn: s.sq_psn,
+                    gid: Ipv6Addr::from(s.gid.gid).to_string(),
+                })
+                .collect(),
+        };
+        self.send(&Msg::Connect(c.clone()))?;
+        Ok((setup, connect_params(&c, cfg.port.ib_port)))
+    }
+
+    /// Each side connected to its server QP (`slots` message slots each).
+    fn connect_pairs(
+        &mut self,
+        cp: &ConnectParams,
+        w: &WorkConfig,
+        sides: Vec<Side>,
+        welcome: Welcome,
+        slots: u64,
+    ) -> Result<Vec<Pair>, String> {
+        let limit = w.iters_limit().unwrap_or(u64::MAX);
+        let mut pairs = Vec::with_capacity(sides.len());
+        for (mut s, sq) in sides.into_iter().zip(welcome.qps) {
+            let e = &sq.endpoint;
+            let gid = gid_of(&e.gid).map_err(|e| self.fail(e))?;
+            connect(&mut s, e.qpn, &gid, e.sq_psn, cp).map_err(|e| self.fail(e))?;
+            let (bq, bpsn, ip) = (e.qpn, e.sq_psn, e.ip.clone());
+            let remote = RemoteQp {
+                endpoint: sq.endpoint,
+                addr: sq.addr,
+                rkey: sq.rkey,
+                slots,
+            };
+            pairs.push(Pair::new(
+                s,
+                Peer::Remote(remote),
+                bq,
+                bpsn,
+                ip,
+                limit,
+                w.depth,
+            ));
+        }
+        Ok(pairs)
+    }
+
+    /// Done, and the server's summary merged into the report (or, failing that, the run's error).
+    fn summary(&mut self, report: &mut Report, pairs: &[Pair]) {
+        let done = Done {
+            posted: pairs.iter().map(|p| p.posted).collect(),
+            completed: pairs.iter().map(|p| p.completed).collect(),
+        };
+        let summary = oob::send(&mut self.wr, &Msg::Done(done)).and_then(|_| {
+            oob::expect(&mut self.rd, "summary", |m| match m {
+                Msg::Summary(s) => Some(s),
+                _ => None,
+            })
+        });
+        match summary {
+            Ok(s) => merge_summary(report, s),
+            Err(e) => {
+                if report.error.is_none() {
+                    report.error = Some(self.ctx(format!("no summary after the run: {e}")));
+                }
             }
         }
     }
-    Ok(report)
+}
+
+/// The server's port as one end of the path MTU choice.
+fn server_end(e: &Endpoint) -> PathEnd {
+    PathEnd {
+        source: format!("the server's {}", e.device),
+        device: format!("{} on the server", e.device),
+        active_mtu: e.active_mtu,
+        netdev: e.netdev.clone(),
+        netdev_mtu: e.netdev_mtu,
+    }
 }
 
 /// The server's findings join the client's data check; its error becomes the run's if there was none.
-fn merge_summary(r: &mut Report, s: oob::Summary) {
+fn merge_summary(r: &mut Report, s: Summary) {
     let (c, sc) = (&mut r.data_check, &s.data_check);
     c.checked += sc.checked;
     c.mismatches += sc.mismatches;
     if c.first_mismatch.is_none() {
         c.first_mismatch = sc.first_mismatch.clone();
     }
-    for bad in ["failed", "incomplete"] {
-        if sc.status == bad && c.status != "failed" {
-            c.status = bad.to_string();
-        }
+    // failed over incomplete over passed
+    if sc.status != CheckStatus::Passed && c.status != CheckStatus::Failed {
+        c.status = sc.status;
     }
     if r.error.is_none()
         && let Some(e) = &s.error
@@ -222,41 +294,12 @@ fn merge_summary(r: &mut Report, s: oob::Summary) {
     r.fail_on_data_check();
 }
 
-fn connect_params(c: &oob::Connect, port: u8) -> ConnectParams {
-    ConnectParams {
-        port,
-        mtu: c.mtu,
-        timeout: c.qp_timeout,
-        rd_atomic: c.rd_atomic,
-        tclass: c.tclass,
-        retry_count: c.retry_count,
-        rnr_retry: c.rnr_retry,
-    }
-}
-
-/// One server run, as printed and in JSON.
-#[derive(Serialize)]
-pub struct ServerReport {
-    pub client: String,
-    pub op: Option<Op>,
-    pub size: u32,
-    pub slots: u64,
-    pub qps: Vec<Endpoint>,
-    /// The client's QPNs, in the order of `qps`.
-    pub client_qpns: Vec<u32>,
-    pub mtu: u32,
-    pub posted_by_client: Vec<u64>,
-    #[serde(flatten)]
-    pub summary: oob::Summary,
-    pub seconds: f64,
-}
-
 /// `gen server`: serves --runs clients one after the other. Exit status 1 if any run failed.
-pub fn serve(args: &ServerArgs, stop: &AtomicBool) -> Result<bool, String> {
-    let listener = TcpListener::bind((args.bind.as_str(), args.tcp_port)).map_err(|e| {
+pub fn serve(cfg: &ServerConfig, stop: &AtomicBool) -> Result<bool, String> {
+    let listener = TcpListener::bind((cfg.bind.as_str(), cfg.tcp_port)).map_err(|e| {
         format!(
             "cannot listen on {}:{}: {e} (another gen server? choose another with -p)",
-            args.bind, args.tcp_port
+            cfg.bind, cfg.tcp_port
         )
     })?;
     listener
@@ -264,74 +307,48 @@ pub fn serve(args: &ServerArgs, stop: &AtomicBool) -> Result<bool, String> {
         .map_err(|e| format!("cannot listen: {e}"))?;
     // check the device now: a bad -d is said at once, not when the first client comes
     let list = verbs::devices()?;
-    let dev = verbs::device_name(&list, args.device.as_deref(), &args.port)?;
+    let dev = verbs::device_name(&list, cfg.device.as_deref(), &cfg.port)?;
     eprintln!(
         "gen server: {dev} port {}, waiting for gen client on {}:{}",
-        args.port.ib_port, args.bind, args.tcp_port
+        cfg.port.ib_port, cfg.bind, cfg.tcp_port
     );
     let mut all_ok = true;
     let mut served = 0u32;
-    while args.runs == 0 || served < args.runs {
-        let stream = loop {
-            if stop.load(Ordering::Relaxed) {
-                return Ok(all_ok);
-            }
-            match listener.accept() {
-                Ok((s, _)) => break s,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(50))
-                }
-                Err(e) => return Err(format!("accept: {e}")),
-            }
+    while cfg.runs == 0 || served < cfg.runs {
+        let Some(stream) = accept(&listener, stop)? else {
+            return Ok(all_ok);
         };
         served += 1;
         let client = stream
             .peer_addr()
             .map_or_else(|_| "?".to_string(), |a| a.to_string());
-        let r = serve_one(args, &list, &dev, stream, &client, stop);
-        let ok = r.summary.error.is_none() && r.summary.data_check.status == "passed";
-        all_ok &= ok;
-        print_server_report(&r, args.json);
+        let r = serve_one(cfg, &list, &dev, stream, &client, stop);
+        all_ok &= r.summary.error.is_none() && r.summary.data_check.status == CheckStatus::Passed;
+        print_server_report(&r, cfg.json);
     }
     Ok(all_ok)
 }
 
-fn print_server_report(r: &ServerReport, json: bool) {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(r).expect("report serializes")
-        );
-    } else {
-        for (e, c) in r.qps.iter().zip(&r.client_qpns) {
-            println!(
-                "{} port {}: QPN {:#08x}, GID index {} {}, SQ PSN {}, RQ PSN {}; client QPN {c:#08x}",
-                e.device, e.port, e.qpn, e.gid_index, e.gid, e.sq_psn, e.rq_psn
-            );
+/// The next client, or None once stopped.
+fn accept(listener: &TcpListener, stop: &AtomicBool) -> Result<Option<TcpStream>, String> {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
         }
-        println!(
-            "client {}: {} x {} bytes per QP posted {:?}, path MTU {}, {} slots per QP",
-            r.client,
-            r.op.map_or("?", |o| o.name()),
-            r.size,
-            r.posted_by_client,
-            r.mtu,
-            r.slots
-        );
-        let c = &r.summary.data_check;
-        println!(
-            "received {} messages; memory checked for {} WRITEs; data check: {} ({} checked, {} mismatches)",
-            r.summary.received, r.summary.memory_checked, c.status, c.checked, c.mismatches
-        );
-    }
-    if let Some(e) = &r.summary.error {
-        eprintln!("rocescope: gen server: {e}");
+        match listener.accept() {
+            Ok((s, _)) => return Ok(Some(s)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Err(e) => return Err(format!("accept: {e}")),
+        }
     }
 }
 
 /// One responder QP of a server run.
 struct Responder {
     side: Side,
+    /// The client's QPN.
     cq: u32,
     recv_posted: u64,
     received: u64,
@@ -339,31 +356,22 @@ struct Responder {
     expect: u64,
 }
 
-struct Run {
+/// What a server run has found so far.
+struct ServerRun {
     report: ServerReport,
     check: DataCheck,
     t0: Instant,
 }
 
-impl Run {
-    fn mismatch(&mut self, what: String) {
-        self.check.mismatches += 1;
-        self.check.status = "failed".to_string();
-        if self.check.first_mismatch.is_none() {
-            self.check.first_mismatch = Some(what);
-        }
-    }
-}
-
 fn serve_one(
-    args: &ServerArgs,
-    list: &sideway::ibverbs::device::DeviceList,
+    cfg: &ServerConfig,
+    list: &DeviceList,
     dev: &str,
     stream: TcpStream,
     client: &str,
     stop: &AtomicBool,
 ) -> ServerReport {
-    let mut run = Run {
+    let mut run = ServerRun {
         report: ServerReport {
             client: client.to_string(),
             op: None,
@@ -373,151 +381,55 @@ fn serve_one(
             client_qpns: Vec::new(),
             mtu: 0,
             posted_by_client: Vec::new(),
-            summary: oob::Summary {
+            summary: Summary {
                 received: 0,
                 memory_checked: 0,
-                data_check: DataCheck {
-                    status: "passed".to_string(),
-                    checked: 0,
-                    mismatches: 0,
-                    first_mismatch: None,
-                },
+                data_check: DataCheck::passed(),
                 error: None,
             },
             seconds: 0.0,
         },
-        check: DataCheck {
-            status: "passed".to_string(),
-            checked: 0,
-            mismatches: 0,
-            first_mismatch: None,
-        },
+        check: DataCheck::passed(),
         t0: Instant::now(),
     };
-    let writer = stream.try_clone();
-    let result = writer
+    let result = stream
+        .try_clone()
         .map_err(|e| e.to_string())
-        .and_then(|w| responder_run(args, list, dev, stream, w, &mut run, stop));
+        .and_then(|writer| respond(cfg, list, dev, stream, writer, &mut run, stop));
     let mut r = run.report;
     r.seconds = run.t0.elapsed().as_secs_f64();
     r.summary.data_check = run.check;
     if let Err(e) = result {
         r.summary.error = Some(format!("client {client}: {e}"));
-        if r.summary.data_check.status == "passed" {
-            r.summary.data_check.status = "incomplete".to_string();
+        if r.summary.data_check.status == CheckStatus::Passed {
+            r.summary.data_check.status = CheckStatus::Incomplete;
         }
     }
     r
 }
 
-fn responder_run(
-    args: &ServerArgs,
-    list: &sideway::ibverbs::device::DeviceList,
+/// The server's side of one client run: the handshake, then the traffic.
+fn respond(
+    cfg: &ServerConfig,
+    list: &DeviceList,
     dev: &str,
     stream: TcpStream,
     writer: TcpStream,
-    run: &mut Run,
+    run: &mut ServerRun,
     stop: &AtomicBool,
 ) -> Result<(), String> {
-    let timeout = Duration::from_secs_f64(args.timeout);
     stream
-        .set_read_timeout(Some(timeout))
+        .set_read_timeout(Some(Duration::from_secs_f64(cfg.timeout)))
         .map_err(|e| e.to_string())?;
     let _ = writer.set_nodelay(true);
     let mut rd = BufReader::new(stream);
-    let mut wr = BufWriter::new(writer);
-    let hello = oob::expect(&mut rd, "hello", |m| match m {
-        Msg::Hello(h) => Some(h),
-        _ => None,
-    })?;
-    hello.validate().map_err(|e| fail(&mut wr, e))?;
-    run.report.op = Some(hello.op);
-    run.report.size = hello.size;
-    run.report.slots = hello.slots;
-    let receives = hello.op.consumes_receive();
-    let recv_depth = if receives { hello.slots as u32 } else { 1 };
-    let q = Queues {
-        send: 1,
-        recv: recv_depth,
-        cqe: recv_depth + 2,
-    };
-    let buf_len = (u64::from(hello.size) * hello.slots) as usize;
-    let mut qps = Vec::with_capacity(hello.qps as usize);
-    for _ in 0..hello.qps {
-        let side = open_side(list, dev, &args.port, buf_len, &q).map_err(|e| fail(&mut wr, e))?;
-        qps.push(Responder {
-            side,
-            cq: 0,
-            recv_posted: 0,
-            received: 0,
-            expect: hello.iters.unwrap_or(u64::MAX),
-        });
-    }
-    let max_rd_atom = qps.iter().map(|r| r.side.max_rd_atom).min().unwrap_or(1);
-    let welcome = oob::Welcome {
-        qps: qps
-            .iter()
-            .map(|r| oob::ServerQp {
-                endpoint: endpoint(&r.side, args.port.ib_port, 0),
-                addr: r.side.buf.addr(0),
-                rkey: r.side.mr.rkey(),
-            })
-            .collect(),
-        max_rd_atom,
-    };
-    oob::send(&mut wr, &Msg::Welcome(welcome))?;
-    let c = oob::expect(&mut rd, "connect", |m| match m {
-        Msg::Connect(c) => Some(c),
-        _ => None,
-    })?;
-    c.validate(qps.len()).map_err(|e| fail(&mut wr, e))?;
-    for r in &qps {
-        verbs::check_netdev_mtu(
-            &r.side.name,
-            r.side.gid.netdev.as_deref(),
-            r.side.netdev_mtu,
-            c.mtu,
-        )
-        .map_err(|e| fail(&mut wr, e))?;
-    }
-    run.report.mtu = c.mtu;
-    let cp = connect_params(&c, args.port.ib_port);
-    let size = hello.size as usize;
-    for (r, cq) in qps.iter_mut().zip(&c.qps) {
-        let gid = gid_of(&cq.gid).map_err(|e| fail(&mut wr, e))?;
-        r.cq = cq.qpn;
-        // what the client will find: READ slot j holds message j's pattern, the atomic word starts its sequence
-        for j in 0..hello.slots {
-            let off = j as usize * size;
-            // SAFETY: nothing is posted on this QP yet.
-            unsafe {
-                match hello.op {
-                    Op::Read => pattern::fill(r.side.buf.slice_mut(off, size), cq.qpn, j),
-                    Op::FetchAdd | Op::CmpSwap if j == 0 => r
-                        .side
-                        .buf
-                        .slice_mut(0, 8)
-                        .copy_from_slice(&pattern::atomic_value(cq.qpn, 0).to_ne_bytes()),
-                    _ => r.side.buf.slice_mut(off, size).fill(0),
-                }
-            }
-        }
-        connect(&mut r.side, cq.qpn, &gid, cq.psn, &cp).map_err(|e| fail(&mut wr, e))?;
-        while receives && r.recv_posted < hello.slots.min(r.expect) {
-            post_recv(&mut r.side, r.recv_posted, hello.size, hello.slots as u32)
-                .map_err(|e| fail(&mut wr, e))?;
-            r.recv_posted += 1;
-        }
-    }
-    run.report.client_qpns = c.qps.iter().map(|q| q.qpn).collect();
-    run.report.qps = qps
-        .iter()
-        .zip(&c.qps)
-        .map(|(r, cq)| endpoint(&r.side, args.port.ib_port, cq.psn))
-        .collect();
-    oob::send(&mut wr, &Msg::Ready)?;
+    let mut serving = Serving::handshake(cfg, list, dev, &mut rd, BufWriter::new(writer), run)?;
+    let msgs = read_in_background(rd);
+    serving.traffic(cfg, &msgs, run, stop)
+}
 
-    // the traffic: receive (and check) until the client says it is done and everything it posted arrived
+/// The client's messages during the run, read on a thread of their own; the last one is the reader's error.
+fn read_in_background(mut rd: BufReader<TcpStream>) -> mpsc::Receiver<Result<Msg, String>> {
     let (tx, msgs) = mpsc::channel();
     std::thread::spawn(move || {
         while let Ok(m) = oob::recv(&mut rd).map_err(|e| {
@@ -528,117 +440,302 @@ fn responder_run(
             }
         }
     });
-    let mut done: Option<oob::Done> = None;
-    let mut last_progress = Instant::now();
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return Err(fail(&mut wr, "the server was interrupted".to_string()));
+    msgs
+}
+
+/// A server run once the client's workload is known: its QPs and the writing half of the connection.
+struct Serving {
+    hello: Hello,
+    qps: Vec<Responder>,
+    wr: BufWriter<TcpStream>,
+    /// The client said it is done: how many it posted and completed.
+    done: Option<Done>,
+}
+
+impl Serving {
+    fn fail(&mut self, e: String) -> String {
+        fail(&mut self.wr, e)
+    }
+
+    /// Hello -> Welcome, Connect -> Ready: the QPs created, connected and (SEND, WRITE with immediate)
+    /// their receives posted.
+    fn handshake(
+        cfg: &ServerConfig,
+        list: &DeviceList,
+        dev: &str,
+        rd: &mut BufReader<TcpStream>,
+        mut wr: BufWriter<TcpStream>,
+        run: &mut ServerRun,
+    ) -> Result<Serving, String> {
+        let hello = oob::expect(rd, "hello", |m| match m {
+            Msg::Hello(h) => Some(h),
+            _ => None,
+        })?;
+        hello.validate().map_err(|e| fail(&mut wr, e))?;
+        run.report.op = Some(hello.op);
+        run.report.size = hello.size;
+        run.report.slots = hello.slots;
+        let qps = open_responders(&cfg.port, list, dev, &hello).map_err(|e| fail(&mut wr, e))?;
+        let mut s = Serving {
+            hello,
+            qps,
+            wr,
+            done: None,
+        };
+        let port = cfg.port.ib_port;
+        let welcome = Msg::Welcome(s.welcome(port));
+        oob::send(&mut s.wr, &welcome)?;
+        let c = oob::expect(rd, "connect", |m| match m {
+            Msg::Connect(c) => Some(c),
+            _ => None,
+        })?;
+        s.check(&c).map_err(|e| s.fail(e))?;
+        run.report.mtu = c.mtu;
+        s.connect(&c, port).map_err(|e| s.fail(e))?;
+        run.report.client_qpns = c.qps.iter().map(|q| q.qpn).collect();
+        run.report.qps = s
+            .qps
+            .iter()
+            .zip(&c.qps)
+            .map(|(r, cq)| endpoint(&r.side, port, cq.psn))
+            .collect();
+        oob::send(&mut s.wr, &Msg::Ready)?;
+        Ok(s)
+    }
+
+    fn welcome(&self, port: u8) -> Welcome {
+        Welcome {
+            qps: self
+                .qps
+                .iter()
+                .map(|r| ServerQp {
+                    endpoint: endpoint(&r.side, port, 0),
+                    addr: r.side.buf.addr(0),
+                    rkey: r.side.mr.rkey(),
+                })
+                .collect(),
+            max_rd_atom: self
+                .qps
+                .iter()
+                .map(|r| r.side.max_rd_atom)
+                .min()
+                .unwrap_or(1),
         }
-        let mut progressed = false;
-        match msgs.try_recv() {
-            Ok(Ok(Msg::Done(d))) => {
-                d.validate(qps.len()).map_err(|e| fail(&mut wr, e))?;
-                for (r, &p) in qps.iter_mut().zip(&d.posted) {
-                    r.expect = p;
-                }
-                run.report.posted_by_client = d.posted.clone();
-                done = Some(d);
-                progressed = true;
-            }
-            Ok(Ok(Msg::Error { message })) => {
-                return Err(format!("the client reported: {message}"));
-            }
-            Ok(Ok(_)) => {
-                return Err(fail(
-                    &mut wr,
-                    "unexpected message during the run".to_string(),
-                ));
-            }
-            // the reader ended: with the client gone, nothing more will be said
-            Ok(Err(e)) => return Err(e),
-            Err(_) => {}
+    }
+
+    /// The client's QPs and choices, against what this server's QPs can do.
+    fn check(&self, c: &Connect) -> Result<(), String> {
+        c.validate(self.qps.len())?;
+        for r in &self.qps {
+            let s = &r.side;
+            plan::check_netdev_mtu(&s.name, s.gid.netdev.as_deref(), s.netdev_mtu, c.mtu)?;
         }
-        if receives {
-            for r in qps.iter_mut() {
-                let Ok(poller) = r.side.recv_cq.start_poll() else {
-                    continue;
-                };
-                let wcs: Vec<(u64, u32, u32, u32)> = poller
-                    .map(|wc| (wc.wr_id(), wc.status(), wc.byte_len(), wc.imm_data()))
-                    .collect();
-                for (wr_id, status, byte_len, imm) in wcs {
-                    progressed = true;
-                    let k = r.received;
-                    if status != 0 {
-                        return Err(fail(
-                            &mut wr,
-                            format!(
-                                "{}: QP {:#x}: receive {wr_id} completed with {} (status {status})",
-                                r.side.name,
-                                r.side.qp.qp_number(),
-                                plan::wc_status_name(status)
-                            ),
-                        ));
-                    }
-                    if wr_id != k {
-                        return Err(fail(
-                            &mut wr,
-                            format!("receive completion out of order: wr_id {wr_id}, expected {k}"),
-                        ));
-                    }
-                    let off = (k % hello.slots) as usize * size;
-                    run.check.checked += 1;
-                    // SAFETY: this receive has completed; its slot is posted again only below.
-                    let slot = unsafe { r.side.buf.slice(off, size) };
-                    if let Some(what) =
-                        run::received_mismatch(hello.op, slot, byte_len, imm, r.cq, k)
-                    {
-                        run.mismatch(format!("QP {:#x}: {what}", r.cq));
-                    }
-                    r.received += 1;
-                    if r.recv_posted < r.expect {
-                        post_recv(&mut r.side, r.recv_posted, hello.size, hello.slots as u32)
-                            .map_err(|e| fail(&mut wr, e))?;
-                        r.recv_posted += 1;
-                    }
-                }
+        Ok(())
+    }
+
+    /// Each QP's memory laid out, connected to its client QP, its receives posted.
+    fn connect(&mut self, c: &Connect, port: u8) -> Result<(), String> {
+        let cp = connect_params(c, port);
+        let h = &self.hello;
+        for (r, cq) in self.qps.iter_mut().zip(&c.qps) {
+            let gid = gid_of(&cq.gid)?;
+            r.cq = cq.qpn;
+            lay_out_memory(&mut r.side, h, cq.qpn);
+            connect(&mut r.side, cq.qpn, &gid, cq.psn, &cp)?;
+            while h.op.consumes_receive() && r.recv_posted < h.slots.min(r.expect) {
+                post_recv(&mut r.side, r.recv_posted, h.size, h.slots as u32)?;
+                r.recv_posted += 1;
             }
         }
-        if let Some(d) = &done
-            && (!receives || qps.iter().all(|r| r.received >= r.expect))
-        {
-            run.report.summary.received = qps.iter().map(|r| r.received).sum();
-            check_memory(&hello, &qps, d, run);
-            run.report.summary.data_check = run.check.clone();
-            let summary = run.report.summary.clone();
-            oob::send(&mut wr, &Msg::Summary(summary))?;
-            return Ok(());
-        }
-        if progressed {
-            last_progress = Instant::now();
-        } else if last_progress.elapsed() > timeout {
-            run.report.summary.received = qps.iter().map(|r| r.received).sum();
-            return Err(fail(
-                &mut wr,
-                format!(
+        Ok(())
+    }
+
+    /// Receives (and checks) until the client says it is done and everything it posted arrived; then the
+    /// memory check and the summary.
+    fn traffic(
+        &mut self,
+        cfg: &ServerConfig,
+        msgs: &mpsc::Receiver<Result<Msg, String>>,
+        run: &mut ServerRun,
+        stop: &AtomicBool,
+    ) -> Result<(), String> {
+        let timeout = Duration::from_secs_f64(cfg.timeout);
+        let receives = self.hello.op.consumes_receive();
+        let mut last_progress = Instant::now();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Err(self.fail("the server was interrupted".to_string()));
+            }
+            let mut progressed = self.on_message(msgs, run)?;
+            if receives {
+                progressed |= self.poll_receives(run)?;
+            }
+            if let Some(d) = &self.done
+                && (!receives || self.qps.iter().all(|r| r.received >= r.expect))
+            {
+                run.report.summary.received = self.qps.iter().map(|r| r.received).sum();
+                check_memory(&self.hello, &self.qps, d, run);
+                run.report.summary.data_check = run.check.clone();
+                let summary = run.report.summary.clone();
+                return oob::send(&mut self.wr, &Msg::Summary(summary));
+            }
+            if progressed {
+                last_progress = Instant::now();
+            } else if last_progress.elapsed() > timeout {
+                run.report.summary.received = self.qps.iter().map(|r| r.received).sum();
+                let e = format!(
                     "nothing for {:.1} s: {} messages received{}",
-                    args.timeout,
+                    cfg.timeout,
                     run.report.summary.received,
-                    if done.is_some() {
+                    if self.done.is_some() {
                         ", fewer than the client posted"
                     } else {
                         ", and the client has not said it is done"
                     }
-                ),
-            ));
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
+                );
+                return Err(self.fail(e));
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+
+    /// The client's word during the run, if any: only Done is due. Returns whether it said something.
+    fn on_message(
+        &mut self,
+        msgs: &mpsc::Receiver<Result<Msg, String>>,
+        run: &mut ServerRun,
+    ) -> Result<bool, String> {
+        match msgs.try_recv() {
+            Ok(Ok(Msg::Done(d))) => {
+                d.validate(self.qps.len()).map_err(|e| self.fail(e))?;
+                for (r, &p) in self.qps.iter_mut().zip(&d.posted) {
+                    r.expect = p;
+                }
+                run.report.posted_by_client = d.posted.clone();
+                self.done = Some(d);
+                Ok(true)
+            }
+            Ok(Ok(Msg::Error { message })) => Err(format!("the client reported: {message}")),
+            Ok(Ok(_)) => Err(self.fail("unexpected message during the run".to_string())),
+            // the reader ended: with the client gone, nothing more will be said
+            Ok(Err(e)) => Err(e),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Checks what arrived and posts the receives again; returns whether anything did.
+    fn poll_receives(&mut self, run: &mut ServerRun) -> Result<bool, String> {
+        let mut progressed = false;
+        for i in 0..self.qps.len() {
+            let r = &mut self.qps[i];
+            let Ok(poller) = r.side.recv_cq.start_poll() else {
+                continue;
+            };
+            let wcs: Vec<(u64, u32, u32, u32)> = poller
+                .map(|wc| (wc.wr_id(), wc.status(), wc.byte_len(), wc.imm_data()))
+                .collect();
+            for wc in wcs {
+                progressed = true;
+                receive(&mut self.qps[i], &self.hello, wc, run)
+                    .map_err(|e| fail(&mut self.wr, e))?;
+            }
+        }
+        Ok(progressed)
+    }
+}
+
+/// Opens one responder QP per client QP on `dev`, with room for the client's slots.
+fn open_responders(
+    port: &PortConfig,
+    list: &DeviceList,
+    dev: &str,
+    hello: &Hello,
+) -> Result<Vec<Responder>, String> {
+    let recv_depth = if hello.op.consumes_receive() {
+        hello.slots as u32
+    } else {
+        1
+    };
+    let q = Queues {
+        send: 1,
+        recv: recv_depth,
+        cqe: recv_depth + 2,
+    };
+    let buf_len = (u64::from(hello.size) * hello.slots) as usize;
+    let mut qps = Vec::with_capacity(hello.qps as usize);
+    for _ in 0..hello.qps {
+        qps.push(Responder {
+            side: open_side(list, dev, port, buf_len, &q)?,
+            cq: 0,
+            recv_posted: 0,
+            received: 0,
+            expect: hello.iters.unwrap_or(u64::MAX),
+        });
+    }
+    Ok(qps)
+}
+
+/// What the client of QP `cq` will find: READ slot j holds message j's pattern, the atomic word starts its
+/// sequence, the rest is zero.
+fn lay_out_memory(side: &mut Side, h: &Hello, cq: u32) {
+    let size = h.size as usize;
+    for j in 0..h.slots {
+        let off = j as usize * size;
+        // SAFETY: nothing is posted on this QP yet.
+        unsafe {
+            match h.op {
+                Op::Read => pattern::fill(side.buf.slice_mut(off, size), cq, j),
+                Op::FetchAdd | Op::CmpSwap if j == 0 => side
+                    .buf
+                    .slice_mut(0, 8)
+                    .copy_from_slice(&pattern::atomic_value(cq, 0).to_ne_bytes()),
+                _ => side.buf.slice_mut(off, size).fill(0),
+            }
         }
     }
 }
 
+/// Receive completion `(wr_id, status, byte_len, immediate)` on `r`: in order, its data checked, the
+/// receive posted again.
+fn receive(
+    r: &mut Responder,
+    h: &Hello,
+    (wr_id, status, byte_len, imm): (u64, u32, u32, u32),
+    run: &mut ServerRun,
+) -> Result<(), String> {
+    let k = r.received;
+    if status != 0 {
+        return Err(format!(
+            "{}: QP {:#x}: receive {wr_id} completed with {} (status {status})",
+            r.side.name,
+            r.side.qp.qp_number(),
+            plan::wc_status_name(status)
+        ));
+    }
+    if wr_id != k {
+        return Err(format!(
+            "receive completion out of order: wr_id {wr_id}, expected {k}"
+        ));
+    }
+    let size = h.size as usize;
+    let off = (k % h.slots) as usize * size;
+    run.check.checked += 1;
+    // SAFETY: this receive has completed; its slot is posted again only below.
+    let slot = unsafe { r.side.buf.slice(off, size) };
+    if let Some(what) = pattern::received_mismatch(h.op, slot, byte_len, imm, r.cq, k) {
+        run.check.mismatch(format!("QP {:#x}: {what}", r.cq));
+    }
+    r.received += 1;
+    if r.recv_posted < r.expect {
+        post_recv(&mut r.side, r.recv_posted, h.size, h.slots as u32)?;
+        r.recv_posted += 1;
+    }
+    Ok(())
+}
+
 /// After the run: the WRITE slots no later message overwrote, and the atomic word.
-fn check_memory(hello: &oob::Hello, qps: &[Responder], d: &oob::Done, run: &mut Run) {
+fn check_memory(hello: &Hello, qps: &[Responder], d: &Done, run: &mut ServerRun) {
     let size = hello.size as usize;
     for ((r, &posted), &completed) in qps.iter().zip(&d.posted).zip(&d.completed) {
         match hello.op {
@@ -652,7 +749,8 @@ fn check_memory(hello: &oob::Hello, qps: &[Responder], d: &oob::Done, run: &mut 
                     if let Some(at) =
                         pattern::check(unsafe { r.side.buf.slice(off, size) }, r.cq, k)
                     {
-                        run.mismatch(format!("QP {:#x}: message {k}: byte {at} differs", r.cq));
+                        run.check
+                            .mismatch(format!("QP {:#x}: message {k}: byte {at} differs", r.cq));
                     }
                 }
             }
@@ -662,9 +760,9 @@ fn check_memory(hello: &oob::Hello, qps: &[Responder], d: &oob::Done, run: &mut 
                 w.copy_from_slice(unsafe { r.side.buf.slice(0, 8) });
                 run.check.checked += 1;
                 if let Some(what) =
-                    run::atomic_word_mismatch(u64::from_ne_bytes(w), r.cq, completed)
+                    pattern::atomic_word_mismatch(u64::from_ne_bytes(w), r.cq, completed)
                 {
-                    run.mismatch(what);
+                    run.check.mismatch(what);
                 }
             }
             _ => {}
