@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 mod cli;
 mod generator;
-mod labnet;
+mod lab;
 use rocescope::analyze;
 use rocescope::dissect::{self, Filter, Style};
 
@@ -89,7 +89,7 @@ enum Command {
     /// The two-NIC Soft-RoCE loopback on this host (Linux, root, rdma_rxe): `lab up` builds a veth pair with rxe
     /// on each end so that `gen loopback` traffic crosses a wire one can capture on; `lab down` removes it.
     #[command(subcommand)]
-    Lab(labnet::LabCommand),
+    Lab(cli::lab::LabCommand),
     /// Terminal UI over a capture file, or over a live capture (`-i IFACE`): flows, a flow's PSN chart and
     /// events, packets with their tree and hex.
     Tui(rocescope::tui::TuiArgs),
@@ -132,7 +132,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Capture(args) => rocescope::capture::main(args),
         Command::Gen(cmd) => generator::main(cmd.into()),
-        Command::Lab(cmd) => labnet::main(cmd),
+        Command::Lab(cmd) => lab::main(cmd.into()),
         Command::Tui(args) => rocescope::tui::main(args),
         Command::Analyze {
             file,

@@ -1,2 +1,3 @@
 pub mod r#gen;
+pub mod lab;
 pub mod values;
