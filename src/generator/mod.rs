@@ -7,9 +7,9 @@
 //! `--tclass` sets the GRH traffic class (the IP TOS on rxe: 2 = ECT(0)); `--capture` is the fabric check.
 //!
 //! The modules build on each other in this order, without a cycle: records (the report and the
-//! out-of-band messages) and config (what a run is asked to do); plan, pattern and wire (pure
-//! computations); verbs (the devices); oob (the exchange); run (the requester's run); loopback and remote
-//! (the three commands); check and output (the fabric check, what is printed); this file (exit statuses).
+//! out-of-band messages); plan, pattern and wire (pure computations); config (what a run is asked to do);
+//! verbs (the devices); oob (the exchange); run (the requester's run); check and output (the fabric check,
+//! what is printed); loopback and remote (the three commands); this file (signals, exit statuses).
 
 mod check;
 pub mod config;

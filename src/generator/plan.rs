@@ -215,6 +215,36 @@ mod tests {
     }
 
     #[test]
+    fn path_mtu_of_two_ends() {
+        let ends = || {
+            let end = |source: &str, device: &str, active_mtu, netdev_mtu| PathEnd {
+                source: source.to_string(),
+                device: device.to_string(),
+                active_mtu,
+                netdev: Some("eth0".to_string()),
+                netdev_mtu: Some(netdev_mtu),
+            };
+            [
+                end("rxe0", "rxe0", 4096, 9000),
+                end("the server's rxe1", "rxe1 on the server", 1024, 1500),
+            ]
+        };
+        assert_eq!(
+            path_mtu(None, &ends()),
+            Ok((
+                1024,
+                "active MTU of rxe0 (4096) and the server's rxe1 (1024)".to_string()
+            ))
+        );
+        assert_eq!(path_mtu(Some(512), &ends()), Ok((512, "--mtu".to_string())));
+        assert!(
+            path_mtu(Some(2048), &ends())
+                .unwrap_err()
+                .starts_with("path MTU 2048 is larger than eth0 (rxe1 on the server, MTU 1500) allows (at most 1024 after 80 header bytes)")
+        );
+    }
+
+    #[test]
     fn completion_errors_in_words() {
         // ibv_wc_status: 12 = IBV_WC_RETRY_EXC_ERR, 10 = IBV_WC_REM_ACCESS_ERR, 0 = success
         assert_eq!(

@@ -76,7 +76,7 @@ pub fn client(cfg: &ClientConfig, stop: &AtomicBool) -> Result<Report, String> {
     let welcome = server.welcome(&hello, sides.len())?;
     let (setup, cp) = server.agree(cfg, &sides, &welcome)?;
     let mut pairs = server.connect_pairs(&cp, w, sides, welcome, hello.slots)?;
-    server.expect(|m| matches!(m, Msg::Ready).then_some(()), "ready")?;
+    server.expect("ready", |m| matches!(m, Msg::Ready).then_some(()))?;
     let mut report = run::run(&mut pairs, w, &setup, stop).map_err(|e| server.fail(e))?;
     server.summary(&mut report, &pairs);
     Ok(report)
@@ -146,20 +146,17 @@ impl ToServer {
         oob::send(&mut self.wr, m).map_err(|e| self.ctx(e))
     }
 
-    fn expect<T>(&mut self, pick: impl FnOnce(Msg) -> Option<T>, what: &str) -> Result<T, String> {
+    fn expect<T>(&mut self, what: &str, pick: impl FnOnce(Msg) -> Option<T>) -> Result<T, String> {
         oob::expect(&mut self.rd, what, pick).map_err(|e| self.ctx(e))
     }
 
     /// Hello, and the server's offer for `qps` QPs.
     fn welcome(&mut self, hello: &Hello, qps: usize) -> Result<Welcome, String> {
         self.send(&Msg::Hello(hello.clone()))?;
-        let welcome = self.expect(
-            |m| match m {
-                Msg::Welcome(x) => Some(x),
-                _ => None,
-            },
-            "welcome",
-        )?;
+        let welcome = self.expect("welcome", |m| match m {
+            Msg::Welcome(x) => Some(x),
+            _ => None,
+        })?;
         welcome.validate(qps).map_err(|e| {
             let e = self.ctx(e);
             self.fail(e)
