@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Speed and peak memory of rocescope against cat, tcpdump and tshark, on one large synthetic capture.
+# Speed and peak memory of rocescope against cat, tcpdump and tshark, on large synthetic captures.
 #
 #   benches/compare.sh
 #
-# Generates (once) target/bench/synth-FRAMES-QPS-SEED.pcap with the synth example (2,000,000 frames, 64 RC
-# connections, 0.03 % loss by default) and its ground truth beside it, then runs each tool once on that file,
-# RUNS times (3 by default; the median time and the largest peak RSS are shown) with /usr/bin/time -f '%e %M'
-# (wall seconds, peak RSS), the file already in the page cache:
+# For each path MTU of MTUS ("1024 256" by default: frames of about 790 and 280 bytes, the second where
+# per-frame costs show), generates (once) target/bench/synth-FRAMES-QPS-SEED-MTU.pcap with the synth example
+# (2,000,000 frames, 64 RC connections, 0.03 % loss by default) and its ground truth beside it, then runs each
+# tool on that file RUNS times (3 by default; the median time and the largest peak RSS are shown) with
+# /usr/bin/time -f '%e %M' (wall seconds, peak RSS), the file already in the page cache:
 #   cat FILE > /dev/null                                 reading the file, the floor
 #   rocescope analyze FILE --json > /dev/null            (release build)
 #   rocescope dissect FILE > /dev/null                   one line per frame, for comparison with tcpdump
@@ -15,7 +16,7 @@
 # tshark runs on the first TSHARK_FRAMES frames (-c; 200,000 by default, 0 = the whole file): its frames/s is
 # measured on those, and its whole-file time is estimated by scaling.
 #
-# Environment: FRAMES, QPS, SEED, LOSS, MTU, TSHARK_FRAMES, RUNS. Installs time, tcpdump and tshark with apt-get when
+# Environment: FRAMES, QPS, SEED, LOSS, MTUS, TSHARK_FRAMES, RUNS. Installs time, tcpdump and tshark with apt-get when
 # missing (via sudo when not root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,7 @@ FRAMES=${FRAMES:-2000000}
 QPS=${QPS:-64}
 SEED=${SEED:-1}
 LOSS=${LOSS:-0.0003}
-MTU=${MTU:-1024}
+MTUS=${MTUS:-1024 256}
 TSHARK_FRAMES=${TSHARK_FRAMES:-200000}
 RUNS=${RUNS:-3}
 
@@ -49,7 +50,14 @@ cp target/release/rocescope "$rocescope"
 build="git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 changed=$(git status --porcelain --untracked-files=no 2>/dev/null | awk '{print $2}' | tr '\n' ' ')
 [ -z "$changed" ] || build="$build + uncommitted changes to: $changed"
-file=$dir/synth-$FRAMES-$QPS-$SEED.pcap
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# bench MTU: generates the capture at that path MTU if missing, measures every tool on it, prints the table.
+bench() {
+MTU=$1
+rows=()
+file=$dir/synth-$FRAMES-$QPS-$SEED-$MTU.pcap
 if [ ! -s "$file" ]; then
     echo "generating $file"
     target/release/examples/synth --frames "$FRAMES" --qps "$QPS" --seed "$SEED" --loss "$LOSS" --mtu "$MTU" \
@@ -57,13 +65,10 @@ if [ ! -s "$file" ]; then
     mv "$file.part" "$file"
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 # Into the page cache first, so that every tool reads it from memory.
 cat "$file" >/dev/null
 
-rows=()
 # measure NAME FRAMES COMMAND...: runs COMMAND RUNS times with its standard output to /dev/null; keeps the
 # median time and the largest peak RSS.
 measure() {
@@ -130,3 +135,9 @@ printf '%s\n' "${rows[@]}" | awk -F'|' -v tshark_part="$tshark_frames" -v all="$
         print "peak MB is the peak resident set (%M of /usr/bin/time): for a tool that memory-maps the file it"
         print "includes the mapped pages of the file (page cache), not only its own allocations."
     }'
+}
+
+for mtu in $MTUS; do
+    bench "$mtu"
+    echo
+done

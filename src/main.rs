@@ -8,10 +8,9 @@ use clap::Parser;
 mod cli;
 mod commands;
 #[cfg(all(feature = "rdma", target_os = "linux"))]
-#[path = "gen/mod.rs"]
 mod generator;
 #[cfg(all(feature = "rdma", target_os = "linux"))]
-mod labnet;
+mod lab;
 
 use cli::{Cli, Command};
 
@@ -25,8 +24,8 @@ fn main() -> ExitCode {
             Err(e) => commands::fail(e),
         },
         #[cfg(all(feature = "rdma", target_os = "linux"))]
-        Command::Gen(cmd) => generator::main(cmd),
+        Command::Gen(cmd) => generator::main(cmd.into()),
         #[cfg(all(feature = "rdma", target_os = "linux"))]
-        Command::Lab(cmd) => labnet::main(cmd),
+        Command::Lab(cmd) => lab::main(cmd.into()),
     }
 }

@@ -1,4 +1,4 @@
-//! `rocescope lab up | down | status` (src/labnet.rs).
+//! `rocescope lab up | down | status` (src/lab/).
 //!
 //! (1) Here, on a machine whose kernel has no RDMA: `status` and `down` with no lab up (exit 1, one line);
 //!     `lab up` fails at the rxe step with one line and leaves nothing behind (links, rules, routes, neighbours,

@@ -45,9 +45,6 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
     match first {
         "lib.rs" => None,
         "main.rs" => Some("main".to_string()),
-        // Mounted under other names in main.rs.
-        "gen" => Some("generator".to_string()),
-        "labnet.rs" => Some("lab".to_string()),
         f => Some(f.trim_end_matches(".rs").to_string()),
     }
 }

@@ -1,6 +1,10 @@
 //! The command line: every clap type and flag group (declared once, flattened where several subcommands
 //! take it), and the one place where flags become the typed configurations the library takes
 //! ([`analysis::Config`], [`pipeline::Config`], the capture session's, the TUI's, the dissector's).
+#[cfg(all(feature = "rdma", target_os = "linux"))]
+pub mod r#gen;
+#[cfg(all(feature = "rdma", target_os = "linux"))]
+pub mod lab;
 mod values;
 
 use std::path::PathBuf;
@@ -15,9 +19,9 @@ use rocescope::pipeline;
 use rocescope::report::Condition;
 use rocescope::source::LiveConfig;
 use rocescope::tui;
-pub use values::parse_mtu;
 use values::{
-    FailOn, OpcodeSet, parse_fail_on, parse_opcode, parse_qpn, parse_secs, parse_size, parse_speed,
+    FailOn, OpcodeSet, parse_fail_on, parse_mtu, parse_opcode, parse_qpn, parse_secs, parse_size,
+    parse_speed,
 };
 
 use crate::commands;
@@ -44,12 +48,12 @@ pub enum Command {
     /// devices of this host against each other, with a data check and the QPNs/PSNs to match a capture.
     #[cfg(all(feature = "rdma", target_os = "linux"))]
     #[command(subcommand)]
-    Gen(crate::generator::GenCommand),
+    Gen(r#gen::GenCommand),
     /// The two-NIC Soft-RoCE loopback on this host (Linux, root, rdma_rxe): `lab up` builds a veth pair with rxe
     /// on each end so that `gen loopback` traffic crosses a wire one can capture on; `lab down` removes it.
     #[cfg(all(feature = "rdma", target_os = "linux"))]
     #[command(subcommand)]
-    Lab(crate::labnet::LabCommand),
+    Lab(lab::LabCommand),
     /// Terminal UI over a capture file, or over a live capture (`-i IFACE`): flows, a flow's PSN chart and
     /// events, packets with their tree and hex.
     Tui(TuiArgs),

@@ -109,6 +109,11 @@ mod tests {
         assert_eq!(parse_mtu("1024"), Ok(1024));
         assert!(parse_mtu("1500").is_err());
         assert_eq!(parse_speed("25G"), Ok(25_000_000_000));
+        // `--link-speed`'s default as clap writes it is the analysis' default.
+        assert_eq!(
+            parse_speed("100G"),
+            Ok(rocescope::analysis::Config::DEFAULT_LINK_SPEED_BPS)
+        );
         assert_eq!(parse_speed("10000m"), Ok(10_000_000_000));
         assert!(parse_speed("0").is_err());
         assert_eq!(parse_size("32M"), Ok(32 << 20));

@@ -5,14 +5,11 @@
 //!           ... the RDMA traffic ...
 //! client -> Done (messages posted)         server -> Summary (what it received and found in memory)
 //! Either side may send Error instead and close. Lines are bounded and every number is checked: the peer
-//! is not trusted.
+//! is not trusted. The messages themselves are records (src/generator/records.rs).
 
 use std::io::{BufRead, Read, Write};
 
-use serde::{Deserialize, Serialize};
-
-use super::Op;
-use super::run::{DataCheck, Endpoint};
+use super::records::{Connect, Done, Hello, Msg, Op, Welcome};
 
 pub const VERSION: u32 = 1;
 /// Longest line accepted (64 QPs of endpoints fit in well under this).
@@ -21,82 +18,6 @@ pub const MAX_LINE: u64 = 256 * 1024;
 pub const MAX_SERVER_BYTES: u64 = 1 << 30;
 /// Most message slots (and receives posted) per server QP.
 pub const MAX_SLOTS: u64 = 4096;
-
-#[derive(Serialize, Deserialize, Debug)]
-#[serde(tag = "msg", rename_all = "snake_case")]
-pub enum Msg {
-    Hello(Hello),
-    Welcome(Welcome),
-    Connect(Connect),
-    Ready,
-    Done(Done),
-    Summary(Summary),
-    Error { message: String },
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct Hello {
-    pub version: u32,
-    pub op: Op,
-    /// Bytes per message on the wire (8 for the atomics).
-    pub size: u32,
-    pub qps: u32,
-    pub depth: u32,
-    /// Message slots the server gives each QP: message k uses slot k % slots.
-    pub slots: u64,
-    /// -n, or None with --duration.
-    pub iters: Option<u64>,
-}
-
-#[derive(Serialize, Deserialize, Debug)]
-pub struct ServerQp {
-    pub endpoint: Endpoint,
-    pub addr: u64,
-    pub rkey: u32,
-}
-
-#[derive(Serialize, Deserialize, Debug)]
-pub struct Welcome {
-    pub qps: Vec<ServerQp>,
-    pub max_rd_atom: u32,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct ClientQp {
-    pub qpn: u32,
-    pub psn: u32,
-    /// The GID as an IPv6 address (::ffff:a.b.c.d for RoCE v2 over IPv4).
-    pub gid: String,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct Connect {
-    pub mtu: u32,
-    pub rd_atomic: u8,
-    pub qp_timeout: u8,
-    pub retry_count: u8,
-    pub rnr_retry: u8,
-    pub tclass: u8,
-    /// In the order of Welcome's QPs.
-    pub qps: Vec<ClientQp>,
-}
-
-#[derive(Serialize, Deserialize, Debug)]
-pub struct Done {
-    /// Per QP, messages posted and completed (in Welcome's order).
-    pub posted: Vec<u64>,
-    pub completed: Vec<u64>,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct Summary {
-    /// Messages that consumed a receive (SEND, WRITE with immediate), over all QPs.
-    pub received: u64,
-    /// WRITE messages whose slot was checked at the end (the last `slots` per QP).
-    pub memory_checked: u64,
-    pub data_check: DataCheck,
-    pub error: Option<String>,
-}
 
 impl Hello {
     /// The server's checks of a client's request; bounds what one run may allocate.
@@ -375,7 +296,7 @@ mod tests {
 
     #[test]
     fn offers_and_answers_out_of_range_are_refused() {
-        use crate::generator::run::Endpoint;
+        use crate::generator::records::{ClientQp, Endpoint, ServerQp};
         let endpoint = |qpn, psn, mtu| Endpoint {
             device: "rxe0".into(),
             port: 1,

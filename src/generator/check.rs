@@ -19,7 +19,7 @@ use rocescope::capture::{self, session::Session};
 use rocescope::report::Report;
 use rocescope::report::capture::StoppedBy;
 
-use super::run;
+use super::records::{self, Role};
 
 /// A capture running on its own thread; it ends with its report, or the error that stopped it.
 pub struct Running {
@@ -80,7 +80,7 @@ pub struct FlowCheck {
     pub src: Option<String>,
     pub dst: Option<String>,
     pub dest_qp: u32,
-    pub role: &'static str,
+    pub role: Role,
     /// The capture's flow id, when the flow is there.
     pub capture_flow: Option<u32>,
     /// The generator's PSN range of the direction.
@@ -104,10 +104,17 @@ pub struct FlowCheck {
     pub opcodes: std::collections::BTreeMap<&'static str, u64>,
 }
 
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+}
+
 /// The fabric check: `status` `pass` or `fail`, with the reasons and `line` (the FABRIC CHECK line).
 #[derive(Serialize, Debug)]
 pub struct Check {
-    pub status: &'static str,
+    pub status: Verdict,
     pub reasons: Vec<String>,
     pub flows: Vec<FlowCheck>,
     /// Totals over the generator's flows.
@@ -125,13 +132,13 @@ pub struct Check {
     pub line: String,
 }
 
-fn name(f: &run::Flow) -> String {
+fn name(f: &records::Flow) -> String {
     format!(
         "flow {} -> {} QP {:#08x} ({})",
         f.src.as_deref().unwrap_or("?"),
         f.dst.as_deref().unwrap_or("?"),
         f.dest_qp,
-        f.role
+        f.role.as_str()
     )
 }
 
@@ -141,7 +148,7 @@ fn within(p: u32, first: u32, last: u32) -> bool {
 }
 
 /// Holds the capture's report against the generator's record.
-pub fn verify(g: &run::Report, c: &Report) -> Check {
+pub fn verify(g: &records::Report, c: &Report) -> Check {
     let mut reasons = Vec::new();
     if let Some(e) = &g.error {
         reasons.push(format!("the generator failed: {e}"));
@@ -158,7 +165,7 @@ pub fn verify(g: &run::Report, c: &Report) -> Check {
     // a responder flow's PSNs are those of its pair's requester flow, listed just before it
     let mut req_first = 0;
     for e in &g.flows {
-        if e.role == "requester" {
+        if e.role == Role::Requester {
             req_first = e.psn_first;
         }
         let found = c.flows.iter().find(|f| {
@@ -166,8 +173,51 @@ pub fn verify(g: &run::Report, c: &Report) -> Check {
                 && e.dst.as_deref() == Some(f.dst.as_str())
                 && f.dest_qp == e.dest_qp
         });
-        let requester = e.role == "requester";
-        let mut fc = FlowCheck {
+        flows.push(match found {
+            None => {
+                reasons.push(format!("{} is not in the capture", name(e)));
+                FlowCheck::announced(e)
+            }
+            Some(f) => {
+                used.push(f.id);
+                check_flow(g, e, f, req_first, &mut reasons)
+            }
+        });
+    }
+    let t = Totals::of(&flows);
+    // with nothing lost or resent, each direction carries exactly the opcodes posted (ACKs may coalesce: not
+    // announced)
+    if t.gap_events == 0 && t.retransmitted == 0 && t.naks == 0 && t.rnr_naks == 0 {
+        check_opcodes(g, &flows, &mut reasons);
+    }
+    t.add_reasons(&mut reasons);
+    let status = if reasons.is_empty() {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    };
+    let line = verdict_line(&reasons, &t);
+    Check {
+        status,
+        reasons,
+        other_flows: c.flows.iter().filter(|f| !used.contains(&f.id)).count() as u64,
+        flows,
+        gap_events: t.gap_events,
+        missing: t.missing,
+        naks: t.naks,
+        rnr_naks: t.rnr_naks,
+        retransmitted: t.retransmitted,
+        ce: t.ce,
+        cnp: t.cnp,
+        capture_dropped,
+        line,
+    }
+}
+
+impl FlowCheck {
+    /// A flow the generator announced, before the capture is looked at.
+    fn announced(e: &records::Flow) -> FlowCheck {
+        FlowCheck {
             src: e.src.clone(),
             dst: e.dst.clone(),
             dest_qp: e.dest_qp,
@@ -178,7 +228,7 @@ pub fn verify(g: &run::Report, c: &Report) -> Check {
             seen_psn_first: None,
             seen_psn_last: None,
             psn_ok: false,
-            packets_posted: requester.then_some(e.packets),
+            packets_posted: (e.role == Role::Requester).then_some(e.packets),
             packets: 0,
             gap_events: 0,
             missing: 0,
@@ -188,136 +238,154 @@ pub fn verify(g: &run::Report, c: &Report) -> Check {
             ce: 0,
             cnp: 0,
             opcodes: Default::default(),
-        };
-        let Some(f) = found else {
-            reasons.push(format!("{} is not in the capture", name(e)));
-            flows.push(fc);
-            continue;
-        };
-        used.push(f.id);
-        fc.capture_flow = Some(f.id);
-        fc.seen_psn_first = Some(f.psn.first);
-        fc.seen_psn_last = Some(f.psn.last);
-        fc.packets = f.packets;
-        fc.gap_events = f.psn.gap_events;
-        fc.missing = f.psn.missing;
-        fc.retransmitted = f.psn.retransmitted;
-        fc.naks = f.naks.total();
-        fc.rnr_naks = f.rnr_naks;
-        fc.ce = f.ecn.ce;
-        fc.cnp = f.cnp;
-        fc.opcodes = f.opcodes.clone();
-        if requester {
-            fc.psn_ok = f.psn.first == e.psn_first && f.psn.last == e.psn_last;
-            if !fc.psn_ok {
-                reasons.push(format!(
-                    "{}: PSN {}..{} on the wire, {}..{} posted",
-                    name(e),
-                    f.psn.first,
-                    f.psn.last,
-                    e.psn_first,
-                    e.psn_last
-                ));
-            }
-            if f.packets != e.packets {
-                let in_seq = f.packets.saturating_sub(f.psn.retransmitted);
-                reasons.push(format!(
-                    "{}: {} request packets on the wire, {} posted ({} x {} bytes at path MTU {}): {} in \
-                     sequence ({} PSNs skipped), {} retransmitted",
-                    name(e),
-                    f.packets,
-                    e.packets,
-                    g.iterations,
-                    g.size,
-                    g.mtu,
-                    in_seq,
-                    f.psn.missing,
-                    f.psn.retransmitted
-                ));
-            }
-        } else {
-            // replies (ACKs, NAKs, READ responses) carry PSNs of the requests; the last one the last PSN
-            fc.psn_ok = within(f.psn.first, req_first, e.psn_last) && f.psn.last == e.psn_last;
-            if !fc.psn_ok {
-                reasons.push(format!(
-                    "{}: PSN {}..{} on the wire, expected within {}..{} ending at {}",
-                    name(e),
-                    f.psn.first,
-                    f.psn.last,
-                    req_first,
-                    e.psn_last,
-                    e.psn_last
-                ));
-            }
-        }
-        flows.push(fc);
-    }
-    let sum = |k: fn(&FlowCheck) -> u64| flows.iter().map(k).sum::<u64>();
-    let (gap_events, missing, naks, rnr_naks, retransmitted, ce, cnp) = (
-        sum(|f| f.gap_events),
-        sum(|f| f.missing),
-        sum(|f| f.naks),
-        sum(|f| f.rnr_naks),
-        sum(|f| f.retransmitted),
-        sum(|f| f.ce),
-        sum(|f| f.cnp),
-    );
-    // with nothing lost or resent, each direction carries exactly the opcodes posted (ACKs may coalesce: not
-    // announced)
-    if gap_events == 0 && retransmitted == 0 && naks == 0 && rnr_naks == 0 {
-        for (e, fc) in g.flows.iter().zip(&flows) {
-            let seen: std::collections::BTreeMap<String, u64> = fc
-                .opcodes
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect();
-            if fc.capture_flow.is_some() && !e.opcodes.is_empty() && seen != e.opcodes {
-                reasons.push(format!(
-                    "{}: opcodes {seen:?} on the wire, {:?} posted",
-                    name(e),
-                    e.opcodes
-                ));
-            }
         }
     }
-    if gap_events > 0 {
-        reasons.push(format!("{gap_events} PSN gaps ({missing} PSNs missing)"));
-    }
-    if naks > 0 {
-        reasons.push(format!("{naks} NAKs"));
-    }
-    if rnr_naks > 0 {
-        reasons.push(format!("{rnr_naks} RNR NAKs"));
-    }
-    if retransmitted > 0 {
-        reasons.push(format!("{retransmitted} retransmitted requests"));
-    }
-    let status = if reasons.is_empty() { "pass" } else { "fail" };
-    let line = if reasons.is_empty() {
-        if ce + cnp > 0 {
-            format!(
-                "FABRIC CHECK: PASS (congestion signals, not failing: {ce} CE-marked packets, {cnp} CNPs)"
-            )
-        } else {
-            "FABRIC CHECK: PASS".to_string()
+}
+
+/// Announced flow `e` of run `g` against capture flow `f`; `req_first` is the first PSN of its pair's
+/// requests.
+fn check_flow(
+    g: &records::Report,
+    e: &records::Flow,
+    f: &rocescope::report::FlowReport,
+    req_first: u32,
+    reasons: &mut Vec<String>,
+) -> FlowCheck {
+    let mut fc = FlowCheck::announced(e);
+    fc.capture_flow = Some(f.id);
+    fc.seen_psn_first = Some(f.psn.first);
+    fc.seen_psn_last = Some(f.psn.last);
+    fc.packets = f.packets;
+    fc.gap_events = f.psn.gap_events;
+    fc.missing = f.psn.missing;
+    fc.retransmitted = f.psn.retransmitted;
+    fc.naks = f.naks.total();
+    fc.rnr_naks = f.rnr_naks;
+    fc.ce = f.ecn.ce;
+    fc.cnp = f.cnp;
+    fc.opcodes = f.opcodes.clone();
+    if e.role == Role::Requester {
+        fc.psn_ok = f.psn.first == e.psn_first && f.psn.last == e.psn_last;
+        if !fc.psn_ok {
+            reasons.push(format!(
+                "{}: PSN {}..{} on the wire, {}..{} posted",
+                name(e),
+                f.psn.first,
+                f.psn.last,
+                e.psn_first,
+                e.psn_last
+            ));
+        }
+        if f.packets != e.packets {
+            let in_seq = f.packets.saturating_sub(f.psn.retransmitted);
+            reasons.push(format!(
+                "{}: {} request packets on the wire, {} posted ({} x {} bytes at path MTU {}): {} in \
+                 sequence ({} PSNs skipped), {} retransmitted",
+                name(e),
+                f.packets,
+                e.packets,
+                g.iterations,
+                g.size,
+                g.mtu,
+                in_seq,
+                f.psn.missing,
+                f.psn.retransmitted
+            ));
         }
     } else {
-        format!("FABRIC CHECK: FAIL: {}", reasons.join("; "))
-    };
-    Check {
-        status,
-        reasons,
-        other_flows: c.flows.iter().filter(|f| !used.contains(&f.id)).count() as u64,
-        flows,
-        gap_events,
-        missing,
-        naks,
-        rnr_naks,
-        retransmitted,
-        ce,
-        cnp,
-        capture_dropped,
-        line,
+        // replies (ACKs, NAKs, READ responses) carry PSNs of the requests; the last one the last PSN
+        fc.psn_ok = within(f.psn.first, req_first, e.psn_last) && f.psn.last == e.psn_last;
+        if !fc.psn_ok {
+            reasons.push(format!(
+                "{}: PSN {}..{} on the wire, expected within {}..{} ending at {}",
+                name(e),
+                f.psn.first,
+                f.psn.last,
+                req_first,
+                e.psn_last,
+                e.psn_last
+            ));
+        }
+    }
+    fc
+}
+
+/// Each direction the capture saw must carry the opcodes announced for it (none announced: ACKs).
+fn check_opcodes(g: &records::Report, flows: &[FlowCheck], reasons: &mut Vec<String>) {
+    for (e, fc) in g.flows.iter().zip(flows) {
+        let seen: std::collections::BTreeMap<String, u64> = fc
+            .opcodes
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        if fc.capture_flow.is_some() && !e.opcodes.is_empty() && seen != e.opcodes {
+            reasons.push(format!(
+                "{}: opcodes {seen:?} on the wire, {:?} posted",
+                name(e),
+                e.opcodes
+            ));
+        }
+    }
+}
+
+/// What went wrong or was signalled, over the generator's flows.
+struct Totals {
+    gap_events: u64,
+    missing: u64,
+    naks: u64,
+    rnr_naks: u64,
+    retransmitted: u64,
+    ce: u64,
+    cnp: u64,
+}
+
+impl Totals {
+    fn of(flows: &[FlowCheck]) -> Totals {
+        let sum = |k: fn(&FlowCheck) -> u64| flows.iter().map(k).sum::<u64>();
+        Totals {
+            gap_events: sum(|f| f.gap_events),
+            missing: sum(|f| f.missing),
+            naks: sum(|f| f.naks),
+            rnr_naks: sum(|f| f.rnr_naks),
+            retransmitted: sum(|f| f.retransmitted),
+            ce: sum(|f| f.ce),
+            cnp: sum(|f| f.cnp),
+        }
+    }
+
+    /// Gaps, NAKs and retransmissions fail the check.
+    fn add_reasons(&self, reasons: &mut Vec<String>) {
+        if self.gap_events > 0 {
+            reasons.push(format!(
+                "{} PSN gaps ({} PSNs missing)",
+                self.gap_events, self.missing
+            ));
+        }
+        if self.naks > 0 {
+            reasons.push(format!("{} NAKs", self.naks));
+        }
+        if self.rnr_naks > 0 {
+            reasons.push(format!("{} RNR NAKs", self.rnr_naks));
+        }
+        if self.retransmitted > 0 {
+            reasons.push(format!("{} retransmitted requests", self.retransmitted));
+        }
+    }
+}
+
+/// The FABRIC CHECK line: PASS (naming the congestion signals, which do not fail it) or FAIL with the
+/// reasons.
+fn verdict_line(reasons: &[String], t: &Totals) -> String {
+    if !reasons.is_empty() {
+        return format!("FABRIC CHECK: FAIL: {}", reasons.join("; "));
+    }
+    if t.ce + t.cnp > 0 {
+        format!(
+            "FABRIC CHECK: PASS (congestion signals, not failing: {} CE-marked packets, {} CNPs)",
+            t.ce, t.cnp
+        )
+    } else {
+        "FABRIC CHECK: PASS".to_string()
     }
 }
 
@@ -330,7 +398,7 @@ pub fn detail_lines(c: &Check) -> Vec<String> {
             f.src.as_deref().unwrap_or("?"),
             f.dst.as_deref().unwrap_or("?"),
             f.dest_qp,
-            f.role
+            f.role.as_str()
         );
         match f.capture_flow {
             None => v.push(format!("{who}: not in the capture")),
@@ -368,8 +436,7 @@ pub fn detail_lines(c: &Check) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generator::Op;
-    use crate::generator::run::{DataCheck, Endpoint, Flow, Latency};
+    use crate::generator::records::{DataCheck, Endpoint, Flow, Latency, Op, StoppedBy};
 
     /// `rocescope analyze` of a bundled lab capture (perftest over Soft-RoCE).
     fn analyze(name: &str) -> Report {
@@ -399,7 +466,7 @@ mod tests {
 
     /// The generator's record of a WRITE run of `n` x 4096 bytes at MTU 1024, with the flows of capture `c`
     /// (requester and responder, as perftest's run had them).
-    fn gen_for(c: &Report, n: u64) -> run::Report {
+    fn gen_for(c: &Report, n: u64) -> records::Report {
         let req = c
             .flows
             .iter()
@@ -422,11 +489,11 @@ mod tests {
             .iter()
             .find(|f| f.src == req.dst && f.dst == req.src)
             .expect("reply flow");
-        run::Report {
+        records::Report {
             op: Op::Write,
             size: 4096,
             iterations: n,
-            stopped_by: "iters",
+            stopped_by: StoppedBy::Iters,
             duration: None,
             posting_seconds: 0.0,
             rate: None,
@@ -448,7 +515,7 @@ mod tests {
                     &req.src,
                     &req.dst,
                     req.dest_qp,
-                    "requester",
+                    Role::Requester,
                     req.psn.first,
                     n * 4,
                 ),
@@ -456,7 +523,7 @@ mod tests {
                     &back.src,
                     &back.dst,
                     back.dest_qp,
-                    "responder",
+                    Role::Responder,
                     psn::add(req.psn.first, 3),
                     n,
                 ),
@@ -469,10 +536,8 @@ mod tests {
             latency_us: Latency::default(),
             completion_errors: 0,
             data_check: DataCheck {
-                status: "passed".to_string(),
                 checked: n,
-                mismatches: 0,
-                first_mismatch: None,
+                ..DataCheck::passed()
             },
             server: None,
             error: None,
@@ -485,7 +550,7 @@ mod tests {
         let g = gen_for(&c, 32);
         let k = verify(&g, &c);
         assert_eq!(k.line, "FABRIC CHECK: PASS", "{k:?}");
-        assert_eq!(k.status, "pass");
+        assert_eq!(k.status, Verdict::Pass);
         assert!(k.flows.iter().all(|f| f.psn_ok && f.capture_flow.is_some()));
         assert_eq!(k.flows[0].packets, 128);
         assert_eq!(k.flows[0].packets_posted, Some(128));
@@ -502,7 +567,7 @@ mod tests {
             "FABRIC CHECK: PASS (congestion signals, not failing: 3 CE-marked packets, 0 CNPs)",
             "{k:?}"
         );
-        assert_eq!(k.status, "pass");
+        assert_eq!(k.status, Verdict::Pass);
         assert_eq!(k.ce, 3);
         assert!(
             detail_lines(&k)
@@ -528,7 +593,7 @@ mod tests {
         assert_eq!(k.flows[0].opcodes["RC_WRITE_MIDDLE"], 64);
         g.flows[0].opcodes = ops("RC_SEND");
         let k = verify(&g, &c);
-        assert_eq!(k.status, "fail");
+        assert_eq!(k.status, Verdict::Fail);
         assert_eq!(k.reasons.len(), 1, "{:?}", k.reasons);
         assert!(
             k.reasons[0].contains("(requester): opcodes {\"RC_WRITE_FIRST\": 32")
@@ -542,7 +607,7 @@ mod tests {
     fn loss_fails_with_gaps_naks_and_retransmissions() {
         let c = analyze("write_loss.pcap");
         let k = verify(&gen_for(&c, 50), &c);
-        assert_eq!(k.status, "fail");
+        assert_eq!(k.status, Verdict::Fail);
         assert_eq!((k.naks, k.retransmitted), (11, 59), "{k:?}");
         assert!(k.gap_events > 0);
         assert!(
@@ -565,7 +630,7 @@ mod tests {
         g.flows[0].packets = 132;
         g.error = Some("no completion for 10.0 s".into());
         let k = verify(&g, &c);
-        assert_eq!(k.status, "fail");
+        assert_eq!(k.status, Verdict::Fail);
         assert_eq!(k.reasons.len(), 3, "{:?}", k.reasons);
         assert_eq!(
             k.reasons[0],

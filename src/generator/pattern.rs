@@ -2,6 +2,8 @@
 //! index), little endian, the last word cut to the message size. Any byte of another message (or of a stale
 //! buffer) differs with overwhelming probability.
 
+use super::records::Op;
+
 fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -48,6 +50,42 @@ pub const ATOMIC_ADD: u64 = 0x0000_0001_8000_0001;
 /// COMPARE_SWAP message `msg` compares with it and swaps in `atomic_value(qpn, msg + 1)`.
 pub fn atomic_value(qpn: u32, msg: u64) -> u64 {
     seed(qpn, u64::MAX).wrapping_add(msg.wrapping_mul(ATOMIC_ADD))
+}
+
+/// What is wrong with received message `k` (SEND payload, or WRITE with immediate: the written slot and the
+/// immediate), if anything.
+pub fn received_mismatch(
+    op: Op,
+    slot: &[u8],
+    byte_len: u32,
+    imm_be: u32,
+    aq: u32,
+    k: u64,
+) -> Option<String> {
+    if byte_len as usize != slot.len() {
+        return Some(format!(
+            "message {k}: received {byte_len} bytes, sent {}",
+            slot.len()
+        ));
+    }
+    if op == Op::WriteImm && u32::from_be(imm_be) != k as u32 {
+        return Some(format!(
+            "message {k}: immediate data {:#x}, expected {:#x}",
+            u32::from_be(imm_be),
+            k as u32
+        ));
+    }
+    check(slot, aq, k).map(|at| format!("message {k}: byte {at} differs"))
+}
+
+/// The remote word after `completed` atomics of requester `aq` must be the next value of its sequence.
+pub fn atomic_word_mismatch(got: u64, aq: u32, completed: u64) -> Option<String> {
+    let want = atomic_value(aq, completed);
+    (got != want).then(|| {
+        format!(
+            "QP {aq:#x}: the remote word is {got:#018x} after {completed} messages, expected {want:#018x}"
+        )
+    })
 }
 
 #[cfg(test)]

@@ -22,9 +22,9 @@ use sideway::ibverbs::queue_pair::{
     SetScatterGatherEntry,
 };
 
-use super::PortArgs;
-use super::plan::{self, ipv4_mapped, mtu_bytes};
-use super::run::Endpoint;
+use super::config::PortConfig;
+use super::plan::{self, PathEnd, ipv4_mapped, mtu_bytes};
+use super::records::Endpoint;
 
 /// Memory the device reads and writes: 8-byte aligned, never moved, freed after the MR is deregistered.
 /// Owned through a raw pointer (from `Box::into_raw`): the device and this process both write it.
@@ -125,7 +125,7 @@ pub fn devices() -> Result<DeviceList, String> {
 pub fn device_name(
     list: &DeviceList,
     given: Option<&str>,
-    port: &PortArgs,
+    port: &PortConfig,
 ) -> Result<String, String> {
     if let Some(d) = given {
         return Ok(d.to_string());
@@ -146,33 +146,6 @@ pub fn device_name(
         port.ib_port,
         seen.join(", ")
     ))
-}
-
-/// The path MTU must fit the network device under `s` (rxe puts nothing on the wire otherwise).
-pub fn check_netdev_mtu(
-    name: &str,
-    netdev: Option<&str>,
-    netdev_mtu: Option<u32>,
-    mtu: u32,
-) -> Result<(), String> {
-    if let Some(n) = netdev_mtu {
-        let limit = plan::max_path_mtu_for_netdev(n);
-        if limit.is_none_or(|l| mtu > l) {
-            return Err(format!(
-                "path MTU {mtu} is larger than {} ({name}, MTU {n}) allows ({}): rxe would put nothing on the \
-                 wire and no completion would come",
-                netdev.unwrap_or("?"),
-                match limit {
-                    Some(l) => format!(
-                        "at most {l} after {} header bytes",
-                        plan::RXE_MAX_HDR_LENGTH
-                    ),
-                    None => "not even 256".to_string(),
-                }
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn no_rdma_message(e: &io::Error) -> String {
@@ -298,27 +271,16 @@ pub struct Queues {
     pub cqe: u32,
 }
 
+/// A side's device context, PD, registered buffer of `buf_len` bytes, CQs and RC QP (in RESET) on `port`
+/// of device `name`.
 pub fn open_side(
     list: &DeviceList,
     name: &str,
-    port: &PortArgs,
+    port: &PortConfig,
     buf_len: usize,
     q: &Queues,
 ) -> Result<Side, String> {
-    let dev = list.iter().find(|d| d.name() == name).ok_or_else(|| {
-        let names: Vec<String> = list.iter().map(|d| d.name()).collect();
-        format!(
-            "no RDMA device '{name}' (devices: {})",
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        )
-    })?;
-    let ctx = dev
-        .open()
-        .map_err(|e| format!("{name}: cannot open: {}", io_of(&e)))?;
+    let ctx = open_device(list, name)?;
     let pattr = ctx
         .query_port(port.ib_port)
         .map_err(|e| format!("{name}: cannot query port {}: {}", port.ib_port, io_of(&e)))?;
@@ -331,17 +293,61 @@ pub fn open_side(
         .min(dattr.max_qp_init_rd_atom())
         .max(0) as u32;
     let gid = pick_gid(&ctx, name, port.ib_port, port.gid_index)?;
-    let netdev_mtu = gid.netdev.as_ref().and_then(|n| {
-        std::fs::read_to_string(format!("/sys/class/net/{n}/mtu"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-    });
+    let netdev_mtu = gid.netdev.as_deref().and_then(netdev_mtu);
     let pd = ctx
         .alloc_pd()
         .map_err(|e| format!("{name}: cannot allocate a protection domain: {}", io_of(&e)))?;
     let buf = Buffer::new(buf_len);
+    let mr = register(&pd, &buf, name)?;
+    let (qp, send_cq, recv_cq) = create_qp(&ctx, &pd, name, q)?;
+    Ok(Side {
+        qp,
+        send_cq,
+        recv_cq,
+        mr,
+        _pd: pd,
+        _ctx: ctx,
+        buf,
+        name: name.to_string(),
+        gid,
+        active_mtu,
+        max_rd_atom,
+        netdev_mtu,
+        sq_psn: plan::random_psn(),
+    })
+}
+
+fn open_device(list: &DeviceList, name: &str) -> Result<Arc<DeviceContext>, String> {
+    let dev = list.iter().find(|d| d.name() == name).ok_or_else(|| {
+        let names: Vec<String> = list.iter().map(|d| d.name()).collect();
+        format!(
+            "no RDMA device '{name}' (devices: {})",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        )
+    })?;
+    dev.open()
+        .map_err(|e| format!("{name}: cannot open: {}", io_of(&e)))
+}
+
+/// The MTU of network device `netdev`, from sysfs.
+fn netdev_mtu(netdev: &str) -> Option<u32> {
+    std::fs::read_to_string(format!("/sys/class/net/{netdev}/mtu"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// Registers `buf` for local and remote access (READ, WRITE, atomics).
+fn register(
+    pd: &Arc<ProtectionDomain>,
+    buf: &Buffer,
+    name: &str,
+) -> Result<Arc<MemoryRegion>, String> {
     // SAFETY: buf lives in the Side, after the MR in drop order, and is never moved or freed before it.
-    let mr = unsafe {
+    unsafe {
         pd.reg_mr(
             buf.ptr as usize,
             buf.len,
@@ -353,11 +359,28 @@ pub fn open_side(
     }
     .map_err(|e| {
         format!(
-            "{name}: cannot register {buf_len} bytes of memory: {} (non-root users: raise RLIMIT_MEMLOCK, \
+            "{name}: cannot register {} bytes of memory: {} (non-root users: raise RLIMIT_MEMLOCK, \
              ulimit -l)",
+            buf.len,
             io_of(&e)
         )
-    })?;
+    })
+}
+
+/// The send and receive CQs and the RC QP on them.
+fn create_qp(
+    ctx: &Arc<DeviceContext>,
+    pd: &Arc<ProtectionDomain>,
+    name: &str,
+    q: &Queues,
+) -> Result<
+    (
+        BasicQueuePair,
+        Arc<BasicCompletionQueue>,
+        Arc<BasicCompletionQueue>,
+    ),
+    String,
+> {
     let mut cqb = ctx.create_cq_builder();
     cqb.setup_cqe(q.cqe);
     let send_cq = cqb
@@ -377,21 +400,7 @@ pub fn open_side(
     let qp = qpb
         .build()
         .map_err(|e| format!("{name}: cannot create an RC QP: {}", io_of(&e)))?;
-    Ok(Side {
-        qp,
-        send_cq,
-        recv_cq,
-        mr,
-        _pd: pd,
-        _ctx: ctx,
-        buf,
-        name: name.to_string(),
-        gid,
-        active_mtu,
-        max_rd_atom,
-        netdev_mtu,
-        sq_psn: plan::random_psn(),
-    })
+    Ok((qp, send_cq, recv_cq))
 }
 
 pub struct ConnectParams {
@@ -471,6 +480,17 @@ pub fn post_recv(side: &mut Side, wqe: u64, size: u32, depth: u32) -> Result<(),
 }
 
 impl Side {
+    /// This side as one end of the path MTU choice.
+    pub fn path_end(&self) -> PathEnd {
+        PathEnd {
+            source: self.name.clone(),
+            device: self.name.clone(),
+            active_mtu: self.active_mtu,
+            netdev: self.gid.netdev.clone(),
+            netdev_mtu: self.netdev_mtu,
+        }
+    }
+
     pub fn qp_state_now(&self) -> String {
         match self.qp.query(QueuePairAttributeMask::State) {
             Ok((a, _)) => format!("{:?}", a.state()),

@@ -1,5 +1,5 @@
-//! The pure parts of the generator: path MTU limits, GID choice, work completion names (PSN arithmetic
-//! is `parsers::psn`).
+//! The pure parts of the generator: the path MTU and its limits, GID and work completion names, rates and
+//! pacing (PSN arithmetic is `parsers::psn`).
 use parsers::psn::PSN_MASK;
 
 /// rxe reserves this much of the netdev MTU for headers (RXE_MAX_HDR_LENGTH) when it derives a port's
@@ -12,6 +12,68 @@ pub fn max_path_mtu_for_netdev(netdev_mtu: u32) -> Option<u32> {
     [4096, 2048, 1024, 512, 256]
         .into_iter()
         .find(|&m| m <= room)
+}
+
+/// One end of the path, as far as the path MTU goes.
+pub struct PathEnd {
+    /// How the MTU source names it ("rxe1", "the server's rxe1").
+    pub source: String,
+    /// How a refusal names it ("rxe1", "rxe1 on the server").
+    pub device: String,
+    pub active_mtu: u32,
+    pub netdev: Option<String>,
+    pub netdev_mtu: Option<u32>,
+}
+
+/// The path MTU and where it comes from: `given` (--mtu), or the smaller active MTU of the two ends; never
+/// more than either network device carries.
+pub fn path_mtu(given: Option<u32>, ends: &[PathEnd; 2]) -> Result<(u32, String), String> {
+    let [a, b] = ends;
+    let (mtu, source) = match given {
+        Some(m) => (m, "--mtu".to_string()),
+        None => (
+            a.active_mtu.min(b.active_mtu),
+            format!(
+                "active MTU of {} ({}) and {} ({})",
+                a.source, a.active_mtu, b.source, b.active_mtu
+            ),
+        ),
+    };
+    for e in ends {
+        check_netdev_mtu(&e.device, e.netdev.as_deref(), e.netdev_mtu, mtu)?;
+    }
+    Ok((mtu, source))
+}
+
+/// The path MTU must fit the network device `netdev` of device `name` (rxe puts nothing on the wire
+/// otherwise).
+pub fn check_netdev_mtu(
+    name: &str,
+    netdev: Option<&str>,
+    netdev_mtu: Option<u32>,
+    mtu: u32,
+) -> Result<(), String> {
+    if let Some(n) = netdev_mtu {
+        let limit = max_path_mtu_for_netdev(n);
+        if limit.is_none_or(|l| mtu > l) {
+            return Err(format!(
+                "path MTU {mtu} is larger than {} ({name}, MTU {n}) allows ({}): rxe would put nothing on the \
+                 wire and no completion would come",
+                netdev.unwrap_or("?"),
+                match limit {
+                    Some(l) => format!("at most {l} after {RXE_MAX_HDR_LENGTH} header bytes"),
+                    None => "not even 256".to_string(),
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One outstanding READ or atomic per message in flight, within what both devices take (at most 16), and
+/// at least 1: with 0, READs hang silently (no packet, no completion, the QP still in RTS).
+pub fn rd_atomic(depth: u32, a: u32, b: u32) -> u8 {
+    depth.min(16).min(a).min(b).max(1) as u8
 }
 
 /// Path MTU in bytes for the verbs enum value (IBV_MTU_256 = 1 .. IBV_MTU_4096 = 5).
@@ -103,25 +165,6 @@ pub enum Rate {
 }
 
 impl Rate {
-    /// Parses `R` (messages per second) or `Rg` (Gb/s); positive and finite.
-    pub fn parse(s: &str) -> Result<Rate, String> {
-        let t = s.trim();
-        let (num, gbps) = match t.strip_suffix(['g', 'G']) {
-            Some(n) => (n, true),
-            None => (t, false),
-        };
-        match num.parse::<f64>() {
-            Ok(v) if v > 0.0 && v.is_finite() => Ok(if gbps {
-                Rate::Gbps(v)
-            } else {
-                Rate::MessagesPerSec(v)
-            }),
-            _ => Err(format!(
-                "'{s}' is not a rate: messages per second (1000) or Gb/s with a g suffix (2g)"
-            )),
-        }
-    }
-
     /// The message rate that `self` means for messages of `size` bytes.
     pub fn messages_per_sec(self, size: u32) -> f64 {
         match self {
@@ -135,6 +178,16 @@ impl Rate {
         match self {
             Rate::MessagesPerSec(m) => m * f64::from(size) * 8.0 / 1e9,
             Rate::Gbps(g) => g,
+        }
+    }
+}
+
+/// As the report gives the target: "N messages/s" or "G Gb/s".
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rate::MessagesPerSec(m) => write!(f, "{m} messages/s"),
+            Rate::Gbps(g) => write!(f, "{g} Gb/s"),
         }
     }
 }
@@ -159,6 +212,36 @@ mod tests {
         assert_eq!(mtu_bytes(3), Some(1024));
         assert_eq!(mtu_bytes(5), Some(4096));
         assert_eq!(mtu_bytes(0), None);
+    }
+
+    #[test]
+    fn path_mtu_of_two_ends() {
+        let ends = || {
+            let end = |source: &str, device: &str, active_mtu, netdev_mtu| PathEnd {
+                source: source.to_string(),
+                device: device.to_string(),
+                active_mtu,
+                netdev: Some("eth0".to_string()),
+                netdev_mtu: Some(netdev_mtu),
+            };
+            [
+                end("rxe0", "rxe0", 4096, 9000),
+                end("the server's rxe1", "rxe1 on the server", 1024, 1500),
+            ]
+        };
+        assert_eq!(
+            path_mtu(None, &ends()),
+            Ok((
+                1024,
+                "active MTU of rxe0 (4096) and the server's rxe1 (1024)".to_string()
+            ))
+        );
+        assert_eq!(path_mtu(Some(512), &ends()), Ok((512, "--mtu".to_string())));
+        assert!(
+            path_mtu(Some(2048), &ends())
+                .unwrap_err()
+                .starts_with("path MTU 2048 is larger than eth0 (rxe1 on the server, MTU 1500) allows (at most 1024 after 80 header bytes)")
+        );
     }
 
     #[test]
@@ -194,12 +277,6 @@ mod tests {
     #[test]
     fn rates_and_pacing() {
         use std::time::Duration;
-        assert_eq!(Rate::parse("1000"), Ok(Rate::MessagesPerSec(1000.0)));
-        assert_eq!(Rate::parse("2g"), Ok(Rate::Gbps(2.0)));
-        assert_eq!(Rate::parse("0.5G"), Ok(Rate::Gbps(0.5)));
-        for bad in ["0", "-1", "g", "", "x", "infg", "NaN"] {
-            assert!(Rate::parse(bad).is_err(), "{bad}");
-        }
         // 2 Gb/s of 65536-byte messages: 250 MB/s / 64 KiB = 3814.7 messages/s
         let r = Rate::Gbps(2.0);
         assert!((r.messages_per_sec(65536) - 3814.697265625).abs() < 1e-9);

@@ -1,0 +1,345 @@
+//! The flags of `rocescope gen`, and their conversion to the generator's configuration
+//! (src/generator/config.rs, whose defaults they show).
+
+use clap::builder::PossibleValue;
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::values::parse_mtu;
+use crate::generator::config::{
+    ClientConfig, Command, DEFAULT_TCP_PORT, LoopbackConfig, PortConfig, ServerConfig, WorkConfig,
+};
+use crate::generator::plan::Rate;
+use crate::generator::records::{Fault, Op};
+
+#[derive(Subcommand)]
+pub enum GenCommand {
+    /// Two RC QPs on two RDMA devices of this host, connected to each other in one process (no TCP
+    /// exchange): the requester on the first posts to the responder on the second, with a data check.
+    Loopback(LoopbackArgs),
+    /// The responder of a two-host run: waits for `gen client` on a TCP port (default 18516), creates its
+    /// QPs, checks the data it receives or is written, and sends the client a summary.
+    Server(ServerArgs),
+    /// The requester of a two-host run against `gen server HOST`: exchanges QPNs, PSNs, GIDs, MTU, R_Keys
+    /// and buffer addresses over TCP, then posts as `gen loopback` does.
+    Client(ClientArgs),
+}
+
+impl ValueEnum for Op {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            Op::Write,
+            Op::WriteImm,
+            Op::Send,
+            Op::Read,
+            Op::FetchAdd,
+            Op::CmpSwap,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Op::Write => PossibleValue::new("write"),
+            Op::WriteImm => PossibleValue::new("write-imm").help(
+                "RDMA WRITE with immediate data (the message number): consumes a receive on the responder",
+            ),
+            Op::Send => PossibleValue::new("send"),
+            Op::Read => PossibleValue::new("read"),
+            Op::FetchAdd => PossibleValue::new("fetch-add").help(
+                "8-byte atomic FETCH_ADD on an 8-byte-aligned remote word (-s is ignored: 8 bytes)",
+            ),
+            Op::CmpSwap => PossibleValue::new("cmp-swap").help(
+                "8-byte atomic COMPARE_SWAP on an 8-byte-aligned remote word (-s is ignored: 8 bytes)",
+            ),
+        })
+    }
+}
+
+impl ValueEnum for Fault {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Fault::BadRkey]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Fault::BadRkey => PossibleValue::new("bad-rkey"),
+        })
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LoopbackArgs {
+    /// The requester's RDMA device (e.g. rxe0).
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub device: String,
+    /// The responder's RDMA device (e.g. rxe1).
+    #[arg(long = "peer-device", value_name = "DEV")]
+    pub peer_device: String,
+    #[command(flatten)]
+    pub port: PortArgs,
+    #[command(flatten)]
+    pub work: WorkArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ClientArgs {
+    /// The server's host name or address (the out-of-band TCP exchange; the RDMA traffic goes between the
+    /// two devices' GIDs).
+    pub host: String,
+    /// This host's RDMA device; by default the first one with a RoCE v2 IPv4-mapped GID on --ib-port.
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub device: Option<String>,
+    /// TCP port of the server's out-of-band exchange.
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT)]
+    pub tcp_port: u16,
+    /// Keep trying to reach the server for this many seconds (it may still be starting).
+    #[arg(long = "connect-timeout", value_name = "SECS", default_value_t = ClientConfig::DEFAULT_CONNECT_TIMEOUT, value_parser = parse_duration)]
+    pub connect_timeout: f64,
+    #[command(flatten)]
+    pub port: PortArgs,
+    #[command(flatten)]
+    pub work: WorkArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// This host's RDMA device; by default the first one with a RoCE v2 IPv4-mapped GID on --ib-port.
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub device: Option<String>,
+    /// TCP port of the out-of-band exchange.
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT)]
+    pub tcp_port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = ServerConfig::DEFAULT_BIND)]
+    pub bind: String,
+    /// Serve this many client runs, one after the other, then exit (0: until stopped).
+    #[arg(long, default_value_t = ServerConfig::DEFAULT_RUNS)]
+    pub runs: u32,
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// Give up a run when neither a completion nor a word from the client arrives for this many seconds.
+    #[arg(long, default_value_t = ServerConfig::DEFAULT_TIMEOUT, value_name = "SECS", value_parser = parse_duration)]
+    pub timeout: f64,
+    /// One JSON document per run.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where the traffic starts and ends on a device.
+#[derive(Args, Debug, Clone)]
+pub struct PortArgs {
+    /// Port number on the device(s).
+    #[arg(long = "ib-port", default_value_t = PortConfig::DEFAULT.ib_port)]
+    pub ib_port: u8,
+    /// GID index; by default the RoCE v2 GID with an IPv4-mapped address (::ffff:a.b.c.d).
+    #[arg(short = 'x', long = "gid-index", value_name = "GID_INDEX")]
+    pub gid_index: Option<u8>,
+}
+
+/// What the requester posts, and how: shared by `gen loopback` and `gen client`.
+#[derive(Args, Debug, Clone)]
+pub struct WorkArgs {
+    /// Operation the requester posts.
+    #[arg(long, value_enum, default_value_t = WorkConfig::DEFAULT.op)]
+    pub op: Op,
+    /// Message size in bytes (the atomics always move 8 bytes).
+    #[arg(short = 's', long, default_value_t = WorkConfig::DEFAULT.size, value_parser = clap::value_parser!(u32).range(1..=(1 << 30)))]
+    pub size: u32,
+    /// Number of messages (per QP pair).
+    #[arg(short = 'n', long = "iters", default_value_t = WorkConfig::DEFAULT.iters, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iters: u64,
+    /// Instead of -n: post for this many seconds, then stop posting and wait for the messages in flight
+    /// (the report says which way the run ended and how many messages that was).
+    #[arg(long, value_name = "SECS", conflicts_with = "iters", value_parser = parse_duration)]
+    pub duration: Option<f64>,
+    /// Pace the posting (over all QP pairs): R messages per second, or a payload bit rate in Gb/s with a
+    /// `g` suffix (`2g`); the report gives the target and the rate achieved. By default, as fast as the
+    /// window (--depth) allows.
+    #[arg(long, value_name = "R", value_parser = parse_rate)]
+    pub rate: Option<Rate>,
+    /// QP pairs, each with its own PSNs, each running -n messages (posted round-robin across the pairs).
+    #[arg(short = 'q', long = "qps", default_value_t = WorkConfig::DEFAULT.qps, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub qps: u32,
+    /// Messages in flight at most per QP (send queue depth).
+    #[arg(long, default_value_t = WorkConfig::DEFAULT.depth, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub depth: u32,
+    /// Path MTU in bytes (256..4096); by default the smaller active MTU of the two ports. One larger than
+    /// the network device allows is refused.
+    #[arg(long, value_parser = parse_mtu)]
+    pub mtu: Option<u32>,
+    /// Traffic class of the GRH (0..255); rxe copies it into the IP TOS byte: 2 is ECN ECT(0), so that an
+    /// ECN-capable queue marks CE instead of dropping.
+    #[arg(long, default_value_t = WorkConfig::DEFAULT.tclass, value_name = "T")]
+    pub tclass: u8,
+    /// QP timeout exponent (4.096 us * 2^N); 17 is about 0.5 s (rxe in a slow guest retransmits
+    /// spuriously with 14).
+    #[arg(long = "qp-timeout", default_value_t = WorkConfig::DEFAULT.qp_timeout, value_parser = clap::value_parser!(u8).range(1..=31))]
+    pub qp_timeout: u8,
+    /// Retransmissions after a timeout or a sequence NAK before the QP fails with "retry counter exceeded"
+    /// (0..7).
+    #[arg(long = "retry-count", default_value_t = WorkConfig::DEFAULT.retry_count, value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub retry_count: u8,
+    /// Retries after an RNR NAK (0..7; 7 retries for ever).
+    #[arg(long = "rnr-retry", default_value_t = WorkConfig::DEFAULT.rnr_retry, value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub rnr_retry: u8,
+    /// Give up when no completion arrives for this many seconds.
+    #[arg(long, default_value_t = WorkConfig::DEFAULT.timeout, value_name = "SECS")]
+    pub timeout: f64,
+    /// One JSON document (with the QPNs and PSN ranges, to match a capture).
+    #[arg(long)]
+    pub json: bool,
+    /// Fault injection, for testing what sees the traffic: `bad-rkey` posts the last message (WRITE or READ)
+    /// with a wrong R_Key; the responder answers with a NAK (remote access error) and the run ends with
+    /// IBV_WC_REM_ACCESS_ERR (exit 1).
+    #[arg(long, value_enum, value_name = "FAULT")]
+    pub fault: Option<Fault>,
+    /// The fabric check: capture on IFACE (as `rocescope capture -i IFACE`, default filter) from before
+    /// the first work request until --capture-grace after the last completion, then check that every flow
+    /// of the run is on the wire with its PSN range, that the request packets number what was posted, and
+    /// that there is no PSN gap, NAK or retransmission (CE marks and CNPs are reported, not failing).
+    /// Prints the capture's analysis and a last line `FABRIC CHECK: PASS` or `FABRIC CHECK: FAIL: ...`
+    /// (with --json: the document gets a `capture` key, the line goes to standard error). Exit status 3 on
+    /// FAIL.
+    #[arg(long, value_name = "IFACE")]
+    pub capture: Option<String>,
+    /// With --capture: keep capturing this many seconds after the last completion.
+    #[arg(long, value_name = "SECS", default_value_t = WorkConfig::DEFAULT.capture_grace, requires = "capture", value_parser = parse_grace)]
+    pub capture_grace: f64,
+}
+
+fn parse_grace(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=60.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds from 0 to 60")),
+    }
+}
+
+fn parse_duration(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86400.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a number of seconds above 0 (at most 86400)"
+        )),
+    }
+}
+
+/// `--rate`: `R` (messages per second) or `Rg` (Gb/s of payload, `2g`, `0.5G`); positive and finite.
+fn parse_rate(s: &str) -> Result<Rate, String> {
+    let t = s.trim();
+    let (num, gbps) = match t.strip_suffix(['g', 'G']) {
+        Some(n) => (n, true),
+        None => (t, false),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(if gbps {
+            Rate::Gbps(v)
+        } else {
+            Rate::MessagesPerSec(v)
+        }),
+        _ => Err(format!(
+            "'{s}' is not a rate: messages per second (1000) or Gb/s with a g suffix (2g)"
+        )),
+    }
+}
+
+impl From<GenCommand> for Command {
+    fn from(c: GenCommand) -> Command {
+        match c {
+            GenCommand::Loopback(a) => Command::Loopback(a.into()),
+            GenCommand::Server(a) => Command::Server(a.into()),
+            GenCommand::Client(a) => Command::Client(a.into()),
+        }
+    }
+}
+
+impl From<LoopbackArgs> for LoopbackConfig {
+    fn from(a: LoopbackArgs) -> LoopbackConfig {
+        LoopbackConfig {
+            device: a.device,
+            peer_device: a.peer_device,
+            port: a.port.into(),
+            work: a.work.into(),
+        }
+    }
+}
+
+impl From<ClientArgs> for ClientConfig {
+    fn from(a: ClientArgs) -> ClientConfig {
+        ClientConfig {
+            host: a.host,
+            device: a.device,
+            tcp_port: a.tcp_port,
+            connect_timeout: a.connect_timeout,
+            port: a.port.into(),
+            work: a.work.into(),
+        }
+    }
+}
+
+impl From<ServerArgs> for ServerConfig {
+    fn from(a: ServerArgs) -> ServerConfig {
+        ServerConfig {
+            device: a.device,
+            tcp_port: a.tcp_port,
+            bind: a.bind,
+            runs: a.runs,
+            port: a.port.into(),
+            timeout: a.timeout,
+            json: a.json,
+        }
+    }
+}
+
+impl From<PortArgs> for PortConfig {
+    fn from(a: PortArgs) -> PortConfig {
+        PortConfig {
+            ib_port: a.ib_port,
+            gid_index: a.gid_index,
+        }
+    }
+}
+
+impl From<WorkArgs> for WorkConfig {
+    fn from(a: WorkArgs) -> WorkConfig {
+        WorkConfig {
+            op: a.op,
+            size: a.size,
+            iters: a.iters,
+            duration: a.duration,
+            rate: a.rate,
+            qps: a.qps,
+            depth: a.depth,
+            mtu: a.mtu,
+            tclass: a.tclass,
+            qp_timeout: a.qp_timeout,
+            retry_count: a.retry_count,
+            rnr_retry: a.rnr_retry,
+            timeout: a.timeout,
+            json: a.json,
+            fault: a.fault,
+            capture: a.capture,
+            capture_grace: a.capture_grace,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("1000"), Ok(Rate::MessagesPerSec(1000.0)));
+        assert_eq!(parse_rate("2g"), Ok(Rate::Gbps(2.0)));
+        assert_eq!(parse_rate("0.5G"), Ok(Rate::Gbps(0.5)));
+        for bad in ["0", "-1", "g", "", "x", "infg", "NaN"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_op_and_fault_has_a_value() {
+        assert_eq!(Op::value_variants().len(), 6);
+        assert_eq!(Op::from_str("cmp-swap", false), Ok(Op::CmpSwap));
+        assert_eq!(Fault::from_str("bad-rkey", false), Ok(Fault::BadRkey));
+    }
+}

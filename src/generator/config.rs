@@ -1,0 +1,163 @@
+//! What a `gen` run is asked to do, as plain configuration (src/cli/gen.rs makes it from the command line,
+//! whose defaults are the ones written here).
+
+use super::plan::Rate;
+use super::records::{Fault, Op};
+
+pub enum Command {
+    Loopback(LoopbackConfig),
+    Server(ServerConfig),
+    Client(ClientConfig),
+}
+
+/// `gen loopback`: the requester on `device`, the responder on `peer_device`, in this process.
+pub struct LoopbackConfig {
+    pub device: String,
+    pub peer_device: String,
+    pub port: PortConfig,
+    pub work: WorkConfig,
+}
+
+/// `gen client HOST`: the requester, against `gen server` on `host`.
+pub struct ClientConfig {
+    pub host: String,
+    /// None: the first device with a RoCE v2 IPv4-mapped GID on the port.
+    pub device: Option<String>,
+    pub tcp_port: u16,
+    /// Seconds to keep trying to reach the server.
+    pub connect_timeout: f64,
+    pub port: PortConfig,
+    pub work: WorkConfig,
+}
+
+impl ClientConfig {
+    pub const DEFAULT_CONNECT_TIMEOUT: f64 = 10.0;
+}
+
+/// `gen server`: the responder of `runs` client runs (0: until stopped).
+pub struct ServerConfig {
+    /// None: the first device with a RoCE v2 IPv4-mapped GID on the port.
+    pub device: Option<String>,
+    pub tcp_port: u16,
+    pub bind: String,
+    pub runs: u32,
+    pub port: PortConfig,
+    /// Seconds without a completion or a word from the client before a run is given up.
+    pub timeout: f64,
+    pub json: bool,
+}
+
+impl ServerConfig {
+    pub const DEFAULT_BIND: &str = "0.0.0.0";
+    pub const DEFAULT_RUNS: u32 = 1;
+    pub const DEFAULT_TIMEOUT: f64 = 10.0;
+}
+
+/// The TCP port of the out-of-band exchange.
+pub const DEFAULT_TCP_PORT: u16 = 18516;
+
+/// Where the traffic starts and ends on a device.
+pub struct PortConfig {
+    pub ib_port: u8,
+    /// None: the RoCE v2 GID with an IPv4-mapped address.
+    pub gid_index: Option<u8>,
+}
+
+impl PortConfig {
+    pub const DEFAULT: PortConfig = PortConfig {
+        ib_port: 1,
+        gid_index: None,
+    };
+}
+
+/// What the requester posts, and how: shared by `gen loopback` and `gen client`.
+pub struct WorkConfig {
+    pub op: Op,
+    /// Bytes per message as asked (the atomics always move 8: [`WorkConfig::message_size`]).
+    pub size: u32,
+    /// Messages per QP pair, unless `duration` is given.
+    pub iters: u64,
+    /// Seconds of posting instead of `iters` messages.
+    pub duration: Option<f64>,
+    pub rate: Option<Rate>,
+    pub qps: u32,
+    /// Messages in flight at most per QP.
+    pub depth: u32,
+    /// None: the smaller active MTU of the two ports.
+    pub mtu: Option<u32>,
+    pub tclass: u8,
+    pub qp_timeout: u8,
+    pub retry_count: u8,
+    pub rnr_retry: u8,
+    /// Seconds without a completion before the run is given up.
+    pub timeout: f64,
+    pub json: bool,
+    pub fault: Option<Fault>,
+    /// The fabric check's interface.
+    pub capture: Option<String>,
+    /// Seconds the fabric check keeps capturing after the last completion.
+    pub capture_grace: f64,
+}
+
+impl WorkConfig {
+    pub const DEFAULT: WorkConfig = WorkConfig {
+        op: Op::Write,
+        size: 65536,
+        iters: 1000,
+        duration: None,
+        rate: None,
+        qps: 1,
+        depth: 16,
+        mtu: None,
+        tclass: 0,
+        qp_timeout: 17,
+        retry_count: 7,
+        rnr_retry: 7,
+        timeout: 10.0,
+        json: false,
+        fault: None,
+        capture: None,
+        capture_grace: 0.5,
+    };
+
+    /// Bytes per message on the wire: the atomics move one 8-byte word.
+    pub fn message_size(&self) -> u32 {
+        if self.op.is_atomic() { 8 } else { self.size }
+    }
+
+    /// Messages per QP pair: `iters`, or None (until the duration is up) with --duration.
+    pub fn iters_limit(&self) -> Option<u64> {
+        self.duration.is_none().then_some(self.iters)
+    }
+
+    /// Checks what every requester shares; returns the buffer length of `slots` messages.
+    pub fn buffer_len(&self, slots: u64) -> Result<usize, String> {
+        if !(self.timeout > 0.0 && self.timeout.is_finite()) {
+            return Err(format!(
+                "--timeout {} is not a positive number of seconds",
+                self.timeout
+            ));
+        }
+        if self.fault.is_some() && self.duration.is_some() {
+            return Err("--fault needs -n (the faulty message is the last one)".to_string());
+        }
+        if self.fault == Some(Fault::BadRkey) && self.op == Op::Send {
+            return Err(
+                "--fault bad-rkey needs --op write, write-imm or read (a SEND carries no R_Key)"
+                    .to_string(),
+            );
+        }
+        // the atomics move one 8-byte word: the remote one at offset 0 of the responder's buffer (8-byte
+        // aligned), the original values into the requester's slots
+        let buf_len = u64::from(self.message_size())
+            .checked_mul(slots)
+            .filter(|&l| l <= 1 << 32)
+            .ok_or_else(|| {
+                format!(
+                    "-s {} x {slots} message slots is more than 4 GiB of buffers",
+                    self.size
+                )
+            })?;
+        Ok(buf_len as usize)
+    }
+}
