@@ -156,6 +156,13 @@ impl RequestPsns {
                 missing: ahead as u32,
             }
         } else {
+            // A resend of a PSN shortly before the first one seen (within a window): its first copy was
+            // lost before the capture point, or the capture started after it. The flow's PSN space starts
+            // there. (Far behind is not a resend: a new connection on the QP number.)
+            let before_first = diff(psn, self.first);
+            if before_first < 0 && before_first > -(SeenWindow::WINDOW as i32) {
+                self.first = psn;
+            }
             let duplicate = self.seen_before(psn);
             let rewind = psn != self.prev_next;
             self.retransmitted += 1;
@@ -270,6 +277,18 @@ mod tests {
             ),
             (1, 2, 4, 2, 1)
         );
+    }
+
+    #[test]
+    fn a_first_request_lost_before_the_capture_point_starts_the_psn_space() {
+        let mut t = RequestPsns::default();
+        // PSN 10 was lost before the capture: 11 and 12 come first, then go-back-N resends 10, 11, 12.
+        for psn in [11, 12, 10, 11, 12, 13] {
+            t.request(psn, Some(1), 0);
+        }
+        assert_eq!((t.first, t.highest, t.next), (10, 13, 14));
+        assert_eq!((t.retransmitted, t.episodes, t.gap_events), (3, 1, 0));
+        assert!(t.covers(10) && !t.covers(9));
     }
 
     #[test]

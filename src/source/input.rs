@@ -1,65 +1,115 @@
-//! The read buffer of a [`FileSource`](super::FileSource): one buffer over the reader, refilled as the
-//! records and blocks are consumed, grown for one oversized block and shrunk back after it.
+//! The bytes of a [`FileSource`](super::FileSource): a regular file is memory-mapped (no copy from the page
+//! cache, the pages already read are given back as reading moves on); standard input, a pipe or a file that
+//! cannot be mapped goes through one read buffer, refilled as the records and blocks are consumed, grown for
+//! one oversized block and shrunk back after it.
+use std::fs::File;
 use std::io::{self, Read};
 
 use super::{BUFFER_SIZE, MAX_BLOCK_SIZE};
 
-/// The read buffer over the reader. `buf[start..end]` holds unconsumed bytes;
-/// `offset` is the position in the input of `buf[start]`.
+/// Where the bytes come from.
+enum Backing {
+    Reader {
+        reader: Box<dyn Read + Send>,
+        buf: Vec<u8>,
+    },
+    Mapped(memmap2::Mmap),
+}
+
+/// The input's bytes. `bytes()[start..end]` holds unconsumed bytes; `offset` is the position in the input
+/// of `bytes()[start]`.
 pub(super) struct Input {
-    reader: Box<dyn Read + Send>,
-    pub(super) buf: Vec<u8>,
+    backing: Backing,
     pub(super) start: usize,
     end: usize,
     eof: bool,
     pub(super) offset: u64,
+    /// Mapped: bytes before this have been given back to the kernel.
+    released: usize,
 }
+
+/// A mapped file gives back what was read in steps of this many bytes (the resident set stays below it).
+const RELEASE_STEP: usize = 2 << 20;
 
 impl Input {
     pub(super) fn new(reader: Box<dyn Read + Send>) -> Input {
         Input {
-            reader,
-            buf: vec![0; BUFFER_SIZE],
+            backing: Backing::Reader {
+                reader,
+                buf: vec![0; BUFFER_SIZE],
+            },
             start: 0,
             end: 0,
             eof: false,
             offset: 0,
+            released: 0,
+        }
+    }
+
+    /// A regular file, mapped; `None` when it cannot be (then it is read).
+    pub(super) fn mapped(file: &File) -> Option<Input> {
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        // SAFETY: the map is read-only and private to this reader. A file truncated by another process while
+        // it is read would fault; capture files are appended to, not cut, while they are analysed.
+        let map = unsafe { memmap2::Mmap::map(file) }.ok()?;
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Sequential);
+        let end = map.len();
+        Some(Input {
+            backing: Backing::Mapped(map),
+            start: 0,
+            end,
+            eof: true,
+            offset: 0,
+            released: 0,
+        })
+    }
+
+    /// Every byte held: the read buffer, or the whole mapped file.
+    pub(super) fn bytes(&self) -> &[u8] {
+        match &self.backing {
+            Backing::Reader { buf, .. } => buf,
+            Backing::Mapped(map) => map,
         }
     }
 
     pub(super) fn available(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        &self.bytes()[self.start..self.end]
     }
 
     /// Reads until at least `n` (at most [`MAX_BLOCK_SIZE`]) bytes are available.
     /// Returns false if the input ends first.
     pub(super) fn fill(&mut self, n: usize) -> io::Result<bool> {
         debug_assert!(n <= MAX_BLOCK_SIZE);
-        if self.buf.len() > BUFFER_SIZE && n <= BUFFER_SIZE && self.end - self.start <= BUFFER_SIZE
-        {
+        let Backing::Reader { reader, buf } = &mut self.backing else {
+            return Ok(self.end - self.start >= n);
+        };
+        if buf.len() > BUFFER_SIZE && n <= BUFFER_SIZE && self.end - self.start <= BUFFER_SIZE {
             // The oversized block is gone: back to the normal size. (Not done in
             // `consume`, as the packet returned last may still point at the bytes.)
-            self.compact();
-            self.buf.truncate(BUFFER_SIZE);
-            self.buf.shrink_to_fit();
+            compact(buf, &mut self.start, &mut self.end);
+            buf.truncate(BUFFER_SIZE);
+            buf.shrink_to_fit();
         }
         while self.end - self.start < n {
             if self.eof {
                 return Ok(false);
             }
-            if self.start > 0 && self.start + n > self.buf.len() {
-                self.compact();
+            if self.start > 0 && self.start + n > buf.len() {
+                compact(buf, &mut self.start, &mut self.end);
             }
-            if self.end == self.buf.len() {
+            if self.end == buf.len() {
                 // Only reached when start == 0 and n > buf.len(): grow, at most
                 // doubling, so the allocation follows the data actually read.
-                let len = self.buf.len();
-                self.buf.resize(n.min(len.saturating_mul(2)), 0);
+                let len = buf.len();
+                buf.resize(n.min(len.saturating_mul(2)), 0);
             }
-            match self.reader.read(&mut self.buf[self.end..]) {
+            match reader.read(&mut buf[self.end..]) {
                 Ok(0) => self.eof = true,
                 // min(): never trust a reader to report more than it was given.
-                Ok(k) => self.end = (self.end + k).min(self.buf.len()),
+                Ok(k) => self.end = (self.end + k).min(buf.len()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -67,24 +117,51 @@ impl Input {
         Ok(true)
     }
 
-    /// Moves the unconsumed bytes to the front.
-    fn compact(&mut self) {
-        self.buf.copy_within(self.start..self.end, 0);
-        self.end -= self.start;
-        self.start = 0;
-    }
-
     pub(super) fn consume(&mut self, n: usize) {
         debug_assert!(n <= self.end - self.start);
         self.start += n;
         self.offset += n as u64;
-        if self.start == self.end {
-            // Bytes stay in place: a packet returned just before may still point at them.
-            self.start = 0;
-            self.end = 0;
+        match &self.backing {
+            Backing::Reader { .. } if self.start == self.end => {
+                // Bytes stay in place: a packet returned just before may still point at them.
+                self.start = 0;
+                self.end = 0;
+            }
+            Backing::Mapped(map) if self.start - self.released >= 2 * RELEASE_STEP => {
+                // Give back the pages read, but the last step: a packet returned just before may lie there.
+                let upto = self.start - RELEASE_STEP;
+                release(map, self.released, upto);
+                self.released = upto;
+            }
+            _ => {}
         }
     }
 }
+
+/// Moves the unconsumed bytes to the front.
+fn compact(buf: &mut [u8], start: &mut usize, end: &mut usize) {
+    buf.copy_within(*start..*end, 0);
+    *end -= *start;
+    *start = 0;
+}
+
+/// Drops the pages of `map[from..to]` from the process (they stay in the page cache, and would be read
+/// again from it): the resident set does not grow with the file.
+#[cfg(unix)]
+fn release(map: &memmap2::Mmap, from: usize, to: usize) {
+    let page = 4096;
+    let from = from.div_ceil(page) * page;
+    let to = to / page * page;
+    if to > from {
+        // SAFETY: a read-only file mapping: pages given back are read again from the file if touched.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
+        };
+    }
+}
+
+#[cfg(not(unix))]
+fn release(_map: &memmap2::Mmap, _from: usize, _to: usize) {}
 
 pub(super) fn u32_at(b: &[u8], at: usize, big_endian: bool) -> u32 {
     let a = [b[at], b[at + 1], b[at + 2], b[at + 3]];
@@ -126,13 +203,13 @@ mod tests {
         data.extend_from_slice(&[7; 100]);
         let mut inp = input(data);
         assert!(inp.fill(16).unwrap());
-        assert_eq!(inp.buf.len(), BUFFER_SIZE);
+        assert_eq!(inp.bytes().len(), BUFFER_SIZE);
         assert!(inp.fill(big).unwrap());
-        assert!(inp.buf.len() >= big && inp.buf.len() <= 2 * big);
+        assert!(inp.bytes().len() >= big && inp.bytes().len() <= 2 * big);
         assert_eq!(inp.available()[big - 1], (big - 1) as u8);
         inp.consume(big);
         assert!(inp.fill(100).unwrap());
-        assert_eq!(inp.buf.len(), BUFFER_SIZE);
+        assert_eq!(inp.bytes().len(), BUFFER_SIZE);
         assert_eq!(&inp.available()[..100], &[7; 100][..]);
         assert_eq!(inp.offset, big as u64);
     }
@@ -142,7 +219,7 @@ mod tests {
         // A claim of 60 MiB over a 1 MiB input allocates about 1-2 MiB, not 60.
         let mut inp = input(vec![0; 1 << 20]);
         assert!(!inp.fill(60 << 20).unwrap());
-        assert!(inp.buf.len() <= 2 << 20, "{}", inp.buf.len());
+        assert!(inp.bytes().len() <= 2 << 20, "{}", inp.bytes().len());
         assert_eq!(inp.available().len(), 1 << 20);
     }
 }

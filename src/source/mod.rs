@@ -161,7 +161,10 @@ impl FileSource {
         }
         let name = path.display().to_string();
         match File::open(path) {
-            Ok(f) => FileSource::from_reader(name, Box::new(f)),
+            Ok(f) => match Input::mapped(&f) {
+                Some(input) => FileSource::with_input(name, input),
+                None => FileSource::from_reader(name, Box::new(f)),
+            },
             Err(source) => Err(SourceError::Open { name, source }),
         }
     }
@@ -172,9 +175,13 @@ impl FileSource {
         name: String,
         reader: Box<dyn Read + Send>,
     ) -> Result<FileSource, SourceError> {
+        FileSource::with_input(name, Input::new(reader))
+    }
+
+    fn with_input(name: String, input: Input) -> Result<FileSource, SourceError> {
         let mut src = FileSource {
             name,
-            input: Input::new(reader),
+            input,
             state: State::Pcap(PcapState::default()),
             packets: 0,
             done: false,
@@ -230,7 +237,7 @@ impl FileSource {
                     ts_nanos: p.ts_nanos,
                     linktype: p.linktype,
                     interface: p.interface,
-                    data: &self.input.buf[p.start..p.start + p.len],
+                    data: &self.input.bytes()[p.start..p.start + p.len],
                     orig_len: p.orig_len,
                 };
                 Ok(Some((packet, end)))
