@@ -176,13 +176,17 @@ impl Reading<'_> {
         let mut offset = 0;
         let error = loop {
             match source.next() {
-                Ok(Next::Packet { packet, end }) => {
+                Ok(Next::Packet {
+                    packet,
+                    end,
+                    stable,
+                }) => {
                     number += 1;
                     offset = end;
                     if self.whole {
-                        batch.push_whole(number, &packet);
+                        batch.push_whole(number, &packet, stable);
                     } else {
-                        batch.push_parsed(number, &packet, &self.parse);
+                        batch.push_parsed(number, &packet, stable, &self.parse);
                     }
                     if read.frame(number, &packet, end).is_break() {
                         break None;
@@ -228,7 +232,15 @@ impl Reading<'_> {
         let flow = read.handed_over(source, number, offset, idle);
         // An empty batch too, when idle: the engine side's clock (live snapshots) runs without traffic.
         if batch.len() > 0 || idle {
-            let next = self.empty.try_recv().unwrap_or_default();
+            batch.end = offset;
+            let next = match self.empty.try_recv() {
+                Ok(done) => {
+                    // The engine is done with every frame of that batch, and of those before it.
+                    source.done_before(done.end);
+                    done
+                }
+                Err(_) => Batch::default(),
+            };
             if self.full.send(std::mem::replace(batch, next)).is_err() {
                 // The engine thread is gone (it panicked): `run` reports it.
                 return ControlFlow::Break(());
@@ -253,7 +265,7 @@ impl<E: EngineSide> Ingest<E> {
     fn batch(&mut self, batch: &mut Batch) -> ControlFlow<()> {
         let mut flow = ControlFlow::Continue(());
         for w in &batch.whole {
-            let data = batch.bytes.get(w.bytes.clone()).unwrap_or_default();
+            let data = w.bytes.get(&batch.copies);
             let packet = Packet {
                 ts_nanos: w.ts_nanos,
                 linktype: w.linktype,
@@ -269,12 +281,12 @@ impl<E: EngineSide> Ingest<E> {
             }
         }
         // In place: a frame is a few hundred bytes, not worth moving again.
-        for p in &mut batch.parsed {
+        let Batch { parsed, copies, .. } = batch;
+        for p in parsed.iter_mut() {
             if let Some(r) = &mut p.frame.roce
                 && let Some(cover) = r.icrc_deferred.take()
             {
-                r.icrc_status =
-                    Some(cover.check(batch.bytes.get(p.bytes.clone()).unwrap_or_default()));
+                r.icrc_status = Some(cover.check(p.bytes.get(copies)));
             }
             let classified = self.engine.ingest(p.number, p.ts_nanos, &p.frame);
             self.side.ingested(p.number, classified);
@@ -284,23 +296,44 @@ impl<E: EngineSide> Ingest<E> {
     }
 }
 
+/// Where a frame's bytes are for the engine thread.
+enum Bytes {
+    /// Not needed (no ICRC to check).
+    None,
+    /// Copied into [`Batch::copies`].
+    Copied(Range<usize>),
+    /// In place in the source (a memory-mapped file), which outlives the run.
+    Stable(*const u8, usize),
+}
+
+impl Bytes {
+    /// The bytes, from `copies` (the batch's) or in place.
+    fn get<'b>(&'b self, copies: &'b [u8]) -> &'b [u8] {
+        match self {
+            Bytes::None => &[],
+            Bytes::Copied(r) => copies.get(r.clone()).unwrap_or_default(),
+            // SAFETY: see `Send for Batch`: the source's bytes outlive the batch, unchanged.
+            Bytes::Stable(ptr, len) => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+        }
+    }
+}
+
 /// A frame parsed on the reading thread, without its bytes (but those its ICRC check needs).
 struct Parsed {
     number: u64,
     ts_nanos: u64,
     frame: Frame<'static>,
-    /// Where its bytes are in [`Batch::bytes`] when its ICRC is still to check.
-    bytes: Range<usize>,
+    bytes: Bytes,
 }
 
-/// A frame to parse on the engine thread: its packet, its bytes in [`Batch::bytes`].
+/// A frame to parse on the engine thread: its packet and its bytes.
 struct Whole {
     number: u64,
     ts_nanos: u64,
     linktype: u16,
     interface: u32,
     orig_len: u32,
-    bytes: Range<usize>,
+    bytes: Bytes,
 }
 
 /// Frames going to the engine thread, one kind or the other.
@@ -308,20 +341,27 @@ struct Whole {
 struct Batch {
     parsed: Vec<Parsed>,
     whole: Vec<Whole>,
-    bytes: Vec<u8>,
+    copies: Vec<u8>,
+    /// The input's offset after its last frame.
+    end: u64,
 }
+
+// SAFETY: a batch's `Bytes::Stable` pointers point into a source whose bytes stay in place and unchanged
+// until it is dropped ([`Next::Packet`]'s `stable`); `run` borrows the source until the engine thread has
+// ended, so the bytes outlive every batch, and no one writes to them.
+unsafe impl Send for Batch {}
 
 impl Batch {
     fn len(&self) -> usize {
         self.parsed.len() + self.whole.len()
     }
 
-    fn push_parsed(&mut self, number: u64, p: &Packet, parse: &parsers::Config) {
+    fn push_parsed(&mut self, number: u64, p: &Packet, stable: bool, parse: &parsers::Config) {
         let frame = parse_frame_deferred(p.linktype, p.data, p.orig_len as usize, parse);
         let bytes = if frame.roce.is_some_and(|r| r.icrc_deferred.is_some()) {
-            self.copy(p.data)
+            self.keep(p.data, stable)
         } else {
-            0..0
+            Bytes::None
         };
         self.parsed.push(Parsed {
             number,
@@ -331,8 +371,8 @@ impl Batch {
         });
     }
 
-    fn push_whole(&mut self, number: u64, p: &Packet) {
-        let bytes = self.copy(p.data);
+    fn push_whole(&mut self, number: u64, p: &Packet, stable: bool) {
+        let bytes = self.keep(p.data, stable);
         self.whole.push(Whole {
             number,
             ts_nanos: p.ts_nanos,
@@ -343,15 +383,19 @@ impl Batch {
         });
     }
 
-    fn copy(&mut self, data: &[u8]) -> Range<usize> {
-        let at = self.bytes.len();
-        self.bytes.extend_from_slice(data);
-        at..self.bytes.len()
+    /// Where the engine thread will find `data`: in place when it is stable, else in a copy.
+    fn keep(&mut self, data: &[u8], stable: bool) -> Bytes {
+        if stable {
+            return Bytes::Stable(data.as_ptr(), data.len());
+        }
+        let at = self.copies.len();
+        self.copies.extend_from_slice(data);
+        Bytes::Copied(at..self.copies.len())
     }
 
     fn clear(&mut self) {
         self.parsed.clear();
         self.whole.clear();
-        self.bytes.clear();
+        self.copies.clear();
     }
 }

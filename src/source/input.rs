@@ -28,8 +28,8 @@ pub(super) struct Input {
     released: usize,
 }
 
-/// A mapped file gives back what was read in steps of this many bytes (the resident set stays below it).
-const RELEASE_STEP: usize = 2 << 20;
+/// A mapped file gives back what its reader is done with in steps of at least this many bytes.
+const RELEASE_STEP: usize = 1 << 20;
 
 impl Input {
     pub(super) fn new(reader: Box<dyn Read + Send>) -> Input {
@@ -65,6 +65,12 @@ impl Input {
             offset: 0,
             released: 0,
         })
+    }
+
+    /// True for a mapped file: the bytes stay in place, unchanged, while the input lives (pages given back
+    /// are read again from the file when touched).
+    pub(super) fn is_mapped(&self) -> bool {
+        matches!(self.backing, Backing::Mapped(_))
     }
 
     /// Every byte held: the read buffer, or the whole mapped file.
@@ -127,13 +133,23 @@ impl Input {
                 self.start = 0;
                 self.end = 0;
             }
-            Backing::Mapped(map) if self.start - self.released >= 2 * RELEASE_STEP => {
-                // Give back the pages read, but the last step: a packet returned just before may lie there.
-                let upto = self.start - RELEASE_STEP;
-                release(map, self.released, upto);
-                self.released = upto;
-            }
             _ => {}
+        }
+    }
+}
+
+impl Input {
+    /// A mapped file: the bytes before input offset `offset` are no longer needed (every frame before it has
+    /// been analysed); their pages are given back, so the resident set does not grow with the file.
+    pub(super) fn done_before(&mut self, offset: u64) {
+        let upto = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.start);
+        if let Backing::Mapped(map) = &self.backing
+            && upto >= self.released + RELEASE_STEP
+        {
+            release(map, self.released, upto);
+            self.released = upto;
         }
     }
 }

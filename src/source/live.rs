@@ -146,7 +146,11 @@ impl PacketSource for LiveSource {
                     data: p.data,
                     orig_len: h.len,
                 };
-                Ok(Next::Packet { packet, end: 0 })
+                Ok(Next::Packet {
+                    packet,
+                    end: 0,
+                    stable: false,
+                })
             }
             Err(pcap::Error::TimeoutExpired) => {
                 self.drained = true;

@@ -61,8 +61,14 @@ pub struct Packet<'a> {
 /// What a [`PacketSource`] has next.
 #[derive(Debug)]
 pub enum Next<'a> {
-    /// A packet, and the input's offset just after its record (0 where offsets mean nothing).
-    Packet { packet: Packet<'a>, end: u64 },
+    /// A packet, and the input's offset just after its record (0 where offsets mean nothing). `stable`:
+    /// its bytes stay where they are, unchanged, until the source is dropped (a memory-mapped file), so
+    /// another thread may read them later without a copy.
+    Packet {
+        packet: Packet<'a>,
+        end: u64,
+        stable: bool,
+    },
     /// Nothing for now (a live capture without traffic): ask again.
     Idle,
     /// The end of the input.
@@ -73,12 +79,25 @@ pub enum Next<'a> {
 /// libpcap handle.
 pub trait PacketSource {
     fn next(&mut self) -> Result<Next<'_>, SourceError>;
+
+    /// Every packet that ended at or before input offset `offset` has been dealt with: a source that holds
+    /// them (a mapped file) may let their bytes go.
+    fn done_before(&mut self, _offset: u64) {}
 }
 
 impl PacketSource for FileSource {
+    fn done_before(&mut self, offset: u64) {
+        self.input.done_before(offset);
+    }
+
     fn next(&mut self) -> Result<Next<'_>, SourceError> {
+        let stable = self.input.is_mapped();
         Ok(match self.next_with_end()? {
-            Some((packet, end)) => Next::Packet { packet, end },
+            Some((packet, end)) => Next::Packet {
+                packet,
+                end,
+                stable,
+            },
             None => Next::End,
         })
     }
