@@ -357,6 +357,20 @@ impl Batch {
     }
 
     fn push_parsed(&mut self, number: u64, p: &Packet, stable: bool, parse: &parsers::Config) {
+        if stable {
+            // SAFETY: see `Send for Batch`: stable bytes outlive the run, unchanged; the frame borrows them
+            // for no longer.
+            let data: &'static [u8] =
+                unsafe { std::slice::from_raw_parts(p.data.as_ptr(), p.data.len()) };
+            let frame = parse_frame_deferred(p.linktype, data, p.orig_len as usize, parse);
+            self.parsed.push(Parsed {
+                number,
+                ts_nanos: p.ts_nanos,
+                frame,
+                bytes: Bytes::Stable(data.as_ptr(), data.len()),
+            });
+            return;
+        }
         let frame = parse_frame_deferred(p.linktype, p.data, p.orig_len as usize, parse);
         let bytes = if frame.roce.is_some_and(|r| r.icrc_deferred.is_some()) {
             self.keep(p.data, stable)

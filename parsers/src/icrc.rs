@@ -78,12 +78,13 @@ impl Head {
     /// Appends `bytes` with the bytes at offsets `masked` set to 0xFF; returns where they start.
     fn put(&mut self, bytes: &[u8], masked: &[usize]) -> usize {
         let start = self.len;
-        for (dst, src) in self.buf.iter_mut().skip(start).zip(bytes) {
-            *dst = *src;
-            self.len += 1;
+        let n = bytes.len().min(self.buf.len() - start);
+        if let (Some(dst), Some(src)) = (self.buf.get_mut(start..start + n), bytes.get(..n)) {
+            dst.copy_from_slice(src);
         }
+        self.len += n;
         for &i in masked {
-            if let Some(b) = self.buf.get_mut(start + i).filter(|_| i < bytes.len()) {
+            if let Some(b) = self.buf.get_mut(start + i).filter(|_| i < n) {
                 *b = 0xFF;
             }
         }
