@@ -123,7 +123,7 @@ fn the_live_ring_allocates_once_per_batch_not_per_frame() {
     )));
     let mut buf = [0u8; 1100];
     let (allocs, ()) = allocations(|| {
-        // As the capture thread (src/capture/live.rs) does: a batch made once, each frame pushed into it,
+        // As the capture thread (src/capture/session.rs) does: a batch made once, each frame pushed into it,
         // the ring locked and appended to when the batch is full.
         let mut batch = Batch::new();
         for n in 1..=frames {
