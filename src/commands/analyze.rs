@@ -32,7 +32,9 @@ pub fn run(cfg: &Config) -> ExitCode {
     // --plot: the pass that analyses also records how each frame was counted; the plots then read the
     // plotted flows' frames once more.
     let analysed = match &cfg.plot {
-        Some(_) => data::analyze(&cfg.file, &cfg.pipeline, |_, _| true).map(|(r, i)| (r, Some(i))),
+        Some(_) => data::analyze(&cfg.file, &cfg.pipeline, |_, _| true)
+            .map(|(r, i)| (r, Some(i)))
+            .map_err(|e| e.to_string()),
         None => analyze(cfg).map(|r| (r, None)),
     };
     let (report, index) = match analysed {

@@ -16,7 +16,22 @@ fn lat(l: &Option<super::Latency>) -> String {
     }
 }
 
+/// The text report: the capture, the flows, PFC, the events, the verdict.
 pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
+    capture(out, r)?;
+    writeln!(out)?;
+    flows(out, r)?;
+    if !r.pfc.is_empty() || r.link_pause.is_some() {
+        writeln!(out)?;
+        pauses(out, r)?;
+    }
+    writeln!(out)?;
+    events(out, r)?;
+    writeln!(out)?;
+    writeln!(out, "Verdict: {}", r.verdict.text)
+}
+
+fn capture(out: &mut impl Write, r: &Report) -> io::Result<()> {
     let c = &r.capture;
     writeln!(out, "Capture: {}", c.file)?;
     writeln!(
@@ -41,7 +56,11 @@ pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
     if let Some(s) = &r.capture_stats {
         s.write_text(out)?;
     }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// The flow table, most trouble first.
+fn flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
     let order = super::rank::by_trouble(&r.flows);
     writeln!(out, "Flows (most trouble first)")?;
     write!(
@@ -74,38 +93,44 @@ pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
         }
         writeln!(out, " {:>13}", lat(&f.latency_us))?;
     }
-    if !r.pfc.is_empty() || r.link_pause.is_some() {
-        writeln!(out)?;
+    Ok(())
+}
+
+/// PFC per priority and 802.3x PAUSE, and the flows on a paused priority.
+fn pauses(out: &mut impl Write, r: &Report) -> io::Result<()> {
+    writeln!(
+        out,
+        "PFC / PAUSE (pause time at {} Gb/s)",
+        r.config.link_speed_bps / 1_000_000_000
+    )?;
+    if let Some(p) = &r.link_pause {
         writeln!(
             out,
-            "PFC / PAUSE (pause time at {} Gb/s)",
-            r.config.link_speed_bps / 1_000_000_000
+            "  802.3x PAUSE (whole link): {} frames ({} XOFF, {} XON), {} quanta = {:.3} µs",
+            p.frames, p.xoff, p.xon, p.quanta, p.pause_us
         )?;
-        if let Some(p) = &r.link_pause {
-            writeln!(
-                out,
-                "  802.3x PAUSE (whole link): {} frames ({} XOFF, {} XON), {} quanta = {:.3} µs",
-                p.frames, p.xoff, p.xon, p.quanta, p.pause_us
-            )?;
-        }
-        for p in &r.pfc {
-            writeln!(
-                out,
-                "  priority {}: {} frames ({} XOFF, {} XON), {} quanta = {:.3} µs",
-                p.priority, p.frames, p.xoff, p.xon, p.quanta, p.pause_us
-            )?;
-        }
-        let paused: Vec<String> = r
-            .flows
-            .iter()
-            .filter(|f| f.paused_priority)
-            .map(|f| format!("#{}", f.id))
-            .collect();
-        if !paused.is_empty() {
-            writeln!(out, "  flows on a paused priority: {}", paused.join(" "))?;
-        }
     }
-    writeln!(out)?;
+    for p in &r.pfc {
+        writeln!(
+            out,
+            "  priority {}: {} frames ({} XOFF, {} XON), {} quanta = {:.3} µs",
+            p.priority, p.frames, p.xoff, p.xon, p.quanta, p.pause_us
+        )?;
+    }
+    let paused: Vec<String> = r
+        .flows
+        .iter()
+        .filter(|f| f.paused_priority)
+        .map(|f| format!("#{}", f.id))
+        .collect();
+    if !paused.is_empty() {
+        writeln!(out, "  flows on a paused priority: {}", paused.join(" "))?;
+    }
+    Ok(())
+}
+
+/// The first [`EVENTS_SHOWN`] events.
+fn events(out: &mut impl Write, r: &Report) -> io::Result<()> {
     let total = r.events.len() as u64 + r.events_dropped;
     writeln!(
         out,
@@ -116,7 +141,7 @@ pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
             ""
         }
     )?;
-    let start = c.first_time.unwrap_or(0.0);
+    let start = r.capture.first_time.unwrap_or(0.0);
     for e in r.events.iter().take(EVENTS_SHOWN) {
         let flow = e.flow.and_then(|id| r.flows.get(id as usize));
         let place = match flow {
@@ -137,6 +162,5 @@ pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
             e.message
         )?;
     }
-    writeln!(out)?;
-    writeln!(out, "Verdict: {}", r.verdict.text)
+    Ok(())
 }

@@ -156,6 +156,30 @@ impl Index {
     }
 }
 
+/// Why [`analyze`] gave no report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// The progress callback said stop (the user quit).
+    Stopped,
+    /// The capture could not be read: one line that says why.
+    Failed(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Stopped => f.write_str("stopped"),
+            LoadError::Failed(e) => f.write_str(e),
+        }
+    }
+}
+
+impl From<String> for LoadError {
+    fn from(e: String) -> LoadError {
+        LoadError::Failed(e)
+    }
+}
+
 /// Analyses the capture and indexes its frames in one pass of the pipeline: where each record ends (reading
 /// thread) and how the engine counted each frame (engine thread). `progress(frames, bytes_read)` is called
 /// every few thousand frames; returning false from it stops the pass (the user quit).
@@ -163,7 +187,7 @@ pub fn analyze(
     path: &Path,
     cfg: &pipeline::Config,
     progress: impl FnMut(u64, u64) -> bool,
-) -> Result<(Report, Index), String> {
+) -> Result<(Report, Index), LoadError> {
     let mut src = FileSource::open(path).map_err(|e| e.to_string())?;
     let format = src.format();
     let mut indexing = Indexing {
@@ -176,10 +200,10 @@ pub fn analyze(
     };
     let run = pipeline::run(&mut src, cfg, &mut indexing, Classes::default())?;
     if indexing.stopped {
-        return Err("stopped".to_string());
+        return Err(LoadError::Stopped);
     }
     if let Some(e) = run.error {
-        return Err(e.to_string());
+        return Err(e.to_string().into());
     }
     let header = match format {
         CaptureFormat::Pcap => read_prefix(path, 24)?,

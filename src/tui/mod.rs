@@ -304,7 +304,9 @@ fn spawn_loader(opts: &FileConfig, tx: Sender<Work>, stop: Arc<AtomicBool>) {
                 let _ = tx.send(Work::Indexed(Box::new(index)));
                 let _ = tx.send(Work::Msg(Msg::Snapshot(Arc::new(report), n)));
             }
-            Err(e) => {
+            // The user quit: nobody is waiting for the report.
+            Err(data::LoadError::Stopped) => {}
+            Err(data::LoadError::Failed(e)) => {
                 let _ = tx.send(Work::Msg(Msg::Error(e)));
             }
         }
