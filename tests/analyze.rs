@@ -1,5 +1,6 @@
-//! `rocescope analyze` on hand-built captures (testdata/analysis/): the report must show exactly the figures
-//! worked out by hand beside each capture (`NAME.expected.json`), and `--fail-on` must set the exit status.
+//! `rocescope analyze` on hand-built captures (testdata/analysis/, testdata/diagnosis/): the report must show
+//! exactly the figures worked out by hand beside each capture (`NAME.expected.json`), every diagnosis event
+//! expected and no other, and `--fail-on` must set the exit status and the verdict's words.
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -7,6 +8,88 @@ use serde_json::Value;
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/analysis")
+}
+
+/// The event kinds of the diagnosis: a capture's `diagnosis` gives the exact count of each (0 when absent).
+const DIAGNOSIS: [&str; 10] = [
+    "stall",
+    "no_response",
+    "timeout_retransmission",
+    "retry_exhausted",
+    "rnr_exhausted",
+    "ack_out_of_window",
+    "psn_reuse",
+    "msn_regression",
+    "read_response_mismatch",
+    "new_epoch",
+];
+
+/// Expected events (kind, frame, figures of `detail`) and the exact count of every diagnosis kind.
+fn compare_events(events: &[Value], want: &Value, errors: &mut Vec<String>) {
+    for w in want["events"].as_array().into_iter().flatten() {
+        let found = events
+            .iter()
+            .find(|e| e["kind"] == w["kind"] && e["frame"] == w["frame"]);
+        match found {
+            Some(e) => check(&e["detail"], &w["detail"], &format!("event {w}"), errors),
+            None => {
+                let all: Vec<String> = events
+                    .iter()
+                    .map(|e| format!("{} frame {}", e["kind"], e["frame"]))
+                    .collect();
+                errors.push(format!(
+                    "no event {} at frame {}; events: {all:?}",
+                    w["kind"], w["frame"]
+                ));
+            }
+        }
+    }
+    if let Some(counts) = want.get("diagnosis") {
+        for kind in DIAGNOSIS {
+            let got = events.iter().filter(|e| e["kind"] == kind).count() as u64;
+            let want = counts[kind].as_u64().unwrap_or(0);
+            if got != want {
+                errors.push(format!("{got} {kind} events, want {want}"));
+            }
+        }
+    }
+}
+
+/// Each run of `runs`: `analyze ARGS FILE` exits with `exit`, its verdict line holds `text`.
+fn compare_runs(capture: &Path, want: &Value, errors: &mut Vec<String>) {
+    for run in want["runs"].as_array().into_iter().flatten() {
+        let mut args: Vec<String> = vec!["analyze".into()];
+        args.extend(
+            run["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string()),
+        );
+        args.push(capture.to_string_lossy().into_owned());
+        let o = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+            .args(&args)
+            .output()
+            .expect("run rocescope");
+        let text = String::from_utf8_lossy(&o.stdout);
+        let verdict = text
+            .lines()
+            .find(|l| l.starts_with("Verdict: "))
+            .unwrap_or("");
+        if o.status.code() != run["exit"].as_i64().map(|c| c as i32) {
+            errors.push(format!(
+                "{args:?}: exit {:?}, want {}",
+                o.status.code(),
+                run["exit"]
+            ));
+        }
+        if !verdict.contains(run["text"].as_str().unwrap()) {
+            errors.push(format!(
+                "{args:?}: verdict {verdict:?} lacks {}",
+                run["text"]
+            ));
+        }
+    }
 }
 
 fn rocescope(args: &[&str]) -> Output {
@@ -105,6 +188,7 @@ fn compare(name: &str, got: &Value, want: &Value) -> Vec<String> {
             }
         }
     }
+    compare_events(events, want, &mut errors);
     for text in want["events_text"].as_array().into_iter().flatten() {
         if !events.iter().any(|e| &e["message"] == text) {
             let all: Vec<&Value> = events.iter().map(|e| &e["message"]).collect();
@@ -114,15 +198,15 @@ fn compare(name: &str, got: &Value, want: &Value) -> Vec<String> {
     errors.iter().map(|e| format!("{name}: {e}")).collect()
 }
 
-#[test]
-fn hand_worked_figures() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir())
+/// Every capture of `dir` against its expectations; `n` captures are there.
+fn hand_worked(dir: &Path, n: usize) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().ends_with(".expected.json"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 12);
+    assert_eq!(files.len(), n);
     let mut errors = Vec::new();
     for expected in files {
         let name = expected
@@ -132,10 +216,24 @@ fn hand_worked_figures() {
             .replace(".expected.json", "");
         let want: Value =
             serde_json::from_str(&std::fs::read_to_string(&expected).unwrap()).unwrap();
-        let got = report(&dir().join(format!("{name}.pcap")));
+        let capture = dir.join(format!("{name}.pcap"));
+        let got = report(&capture);
         errors.extend(compare(&name, &got, &want));
+        let mut run_errors = Vec::new();
+        compare_runs(&capture, &want, &mut run_errors);
+        errors.extend(run_errors.into_iter().map(|e| format!("{name}: {e}")));
     }
     assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn hand_worked_figures() {
+    hand_worked(&dir(), 12);
+}
+
+#[test]
+fn hand_worked_diagnosis() {
+    hand_worked(&dir().with_file_name("diagnosis"), 17);
 }
 
 #[test]
@@ -217,8 +315,9 @@ fn text_report_names_the_trouble() {
     let text = String::from_utf8_lossy(&o.stdout);
     for needle in [
         "11 frames (11 RoCE, 0 other)",
-        "PSN gap: 2 missing after 0x000066",
-        "Verdict: FAIL: 1 PSN gaps (2 PSNs missing), 1 NAKs, 3 retransmitted requests",
+        "PSN gap: 2 missing after PSN 102 (0x000066)",
+        "Verdict: FAIL: 1 PSN gaps (2 PSNs missing), 1 NAKs, 3 retransmitted requests (exit status 0: no \
+         --fail-on given; --fail-on all makes failures exit 3)",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }

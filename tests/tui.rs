@@ -723,7 +723,8 @@ fn detail_keys_do_what_the_table_says() {
     let (mut m, idx) = load("testdata/lab/write_loss.pcap", 120, 40);
     key(&mut m, &idx, KeyCode::Enter);
     keys(&mut m, &idx, "jjj");
-    assert_eq!((m.view, list_position(&m)), (View::Detail, (3, 34)));
+    // The flow's events: 10 PSN gaps, 11 NAKs and the 11 go-back-N they cause (one each).
+    assert_eq!((m.view, list_position(&m)), (View::Detail, (3, 32)));
     keys_do_what_the_table_says(m, idx);
 }
 
@@ -1167,6 +1168,7 @@ fn the_chart_marks_what_the_report_counts() {
     let mut files = Vec::new();
     for dir in [
         "testdata/analysis",
+        "testdata/diagnosis",
         "testdata/edge",
         "testdata/lab",
         "testdata/public",

@@ -13,14 +13,14 @@ use super::{Capture, payload, tag};
 
 /// One RC connection: requester A (QP `qp_a`) to responder B (QP `qp_b`).
 #[derive(Clone, Copy)]
-struct Conn {
-    a: [u8; 4],
-    b: [u8; 4],
-    qp_a: u32,
-    qp_b: u32,
+pub(crate) struct Conn {
+    pub(crate) a: [u8; 4],
+    pub(crate) b: [u8; 4],
+    pub(crate) qp_a: u32,
+    pub(crate) qp_b: u32,
 }
 
-const AB: Conn = Conn {
+pub(crate) const AB: Conn = Conn {
     a: [10, 0, 0, 1],
     b: [10, 0, 0, 2],
     qp_a: 0x22,
@@ -28,7 +28,7 @@ const AB: Conn = Conn {
 };
 
 impl Conn {
-    fn frame(&self, from_a: bool, op: u8, psn: u32) -> RoceFrame {
+    pub(crate) fn frame(&self, from_a: bool, op: u8, psn: u32) -> RoceFrame {
         let mut f = RoceFrame::new(op);
         let (src, dst, qp) = if from_a {
             (self.a, self.b, self.qp_b)
@@ -45,7 +45,7 @@ impl Conn {
     }
 
     /// A WRITE_ONLY of 64 bytes.
-    fn write(&self, psn: u32) -> RoceFrame {
+    pub(crate) fn write(&self, psn: u32) -> RoceFrame {
         let mut f = self.frame(true, 0x0A, psn);
         f.ext.reth = Some(Reth {
             va: 0x1000,
@@ -56,7 +56,7 @@ impl Conn {
         f
     }
 
-    fn aeth(&self, op: u8, psn: u32, syndrome: Syndrome, msn: u32) -> RoceFrame {
+    pub(crate) fn aeth(&self, op: u8, psn: u32, syndrome: Syndrome, msn: u32) -> RoceFrame {
         let mut f = self.frame(false, op, psn);
         f.ext.aeth = Some(Aeth {
             syndrome: syndrome.to_byte(),
@@ -65,13 +65,13 @@ impl Conn {
         f
     }
 
-    fn ack(&self, psn: u32, msn: u32) -> Vec<u8> {
+    pub(crate) fn ack(&self, psn: u32, msn: u32) -> Vec<u8> {
         self.aeth(0x11, psn, Syndrome::Ack { credits: 31 }, msn)
             .build()
     }
 }
 
-fn write(dir: &Path, name: &str, c: &Capture, expected: Value) {
+pub(crate) fn write(dir: &Path, name: &str, c: &Capture, expected: Value) {
     fs::write(dir.join(format!("{name}.pcap")), c.pcap()).expect("write capture");
     let text = serde_json::to_string_pretty(&expected).expect("json");
     fs::write(dir.join(format!("{name}.expected.json")), text + "\n").expect("write expectations");
@@ -119,8 +119,9 @@ fn gap_nak_go_back_n(dir: &Path) {
                           "invalid_rd_request": 0}}
             ],
             "event_counts": {"psn_gap": 1, "nak": 1, "go_back_n": 1},
-            "events_text": ["PSN gap: 2 missing after 0x000066", "NAK (PSN sequence error) for PSN 0x000067",
-                            "go-back-N: resent from PSN 0x000067 (3 behind), 0.200 ms after the NAK"],
+            "events_text": ["PSN gap: 2 missing after PSN 102 (0x000066)",
+                            "NAK (PSN sequence error) for PSN 103 (0x000067)",
+                            "go-back-N: resent from PSN 103 (0x000067) (3 behind), 0.200 ms after the NAK"],
             "verdict": {"status": "fail", "problems": ["gaps", "naks", "retransmissions"]}
         }),
     );
@@ -162,7 +163,7 @@ fn rnr_storm(dir: &Path) {
                  "rnr_timers_ms": {"1.28": 12}, "acks": 1}
             ],
             "event_counts": {"rnr_nak": 10, "rnr_storm": 1, "go_back_n": 12},
-            "events_text": ["RNR NAK storm: 12 in 165.000 ms"],
+            "events_text": ["RNR NAK storm: 12 in 165.000 ms (the receiver posts no receives: an empty receive queue)"],
             "verdict": {"status": "fail", "problems": ["rnr", "retransmissions"]}
         }),
     );
@@ -195,7 +196,7 @@ fn psn_wrap(dir: &Path) {
                 {"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x12,
                  "psn": {"first": 0xFF_FFFE, "last": 1, "gap_events": 1, "missing": 2, "retransmitted": 0}}
             ],
-            "events_text": ["PSN gap: 2 missing after 0xfffffe"],
+            "events_text": ["PSN gap: 2 missing after PSN 16777214 (0xfffffe)"],
             "verdict": {"status": "fail", "problems": ["gaps"]}
         }),
     );

@@ -20,6 +20,7 @@ use parsers::xrceth::Xrceth;
 use serde_json::{Value, json};
 
 mod analysis;
+mod diagnosis;
 
 /// 2026-01-01T00:00:00Z in microseconds: the captures' time origin.
 const EPOCH_US: u64 = 1_767_225_600 * 1_000_000;
@@ -594,5 +595,9 @@ fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/analysis");
     fs::create_dir_all(&dir).expect("create testdata/analysis");
     analysis::write_all(&dir);
+    println!("wrote {}", dir.display());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/diagnosis");
+    fs::create_dir_all(&dir).expect("create testdata/diagnosis");
+    diagnosis::write_all(&dir);
     println!("wrote {}", dir.display());
 }

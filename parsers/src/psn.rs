@@ -47,6 +47,17 @@ pub fn is_mtu(mtu: u32) -> bool {
     MTUS.contains(&mtu)
 }
 
+/// A PSN as rocescope writes it in prose (events, the text report): decimal, as tshark and `dissect` show
+/// PSNs, with the 24-bit hex in parentheses: `7488513 (0x724401)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown(pub u32);
+
+impl core::fmt::Display for Shown {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} (0x{:06x})", self.0, self.0)
+    }
+}
+
 /// Unwraps 24-bit PSNs into a line that does not wrap (for charts): each PSN is placed at its serial
 /// distance from the one before.
 #[derive(Debug, Clone, Copy, Default)]
@@ -100,6 +111,13 @@ mod tests {
         assert_eq!(packets(65536, 1024), 64);
         assert_eq!(packets(65537, 1024), 65);
         assert!(is_mtu(2048) && !is_mtu(1500));
+    }
+
+    #[test]
+    fn shown_in_prose() {
+        assert_eq!(Shown(7_488_513).to_string(), "7488513 (0x724401)");
+        assert_eq!(Shown(0xFF_FFFF).to_string(), "16777215 (0xffffff)");
+        assert_eq!(Shown(102).to_string(), "102 (0x000066)");
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! Expert events, like Wireshark's expert info: severity, time, flow and what happened. Bounded: after
-//! `LIMIT` events only counts are kept.
+//! Expert events, like Wireshark's expert info: severity, time, flow, the frame that shows it and what
+//! happened. Bounded: after `LIMIT` events only counts are kept.
 use std::fmt;
 
 use parsers::aeth::NakCode;
 use parsers::error::Malformed;
+use parsers::psn::Shown;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -11,6 +12,17 @@ pub enum Severity {
     Note,
     Warning,
     Error,
+}
+
+/// What a READ's responses got wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMismatch {
+    /// A response PSN outside the READ's PSNs.
+    PsnOutside { psn: u32, psns: u32 },
+    /// The responses' payload does not add up to the DMA length.
+    Length { got: u64, dma_len: u32 },
+    /// More or fewer response packets than the path MTU implies.
+    Packets { got: u32, expected: u32, mtu: u32 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,6 +71,72 @@ pub enum Kind {
         frames: u64,
         pause_us: u64,
     },
+    /// Requests unacknowledged for longer than the stall time: the oldest outstanding PSN, how many PSNs
+    /// are outstanding, since when it waited (ns since the epoch) and how long (µs, until the capture ended
+    /// or the answer came), and whether the capture ended with them still outstanding.
+    Stall {
+        psn: u32,
+        outstanding: u32,
+        since_ns: u64,
+        waited_us: u64,
+        at_end: bool,
+    },
+    /// An RC requester that never received any response from its destination.
+    NoResponse {
+        requests: u64,
+        first_psn: u32,
+        waited_us: u64,
+    },
+    /// A resend that no NAK explains: the requester's local ACK timer fired after `interval_us`; the
+    /// timeout exponent it implies (4.096 µs × 2^n) and the how-manieth resend of this PSN it is.
+    TimeoutRetransmission {
+        psn: u32,
+        interval_us: u64,
+        timeout_exp: u8,
+        retry: u32,
+    },
+    /// The same PSN resent `resends` times, then silence from the requester for `silent_us` until the end
+    /// of the capture: it gave up (IBV_WC_RETRY_EXC_ERR).
+    RetryExhausted {
+        psn: u32,
+        resends: u32,
+        silent_us: u64,
+    },
+    /// The same PSN RNR-NAKed `naks` times, then silence: IBV_WC_RNR_RETRY_EXC_ERR.
+    RnrExhausted {
+        psn: u32,
+        naks: u32,
+        silent_us: u64,
+    },
+    /// A response for a PSN the requester never sent (outside `lo..=hi`).
+    AckOutOfWindow {
+        psn: u32,
+        lo: u32,
+        hi: u32,
+    },
+    /// A new request carrying a PSN that an earlier request (a READ of `read_psns` PSNs from `read_psn`)
+    /// already consumed.
+    PsnReuse {
+        psn: u32,
+        read_psn: u32,
+        read_psns: u32,
+    },
+    /// The MSN in an AETH went backwards.
+    MsnRegression {
+        msn: u32,
+        previous: u32,
+    },
+    ReadResponseMismatch {
+        read_psn: u32,
+        what: ReadMismatch,
+    },
+    /// A request far from the PSN the flow expected, after a long idle time: a new connection on a reused
+    /// QP number. The flow's PSN figures restart.
+    NewEpoch {
+        psn: u32,
+        expected: u32,
+        idle_us: u64,
+    },
 }
 
 impl Kind {
@@ -69,12 +147,21 @@ impl Kind {
             | Kind::BadIcrc { .. }
             | Kind::Malformed(_)
             | Kind::RnrStorm { .. }
-            | Kind::LengthMismatch { .. } => Severity::Error,
+            | Kind::LengthMismatch { .. }
+            | Kind::Stall { .. }
+            | Kind::NoResponse { .. }
+            | Kind::RetryExhausted { .. }
+            | Kind::RnrExhausted { .. }
+            | Kind::AckOutOfWindow { .. }
+            | Kind::PsnReuse { .. }
+            | Kind::MsnRegression { .. }
+            | Kind::ReadResponseMismatch { .. } => Severity::Error,
             Kind::GoBackN { .. }
             | Kind::ImpliedNak { .. }
             | Kind::CeWithoutCnp { .. }
-            | Kind::RnrNak { .. } => Severity::Warning,
-            Kind::Pause { .. } => Severity::Note,
+            | Kind::RnrNak { .. }
+            | Kind::TimeoutRetransmission { .. } => Severity::Warning,
+            Kind::Pause { .. } | Kind::NewEpoch { .. } => Severity::Note,
         }
     }
 
@@ -92,6 +179,36 @@ impl Kind {
             Kind::Malformed(_) => "malformed",
             Kind::LengthMismatch { .. } => "length_mismatch",
             Kind::Pause { .. } => "pause",
+            Kind::Stall { .. } => "stall",
+            Kind::NoResponse { .. } => "no_response",
+            Kind::TimeoutRetransmission { .. } => "timeout_retransmission",
+            Kind::RetryExhausted { .. } => "retry_exhausted",
+            Kind::RnrExhausted { .. } => "rnr_exhausted",
+            Kind::AckOutOfWindow { .. } => "ack_out_of_window",
+            Kind::PsnReuse { .. } => "psn_reuse",
+            Kind::MsnRegression { .. } => "msn_regression",
+            Kind::ReadResponseMismatch { .. } => "read_response_mismatch",
+            Kind::NewEpoch { .. } => "new_epoch",
+        }
+    }
+
+    /// The PSN the event is about, if one.
+    pub fn psn(&self) -> Option<u32> {
+        match *self {
+            Kind::PsnGap { after, .. } => Some(parsers::psn::add(after, 1)),
+            Kind::Nak { psn, .. }
+            | Kind::RnrNak { psn, .. }
+            | Kind::Stall { psn, .. }
+            | Kind::TimeoutRetransmission { psn, .. }
+            | Kind::RetryExhausted { psn, .. }
+            | Kind::RnrExhausted { psn, .. }
+            | Kind::AckOutOfWindow { psn, .. }
+            | Kind::PsnReuse { psn, .. }
+            | Kind::NewEpoch { psn, .. } => Some(psn),
+            Kind::GoBackN { from, .. } => Some(from),
+            Kind::ImpliedNak { got, .. } => Some(got),
+            Kind::ReadResponseMismatch { read_psn, .. } => Some(read_psn),
+            _ => None,
         }
     }
 }
@@ -100,13 +217,20 @@ fn ms(us: u64) -> String {
     format!("{}.{:03} ms", us / 1000, us % 1000)
 }
 
+/// Seconds with three decimals, from microseconds.
+fn secs(us: u64) -> String {
+    format!("{}.{:03} s", us / 1_000_000, (us % 1_000_000) / 1000)
+}
+
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Kind::PsnGap { missing, after } => {
-                write!(f, "PSN gap: {missing} missing after 0x{after:06x}")
+                write!(f, "PSN gap: {missing} missing after PSN {}", Shown(after))
             }
-            Kind::Nak { code, psn } => write!(f, "NAK ({}) for PSN 0x{psn:06x}", code.name()),
+            Kind::Nak { code, psn } => {
+                write!(f, "NAK ({}) for PSN {}", code.name(), Shown(psn))
+            }
             Kind::GoBackN {
                 from,
                 behind,
@@ -115,7 +239,8 @@ impl fmt::Display for Kind {
             } => {
                 write!(
                     f,
-                    "go-back-N: resent from PSN 0x{from:06x} ({behind} behind)"
+                    "go-back-N: resent from PSN {} ({behind} behind)",
+                    Shown(from)
                 )?;
                 match after_nak_us {
                     Some(us) => write!(f, ", {} after the NAK", ms(us)),
@@ -128,16 +253,23 @@ impl fmt::Display for Kind {
             }
             Kind::RnrNak { psn, timer_us } => write!(
                 f,
-                "RNR NAK for PSN 0x{psn:06x}, retry in {}",
+                "RNR NAK for PSN {}, retry in {}",
+                Shown(psn),
                 ms(u64::from(timer_us))
             ),
             Kind::RnrStorm { count, span_us } => {
-                write!(f, "RNR NAK storm: {count} in {}", ms(span_us))
+                write!(
+                    f,
+                    "RNR NAK storm: {count} in {} (the receiver posts no receives: an empty receive queue)",
+                    ms(span_us)
+                )
             }
             Kind::ImpliedNak { expected, got } => {
                 write!(
                     f,
-                    "READ response PSN 0x{got:06x} skips ahead of 0x{expected:06x} (implied NAK)"
+                    "READ response PSN {} skips ahead of {} (implied NAK)",
+                    Shown(got),
+                    Shown(expected)
                 )
             }
             Kind::CeWithoutCnp { count } => write!(
@@ -177,6 +309,121 @@ impl fmt::Display for Kind {
                     ms(pause_us)
                 )
             }
+            Kind::Stall {
+                psn,
+                outstanding,
+                waited_us,
+                at_end,
+                ..
+            } => {
+                write!(f, "stall: PSN {}", Shown(psn))?;
+                if outstanding > 1 {
+                    write!(f, " and {} PSNs after it", outstanding - 1)?;
+                }
+                write!(f, " unacknowledged for {}", secs(waited_us))?;
+                if at_end {
+                    write!(
+                        f,
+                        ", until the capture ended (check the responder: is it alive, its QP in RTS?)"
+                    )
+                } else {
+                    write!(f, " before the answer came")
+                }
+            }
+            Kind::NoResponse {
+                requests,
+                first_psn,
+                waited_us,
+            } => write!(
+                f,
+                "no response: {requests} requests from PSN {} and nothing back in {} (wrong destination QPN, \
+                 remote QP not in RTR, a firewall, or a peer that is down)",
+                Shown(first_psn),
+                secs(waited_us)
+            ),
+            Kind::TimeoutRetransmission {
+                psn,
+                interval_us,
+                timeout_exp,
+                retry,
+            } => write!(
+                f,
+                "timeout retransmission: PSN {} resent {} after it was sent with no NAK (local ACK timeout \
+                 about 4.096 µs × 2^{timeout_exp}), retry {retry}",
+                Shown(psn),
+                ms(interval_us)
+            ),
+            Kind::RetryExhausted {
+                psn,
+                resends,
+                silent_us,
+            } => write!(
+                f,
+                "retry exhausted: PSN {} resent {resends} times, then the requester went silent for {} \
+                 (IBV_WC_RETRY_EXC_ERR on the host: the responder never answered)",
+                Shown(psn),
+                secs(silent_us)
+            ),
+            Kind::RnrExhausted {
+                psn,
+                naks,
+                silent_us,
+            } => write!(
+                f,
+                "RNR retry exhausted: PSN {} RNR-NAKed {naks} times, then the requester went silent for {} \
+                 (IBV_WC_RNR_RETRY_EXC_ERR: the receiver never posted a receive)",
+                Shown(psn),
+                secs(silent_us)
+            ),
+            Kind::AckOutOfWindow { psn, lo, hi } => write!(
+                f,
+                "response for PSN {}, which was never sent (requests span {} to {})",
+                Shown(psn),
+                Shown(lo),
+                Shown(hi)
+            ),
+            Kind::PsnReuse {
+                psn,
+                read_psn,
+                read_psns,
+            } => write!(
+                f,
+                "PSN reuse: a new request carries PSN {}, which the READ at PSN {} already consumed (it takes \
+                 {read_psns} PSNs, one per response packet): the requester counted the READ as one PSN",
+                Shown(psn),
+                Shown(read_psn)
+            ),
+            Kind::MsnRegression { msn, previous } => {
+                write!(f, "MSN went backwards: {msn} after {previous}")
+            }
+            Kind::ReadResponseMismatch { read_psn, what } => {
+                write!(f, "READ at PSN {}: ", Shown(read_psn))?;
+                match what {
+                    ReadMismatch::PsnOutside { psn, psns } => {
+                        write!(f, "response PSN {} is outside its {psns} PSNs", Shown(psn))
+                    }
+                    ReadMismatch::Length { got, dma_len } => write!(
+                        f,
+                        "responses carry {got} bytes for a DMA length of {dma_len}"
+                    ),
+                    ReadMismatch::Packets { got, expected, mtu } => write!(
+                        f,
+                        "{got} response packets where path MTU {mtu} implies {expected}"
+                    ),
+                }
+            }
+            Kind::NewEpoch {
+                psn,
+                expected,
+                idle_us,
+            } => write!(
+                f,
+                "new connection on this QP number: PSN {} after {} idle, far from the expected {} (not a \
+                 retransmission)",
+                Shown(psn),
+                secs(idle_us),
+                Shown(expected)
+            ),
         }
     }
 }
@@ -201,11 +448,14 @@ pub struct Events {
 impl Events {
     pub const LIMIT: usize = 10_000;
 
-    pub fn push(&mut self, e: Event) {
+    /// Keeps the event; returns where it is in the list (`None` when the list was full).
+    pub fn push(&mut self, e: Event) -> Option<usize> {
         if self.list.len() < Self::LIMIT {
             self.list.push(e);
+            Some(self.list.len() - 1)
         } else {
             self.dropped += 1;
+            None
         }
     }
 }

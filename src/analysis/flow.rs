@@ -71,6 +71,7 @@ pub struct Responses {
     pub(crate) last_ack: Option<(u32, u32)>,
     pub(crate) next_read_psn: Option<u32>,
     pub(crate) first_rnr_ts: u64,
+    pub(crate) first_rnr_frame: u64,
     pub(crate) last_rnr_ts: u64,
 }
 
@@ -100,10 +101,10 @@ impl Messages {
 /// Request-to-response timing.
 #[derive(Debug, Clone, Default)]
 pub struct Timing {
-    /// Requests waiting for an ACK: (PSN, time, retransmitted). Bounded.
-    pub(crate) outstanding: VecDeque<(u32, u64, bool)>,
-    /// READ requests waiting for their first response: (PSN, time). Bounded.
-    pub(crate) reads: VecDeque<(u32, u64)>,
+    /// Requests waiting for an ACK: (PSN, time, frame, not to be sampled). Bounded.
+    pub(crate) outstanding: VecDeque<(u32, u64, u64, bool)>,
+    /// READ requests waiting for their first response: (PSN, time, DMA length). Bounded.
+    pub(crate) reads: VecDeque<(u32, u64, u32)>,
     /// Request to the ACK (or atomic ACK) that names its PSN; retransmitted PSNs are not sampled.
     pub ack: Option<Box<Latencies>>,
     /// READ request to its first response packet.
@@ -166,6 +167,8 @@ pub struct Flow {
     pub paired_with: Option<u32>,
     pub first_ts: u64,
     pub last_ts: u64,
+    /// The time of the packet before the last one (the idle time before a new connection on the QP).
+    pub(crate) prev_ts: u64,
     /// First frame number, for events and the TUI.
     pub first_frame: u64,
     pub packets: u64,
@@ -191,8 +194,10 @@ pub struct Flow {
     /// CNPs in this flow: CNPs sent toward this flow's destination QP.
     pub cnp: u64,
     pub ce_without_cnp: u64,
-    /// Times of the CE marks not yet answered by a CNP (at most `CE_PENDING_LIMIT`).
-    pub(crate) ce_pending: VecDeque<u64>,
+    /// Times and frames of the CE marks not yet answered by a CNP (at most `CE_PENDING_LIMIT`).
+    pub(crate) ce_pending: VecDeque<(u64, u64)>,
+    /// The first CE mark no CNP answered: time, frame.
+    pub first_unanswered_ce: Option<(u64, u64)>,
     pub icrc_bad: u64,
     pub icrc_unverifiable: u64,
     pub malformed: u64,
@@ -204,10 +209,16 @@ pub struct Flow {
     pub series: Series,
     /// When the paired responder last NAKed (sequence error or RNR) this flow's requests.
     pub(crate) nak_ts: Option<u64>,
+    /// NAKs (sequence error or RNR) not yet followed by a go-back-N: each explains one.
+    pub(crate) naks_unanswered: u32,
     /// When this flow last sent a new (not retransmitted) request.
     pub(crate) progress_ts: u64,
     /// Listed among the requester flows for pairing.
     pub(crate) registered: bool,
+    /// Carried RC or XRC requests: a responder should answer them.
+    pub reliable: bool,
+    /// The requester/responder state of the diagnosis.
+    pub rc: super::diagnosis::Rc,
 }
 
 /// CE marks awaiting a CNP per flow: a window's worth at line rate; older ones are settled first.
@@ -216,9 +227,10 @@ pub const CE_PENDING_LIMIT: usize = 16_384;
 impl Flow {
     /// Settles the pending CE marks older than `cutoff`: no CNP can answer them any more.
     pub(crate) fn expire_ce(&mut self, cutoff: u64) {
-        while self.ce_pending.front().is_some_and(|t| *t < cutoff) {
+        while let Some(&(ts, frame)) = self.ce_pending.front().filter(|(t, _)| *t < cutoff) {
             self.ce_pending.pop_front();
             self.ce_without_cnp += 1;
+            self.first_unanswered_ce.get_or_insert((ts, frame));
         }
     }
 
@@ -228,6 +240,7 @@ impl Flow {
             paired_with: None,
             first_ts: ts,
             last_ts: ts,
+            prev_ts: ts,
             first_frame: frame,
             packets: 0,
             bytes: 0,
@@ -248,6 +261,7 @@ impl Flow {
             cnp: 0,
             ce_without_cnp: 0,
             ce_pending: VecDeque::new(),
+            first_unanswered_ce: None,
             icrc_bad: 0,
             icrc_unverifiable: 0,
             malformed: 0,
@@ -256,8 +270,11 @@ impl Flow {
             src_qp: None,
             series: Series::default(),
             nak_ts: None,
+            naks_unanswered: 0,
             progress_ts: ts,
             registered: false,
+            reliable: false,
+            rc: Default::default(),
         }
     }
 

@@ -1,20 +1,23 @@
 //! The streaming analysis engine: fed one parsed frame at a time by any source (file, live capture), it keeps
 //! per-flow transport state in memory bounded by the number of flows, not by the capture size.
+mod congestion;
+pub mod diagnosis;
 pub mod events;
 pub mod flow;
 pub mod psn;
+mod requests;
+mod responses;
 pub mod series;
 
-use parsers::aeth::{NakCode, Syndrome};
 use parsers::frame::{Addr, Frame, Roce};
 use parsers::icrc::IcrcStatus;
 use parsers::mac_control::MacControl;
-use parsers::opcode::{CNP, Position};
+use parsers::opcode::CNP;
 use rustc_hash::FxHashMap;
 
 use events::{Event, Events, Kind};
-use flow::{Flow, FlowKey, Timing};
-use psn::{MTUS as MTU_CANDIDATES, Step};
+use flow::{Flow, FlowKey};
+use psn::MTUS as MTU_CANDIDATES;
 
 /// What the analysis assumes where the wire does not say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +30,9 @@ pub struct Config {
     pub cnp_window_nanos: u64,
     /// RNR NAKs on one flow within one second that make a storm.
     pub rnr_storm: u64,
+    /// Requests unanswered for longer than this are a stall (and, with nothing ever back, no response; a
+    /// requester silent this long after resending gave up).
+    pub stall_nanos: u64,
 }
 
 impl Config {
@@ -35,6 +41,10 @@ impl Config {
     pub const DEFAULT_CNP_WINDOW_US: u64 = 1000;
     /// `--link-speed`, when not given.
     pub const DEFAULT_LINK_SPEED_BPS: u64 = 100_000_000_000;
+    /// `--stall-ms`: an RC responder acknowledges within microseconds; a second is past the local ACK
+    /// timeout of perftest (4.096 µs × 2^14 = 67 ms) and of the generator (2^17: 0.54 s), so a request
+    /// unanswered this long was resent at least once, or the requester waits on a peer that is gone.
+    pub const DEFAULT_STALL_MS: u64 = 1000;
 }
 
 impl Default for Config {
@@ -44,6 +54,7 @@ impl Default for Config {
             link_speed_bps: Self::DEFAULT_LINK_SPEED_BPS,
             cnp_window_nanos: Self::DEFAULT_CNP_WINDOW_US * 1000,
             rnr_storm: 10,
+            stall_nanos: Self::DEFAULT_STALL_MS * 1_000_000,
         }
     }
 }
@@ -132,7 +143,22 @@ pub struct Engine {
     /// 802.3x PAUSE frames: they pause the whole link.
     pub link_pause: PriorityPause,
     pub events: Events,
+    /// The diagnosis' events by condition, counted whether or not the event list kept them.
+    pub diagnosis: Diagnosis,
     inferred_mtu: u32,
+    /// When the stall sweep runs next (capture time).
+    next_sweep: u64,
+}
+
+/// How many of the diagnosis' events each condition has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Diagnosis {
+    pub stalls: u64,
+    pub no_response: u64,
+    /// Timeout retransmissions, retries and RNR retries exhausted.
+    pub timeouts: u64,
+    /// ACKs out of window, PSN reuse, MSN regressions, READ response mismatches.
+    pub violations: u64,
 }
 
 impl Engine {
@@ -147,13 +173,30 @@ impl Engine {
             pause: [PriorityPause::default(); 8],
             link_pause: PriorityPause::default(),
             events: Events::default(),
+            diagnosis: Diagnosis::default(),
             inferred_mtu: 0,
+            next_sweep: 0,
         }
+    }
+
+    /// Keeps a diagnosis event (a violation or a timeout) and counts it.
+    pub(crate) fn violation(&mut self, e: Event) {
+        match e.kind {
+            Kind::TimeoutRetransmission { .. } => self.diagnosis.timeouts += 1,
+            _ => self.diagnosis.violations += 1,
+        }
+        self.events.push(e);
     }
 
     /// Feeds one frame: `number` is its position in the capture (from 1), `ts` its time in nanoseconds.
     /// Returns how it was counted.
     pub fn ingest(&mut self, number: u64, ts: u64, frame: &Frame) -> Classified {
+        if ts >= self.next_sweep {
+            if self.next_sweep > 0 {
+                self.sweep(ts);
+            }
+            self.next_sweep = ts.saturating_add((self.cfg.stall_nanos / 4).max(1));
+        }
         let t = &mut self.totals;
         t.frames += 1;
         t.bytes += frame.orig_len as u64;
@@ -219,6 +262,7 @@ impl Engine {
             f.first_psn = roce.bth.psn;
         }
         f.last_psn = roce.bth.psn;
+        f.prev_ts = f.last_ts;
         f.last_ts = ts;
         f.series
             .add(ts.saturating_sub(start), frame.orig_len as u64);
@@ -264,7 +308,7 @@ impl Engine {
             f.src_qp = Some(deth.src_qp);
         }
         if ecn == 3 {
-            self.ce_marked(id, ts);
+            self.ce_marked(id, ts, number);
         }
         if op.is_request() {
             self.request(id, number, ts, frame)
@@ -332,340 +376,6 @@ impl Engine {
         quanta as f64 * 512.0 * 1e6 / self.cfg.link_speed_bps.max(1) as f64
     }
 
-    fn request(&mut self, id: u32, number: u64, ts: u64, frame: &Frame) -> Class {
-        let Some(roce) = &frame.roce else {
-            return Class::Other;
-        };
-        let bth = roce.bth;
-        let op = bth.op();
-        let payload = roce.payload_len.unwrap_or(0) as u64;
-        let mtu = self.mtu();
-        let read_len = if op.is_read_request() {
-            roce.ext.reth.map(|r| r.dma_len)
-        } else {
-            None
-        };
-        let consumes = op.psns_consumed(read_len, mtu);
-        // Full-size segments reveal the path MTU.
-        if matches!(op.position(), Some(Position::First | Position::Middle))
-            && payload as u32 > self.inferred_mtu
-        {
-            self.inferred_mtu = payload as u32;
-        }
-        let f = &mut self.flows[id as usize];
-        f.requests += 1;
-        let (step, taken) = f.psn.request(bth.psn, consumes, read_len.unwrap_or(0));
-        let retransmitted = matches!(step, Step::Retransmit { .. });
-        let class = match step {
-            Step::Gap { .. } => Class::Gap,
-            Step::Retransmit { .. } => Class::Retransmission,
-            Step::First | Step::InOrder => Class::Request,
-        };
-        match step {
-            Step::Gap { expected, missing } => {
-                let after = psn::add(expected, u32::MAX);
-                self.events.push(Event {
-                    ts_nanos: ts,
-                    flow: Some(id),
-                    frame: number,
-                    kind: Kind::PsnGap { missing, after },
-                });
-            }
-            Step::Retransmit { rewind: true, .. } => {
-                let behind = (-psn::diff(bth.psn, f.psn.next)) as u32;
-                let after_nak_us = f.nak_ts.take().map(|nak| ts.saturating_sub(nak) / 1000);
-                let after_progress_us = ts.saturating_sub(f.progress_ts) / 1000;
-                self.events.push(Event {
-                    ts_nanos: ts,
-                    flow: Some(id),
-                    frame: number,
-                    kind: Kind::GoBackN {
-                        from: bth.psn,
-                        behind,
-                        after_nak_us,
-                        after_progress_us,
-                    },
-                });
-            }
-            _ => {}
-        }
-        let f = &mut self.flows[id as usize];
-        if retransmitted {
-            f.retransmitted_bytes += payload;
-        } else {
-            f.progress_ts = ts;
-        }
-        // Timing: every new request waits for its ACK; READs also for their first response.
-        let t = &mut f.timing;
-        if t.outstanding.len() == Timing::PENDING_LIMIT {
-            t.outstanding.pop_front();
-        }
-        // READs are timed to their first response, not here; retransmissions are ambiguous (Karn).
-        t.outstanding
-            .push_back((bth.psn, ts, retransmitted || read_len.is_some()));
-        if read_len.is_some() && !retransmitted {
-            if t.reads.len() == Timing::PENDING_LIMIT {
-                t.reads.pop_front();
-            }
-            t.reads.push_back((bth.psn, ts));
-        }
-        if taken {
-            self.message(id, ts, number, frame);
-        }
-        let f = &mut self.flows[id as usize];
-        if !f.registered {
-            f.registered = true;
-            self.requesters
-                .entry((f.key.src, f.key.dst))
-                .or_default()
-                .push(id);
-        }
-        class
-    }
-
-    fn message(&mut self, id: u32, ts: u64, number: u64, frame: &Frame) {
-        let Some(roce) = &frame.roce else { return };
-        let op = roce.bth.op();
-        if !op.is_send_or_write() {
-            return;
-        }
-        let payload = roce.payload_len.unwrap_or(0) as u64;
-        let dma_len = roce.ext.reth.map(|r| r.dma_len);
-        let m = &mut self.flows[id as usize].messages;
-        let finished = match op.position() {
-            Some(Position::Only) => Some((dma_len, payload)),
-            Some(Position::First) => {
-                m.open = Some((dma_len, payload));
-                None
-            }
-            Some(Position::Middle) => {
-                if let Some(open) = &mut m.open {
-                    open.1 += payload;
-                }
-                None
-            }
-            Some(Position::Last) => m.open.take().map(|(len, bytes)| (len, bytes + payload)),
-            None => None,
-        };
-        if let Some((len, size)) = finished {
-            m.complete(size);
-            if let Some(len) = len.filter(|len| u64::from(*len) != size) {
-                m.length_mismatches += 1;
-                self.events.push(Event {
-                    ts_nanos: ts,
-                    flow: Some(id),
-                    frame: number,
-                    kind: Kind::LengthMismatch {
-                        dma_len: len,
-                        payload: size,
-                    },
-                });
-            }
-        }
-    }
-
-    /// The requester flow whose requests this response (from B to A) answers: the flow already paired, or
-    /// a flow from A to B whose PSN space holds `psn`.
-    fn pair(&mut self, id: u32, psn: u32) -> Option<u32> {
-        let f = &self.flows[id as usize];
-        if let Some(p) = f.paired_with {
-            return Some(p);
-        }
-        let candidates = self.requesters.get(&(f.key.dst, f.key.src))?;
-        let found = candidates.iter().copied().find(|c| {
-            let r = &self.flows[*c as usize];
-            r.paired_with.is_none() && (r.psn.covers(psn) || r.psn.next == psn)
-        })?;
-        self.flows[id as usize].paired_with = Some(found);
-        self.flows[found as usize].paired_with = Some(id);
-        Some(found)
-    }
-
-    fn response(&mut self, id: u32, number: u64, ts: u64, frame: &Frame) -> Class {
-        let Some(roce) = &frame.roce else {
-            return Class::Other;
-        };
-        let bth = roce.bth;
-        let op = bth.op();
-        let requester = self.pair(id, bth.psn);
-        self.flows[id as usize].responses += 1;
-        if op.is_read_response() {
-            self.read_response(id, requester, number, ts, frame);
-        }
-        let Some(aeth) = roce.ext.aeth else {
-            return Class::Response;
-        };
-        let syndrome = aeth.decoded();
-        let f = &mut self.flows[id as usize];
-        match syndrome {
-            Syndrome::Ack { .. } => {
-                if op.is_ack() {
-                    f.resp.acks += 1;
-                    if f.resp.last_ack == Some((bth.psn, aeth.msn)) {
-                        f.resp.duplicate_acks += 1;
-                    }
-                    f.resp.last_ack = Some((bth.psn, aeth.msn));
-                } else if op.is_atomic_ack() {
-                    f.resp.atomic_acks += 1;
-                }
-                if let Some(r) = requester {
-                    self.acknowledged(r, bth.psn, ts);
-                }
-                Class::Response
-            }
-            Syndrome::RnrNak { timer } => {
-                let r = &mut f.resp;
-                r.rnr_naks += 1;
-                r.rnr_timers[usize::from(timer & 31)] += 1;
-                if r.rnr_naks == 1 {
-                    r.first_rnr_ts = ts;
-                }
-                r.last_rnr_ts = ts;
-                if r.rnr_naks <= self.cfg.rnr_storm {
-                    let timer_us = syndrome.rnr_micros().unwrap_or(0);
-                    self.events.push(Event {
-                        ts_nanos: ts,
-                        flow: Some(id),
-                        frame: number,
-                        kind: Kind::RnrNak {
-                            psn: bth.psn,
-                            timer_us,
-                        },
-                    });
-                }
-                if let Some(r) = requester {
-                    self.flows[r as usize].nak_ts = Some(ts);
-                }
-                Class::RnrNak
-            }
-            Syndrome::Nak(code) => {
-                let n = &mut f.resp.naks;
-                match code {
-                    NakCode::PsnSequenceError => n.psn_seq_err += 1,
-                    NakCode::InvalidRequest => n.invalid_request += 1,
-                    NakCode::RemoteAccessError => n.remote_access += 1,
-                    NakCode::RemoteOperationalError => n.remote_op += 1,
-                    NakCode::InvalidRdRequest => n.invalid_rd_request += 1,
-                    NakCode::Reserved(_) => n.reserved += 1,
-                }
-                self.events.push(Event {
-                    ts_nanos: ts,
-                    flow: Some(id),
-                    frame: number,
-                    kind: Kind::Nak { code, psn: bth.psn },
-                });
-                if let Some(r) = requester {
-                    self.flows[r as usize].nak_ts = Some(ts);
-                    // A NAK for PSN n acknowledges every PSN before n.
-                    self.acknowledged(r, psn::add(bth.psn, u32::MAX), ts);
-                }
-                Class::Nak
-            }
-            Syndrome::Reserved { .. } => Class::Response,
-        }
-    }
-
-    fn read_response(
-        &mut self,
-        id: u32,
-        requester: Option<u32>,
-        number: u64,
-        ts: u64,
-        frame: &Frame,
-    ) {
-        let Some(roce) = &frame.roce else { return };
-        let bth = roce.bth;
-        let f = &mut self.flows[id as usize];
-        f.resp.read_responses += 1;
-        let position = bth.op().position();
-        if matches!(position, Some(Position::Middle | Position::Last))
-            && let Some(expected) = f.resp.next_read_psn
-            && psn::diff(bth.psn, expected) > 0
-        {
-            f.resp.implied_naks += 1;
-            self.events.push(Event {
-                ts_nanos: ts,
-                flow: Some(id),
-                frame: number,
-                kind: Kind::ImpliedNak {
-                    expected,
-                    got: bth.psn,
-                },
-            });
-        }
-        let f = &mut self.flows[id as usize];
-        f.resp.next_read_psn = Some(psn::add(bth.psn, 1));
-        if matches!(position, Some(Position::First | Position::Middle)) {
-            let payload = roce.payload_len.unwrap_or(0) as u32;
-            self.inferred_mtu = self.inferred_mtu.max(payload);
-        }
-        if let (Some(r), Some(Position::First | Position::Only)) = (requester, position) {
-            let t = &mut self.flows[r as usize].timing;
-            while let Some(&(psn, sent)) = t.reads.front() {
-                if psn::diff(psn, bth.psn) > 0 {
-                    break;
-                }
-                t.reads.pop_front();
-                if psn == bth.psn {
-                    Timing::record(&mut t.read, ts.saturating_sub(sent));
-                }
-            }
-        }
-    }
-
-    /// An ACK for `psn` covers every outstanding request up to it: sample the latency of the one it names.
-    fn acknowledged(&mut self, requester: u32, psn: u32, ts: u64) {
-        let t = &mut self.flows[requester as usize].timing;
-        while let Some(&(p, sent, unsampled)) = t.outstanding.front() {
-            if psn::diff(p, psn) > 0 {
-                break;
-            }
-            t.outstanding.pop_front();
-            if p == psn && !unsampled {
-                Timing::record(&mut t.ack, ts.saturating_sub(sent));
-            }
-        }
-    }
-
-    fn ce_marked(&mut self, id: u32, ts: u64) {
-        let f = &mut self.flows[id as usize];
-        f.expire_ce(ts.saturating_sub(self.cfg.cnp_window_nanos));
-        if f.ce_pending.len() == flow::CE_PENDING_LIMIT {
-            // More marks within one window than a link carries: the oldest is settled as unanswered.
-            f.expire_ce(u64::MAX);
-        }
-        f.ce_pending.push_back(ts);
-    }
-
-    /// A CNP in flow `id` (from B to A) answers the CE marks of the flow it is paired with, or of every flow
-    /// from A to B when it is not paired.
-    fn cnp_received(&mut self, id: u32, ts: u64) {
-        let f = &self.flows[id as usize];
-        if let Some(p) = f.paired_with {
-            self.answer_ce(p, ts);
-            return;
-        }
-        let reverse = (f.key.dst, f.key.src);
-        let n = self.requesters.get(&reverse).map_or(0, Vec::len);
-        for i in 0..n {
-            if let Some(t) = self
-                .requesters
-                .get(&reverse)
-                .and_then(|v| v.get(i))
-                .copied()
-            {
-                self.answer_ce(t, ts);
-            }
-        }
-    }
-
-    /// A CNP at `ts` toward the sender of flow `id`: its pending CE marks are answered if within the window.
-    fn answer_ce(&mut self, id: u32, ts: u64) {
-        let f = &mut self.flows[id as usize];
-        f.expire_ce(ts.saturating_sub(self.cfg.cnp_window_nanos));
-        f.ce_pending.clear();
-    }
-
     /// Closes what only the end of the capture settles: pending CE marks, RNR storms, PFC summaries.
     pub fn finish(&mut self) {
         let end = self.totals.last_ts;
@@ -675,11 +385,11 @@ impl Engine {
             f.psn.settle(mtu);
             // Marks within the last window of the capture may have been answered after it ended.
             f.expire_ce(end.saturating_sub(window));
-            if f.ce_without_cnp > 0 {
+            if let Some((ce_ts, ce_frame)) = f.first_unanswered_ce {
                 self.events.push(Event {
-                    ts_nanos: f.last_ts,
+                    ts_nanos: ce_ts,
                     flow: Some(id as u32),
-                    frame: f.first_frame,
+                    frame: ce_frame,
                     kind: Kind::CeWithoutCnp {
                         count: f.ce_without_cnp,
                     },
@@ -693,7 +403,7 @@ impl Engine {
                 self.events.push(Event {
                     ts_nanos: r.first_rnr_ts,
                     flow: Some(id as u32),
-                    frame: f.first_frame,
+                    frame: r.first_rnr_frame,
                     kind: Kind::RnrStorm {
                         count: r.rnr_naks,
                         span_us: span / 1000,
@@ -724,6 +434,7 @@ impl Engine {
                 });
             }
         }
-        self.events.list.sort_by_key(|e| e.ts_nanos);
+        self.diagnose_at_end();
+        self.events.list.sort_by_key(|e| (e.ts_nanos, e.frame));
     }
 }

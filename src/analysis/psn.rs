@@ -1,6 +1,21 @@
 //! The requester-side PSN tracker (the 24-bit arithmetic is `parsers::psn`).
 pub use parsers::psn::{MTUS, add, diff, read_psns};
 
+/// How far behind the highest PSN a response may still acknowledge, on a long connection (half the PSN
+/// space: serial arithmetic cannot tell further).
+const WINDOW_BEHIND: i32 = 1 << 22;
+
+/// True when the READ `(psn, len)` before a request at `next` ends there: at the path MTU `mtu`, or at
+/// some MTU when it is not known.
+fn ends_at((read_psn, len): (u32, u32), next: u32, mtu: Option<u32>) -> bool {
+    match mtu {
+        Some(m) => add(read_psn, read_psns(len, m)) == next,
+        None => MTUS
+            .iter()
+            .any(|m| add(read_psn, read_psns(len, *m)) == next),
+    }
+}
+
 /// Which request PSNs were seen, for the last `WINDOW` PSNs up to the highest: enough to tell a
 /// go-back-N duplicate from the first copy of a PSN that had been missing, in bounded memory.
 #[derive(Debug, Clone)]
@@ -70,7 +85,24 @@ pub enum Step {
     /// At or behind the highest PSN: a retransmission. `rewind` when it starts a go-back-N episode,
     /// `duplicate` when this exact PSN was already seen.
     Retransmit { duplicate: bool, rewind: bool },
+    /// Behind the expected PSN, on a PSN a READ consumed but did not start (a READ request is resent from
+    /// its first PSN): a new request reusing the READ's PSNs, not a retransmission.
+    Reuse { read_psn: u32, read_psns: u32 },
 }
+
+/// What [`RequestPsns::request`] made of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Taken {
+    pub step: Step,
+    /// The responder takes it (it carries the responder's expected PSN).
+    pub taken: bool,
+    /// It was taken as in order by guessing the path MTU of the READ before it (PSN, DMA length): to be
+    /// checked once the MTU is known.
+    pub guessed_read: Option<(u32, u32)>,
+}
+
+/// READs remembered for telling a reuse of their PSNs from a resend.
+const READS_KEPT: usize = 8;
 
 /// The requester-side PSN state of a flow.
 #[derive(Debug, Clone, Default)]
@@ -80,10 +112,10 @@ pub struct RequestPsns {
     pub highest: u32,
     /// The PSN the next new request should carry.
     pub next: u32,
-    /// The successor of the previous request packet, whatever it was: a retransmission that is not it
-    /// starts a new go-back-N episode.
+    /// The successor of the previous request packet, whatever it was: a retransmission behind it starts a
+    /// new go-back-N episode.
     prev_next: u32,
-    started: bool,
+    pub(crate) started: bool,
     /// A READ whose PSN consumption is not known yet (path MTU unknown): (PSN, DMA length).
     pending_read: Option<(u32, u32)>,
     /// The responder's expected PSN, as an RC responder keeps it: it takes only the request carrying it
@@ -92,20 +124,35 @@ pub struct RequestPsns {
     /// The last request taken was a READ of unknown PSN consumption: (PSN, DMA length).
     epsn_read: Option<(u32, u32)>,
     seen: SeenWindow,
+    /// The last READs: (first PSN, PSNs it takes), newest at `reads_at - 1`.
+    reads: [(u32, u32); READS_KEPT],
+    reads_at: usize,
     pub gap_events: u64,
     pub missing: u64,
     pub retransmitted: u64,
     pub duplicates: u64,
     pub episodes: u64,
+    /// New requests on PSNs a READ consumed.
+    pub reused: u64,
 }
 
 impl RequestPsns {
     /// Feeds one request. `consumes` is the number of PSNs it takes (READ: one per response packet),
-    /// or `None` for a READ of `read_len` bytes while the path MTU is unknown. Returns what it did to the
-    /// sequence and whether the responder takes it (it carries the responder's expected PSN).
-    pub fn request(&mut self, psn: u32, consumes: Option<u32>, read_len: u32) -> (Step, bool) {
+    /// or `None` for a READ of `read_len` bytes while the path MTU is unknown; `mtu` is the path MTU known
+    /// now, if any (it settles the PSNs of a READ before this request). Returns what it did to the
+    /// sequence.
+    pub fn request(
+        &mut self,
+        psn: u32,
+        consumes: Option<u32>,
+        read_len: u32,
+        mtu: Option<u32>,
+    ) -> Taken {
         let width = consumes.unwrap_or(1);
         let unknown_read = consumes.is_none().then_some((psn, read_len));
+        if width > 1 {
+            self.remember_read(psn, width);
+        }
         if !self.started {
             self.started = true;
             self.first = psn;
@@ -116,35 +163,18 @@ impl RequestPsns {
             self.epsn = self.next;
             self.epsn_read = unknown_read;
             self.mark(psn, width);
-            return (Step::First, true);
+            return Taken {
+                step: Step::First,
+                taken: true,
+                guessed_read: None,
+            };
         }
-        let explained = |read: Option<(u32, u32)>| {
-            read.is_some_and(|(read_psn, len)| {
-                MTUS.iter()
-                    .any(|m| add(read_psn, read_psns(len, *m)) == psn)
-            })
-        };
-        let taken = psn == self.epsn || explained(self.epsn_read);
+        let taken = psn == self.epsn || self.epsn_read.is_some_and(|r| ends_at(r, psn, mtu));
         if taken {
             self.epsn = add(psn, width);
             self.epsn_read = unknown_read;
         }
-        let mut expected = self.next;
-        if let Some((read_psn, len)) = self.pending_read.take() {
-            // The READ before took one PSN per response packet at some path MTU: any jump one of the
-            // MTUs explains is in order.
-            if let Some(n) = MTUS
-                .iter()
-                .map(|m| read_psns(len, *m))
-                .find(|n| add(read_psn, *n) == psn)
-            {
-                expected = add(read_psn, n);
-                if diff(expected, self.next) > 0 {
-                    self.next = expected;
-                    self.highest = add(expected, u32::MAX);
-                }
-            }
-        }
+        let (expected, guessed_read) = self.settle_read_before(psn, mtu);
         let ahead = diff(psn, expected);
         let step = if ahead == 0 {
             Step::InOrder
@@ -155,30 +185,122 @@ impl RequestPsns {
                 expected,
                 missing: ahead as u32,
             }
-        } else {
-            // A resend of a PSN shortly before the first one seen (within a window): its first copy was
-            // lost before the capture point, or the capture started after it. The flow's PSN space starts
-            // there. (Far behind is not a resend: a new connection on the QP number.)
-            let before_first = diff(psn, self.first);
-            if before_first < 0 && before_first > -(SeenWindow::WINDOW as i32) {
-                self.first = psn;
+        } else if let Some((read_psn, read_psns)) = self.read_inside(psn) {
+            self.reused += 1;
+            Step::Reuse {
+                read_psn,
+                read_psns,
             }
-            let duplicate = self.seen_before(psn);
-            let rewind = psn != self.prev_next;
-            self.retransmitted += 1;
-            self.duplicates += u64::from(duplicate);
-            self.episodes += u64::from(rewind);
-            Step::Retransmit { duplicate, rewind }
+        } else {
+            self.resend(psn)
         };
         let end = add(psn, width);
         self.prev_next = end;
         if diff(end, self.next) > 0 {
             self.next = end;
             self.highest = add(end, u32::MAX);
-            self.pending_read = consumes.is_none().then_some((psn, read_len));
+            self.pending_read = unknown_read;
         }
         self.mark(psn, width);
-        (step, taken)
+        Taken {
+            step,
+            taken,
+            guessed_read: guessed_read.filter(|_| step == Step::InOrder),
+        }
+    }
+
+    /// The PSN expected now: a READ of unknown PSN consumption before this request took one PSN per
+    /// response packet, at the known path MTU, or else at any MTU whose consumption ends at `psn` (then
+    /// the READ is returned as guessed).
+    fn settle_read_before(&mut self, psn: u32, mtu: Option<u32>) -> (u32, Option<(u32, u32)>) {
+        let Some((read_psn, len)) = self.pending_read.take() else {
+            return (self.next, None);
+        };
+        let width = match mtu {
+            Some(m) => Some(read_psns(len, m)),
+            None => MTUS
+                .iter()
+                .map(|m| read_psns(len, *m))
+                .find(|n| add(read_psn, *n) == psn),
+        };
+        let Some(n) = width else {
+            return (self.next, None);
+        };
+        self.remember_read(read_psn, n);
+        let expected = add(read_psn, n);
+        if diff(expected, self.next) > 0 {
+            self.next = expected;
+            self.highest = add(expected, u32::MAX);
+        }
+        (self.next, mtu.is_none().then_some((read_psn, len)))
+    }
+
+    /// A request behind the expected PSN that is not a reuse: a retransmission.
+    fn resend(&mut self, psn: u32) -> Step {
+        // A resend of a PSN shortly before the first one seen (within a window): its first copy was
+        // lost before the capture point, or the capture started after it. The flow's PSN space starts
+        // there. (Far behind is not a resend: a new connection on the QP number.)
+        let before_first = diff(psn, self.first);
+        if before_first < 0 && before_first > -(SeenWindow::WINDOW as i32) {
+            self.first = psn;
+        }
+        let duplicate = self.seen_before(psn);
+        // Going back starts an episode; a skip forward within the resends is a resend lost before the
+        // capture point, not a new go-back-N.
+        let rewind = diff(psn, self.prev_next) < 0;
+        self.retransmitted += 1;
+        self.duplicates += u64::from(duplicate);
+        self.episodes += u64::from(rewind);
+        Step::Retransmit { duplicate, rewind }
+    }
+
+    fn remember_read(&mut self, psn: u32, width: u32) {
+        if let Some(slot) = self.reads.get_mut(self.reads_at % READS_KEPT) {
+            *slot = (psn, width);
+        }
+        self.reads_at += 1;
+    }
+
+    /// The READ (first PSN, PSNs) whose PSNs hold `psn` past its first, if one of the last ones does.
+    fn read_inside(&self, psn: u32) -> Option<(u32, u32)> {
+        let kept = self.reads_at.min(READS_KEPT);
+        (1..=kept)
+            .filter_map(|back| self.reads.get((self.reads_at - back) % READS_KEPT))
+            .copied()
+            .find(|&(start, width)| {
+                let into = diff(psn, start);
+                into > 0 && (into as u32) < width
+            })
+    }
+
+    /// A new connection on the flow's QP number: the PSN space starts again at the next request (the
+    /// counts are kept).
+    pub fn new_epoch(&mut self) {
+        *self = RequestPsns {
+            gap_events: self.gap_events,
+            missing: self.missing,
+            retransmitted: self.retransmitted,
+            duplicates: self.duplicates,
+            episodes: self.episodes,
+            reused: self.reused,
+            ..RequestPsns::default()
+        };
+    }
+
+    /// The PSNs a response may name: from the first request of the connection (or a window behind the
+    /// highest, on a long one) to the highest, widened for a READ whose consumption is not known yet.
+    pub fn window(&self) -> (u32, u32) {
+        let hi = match self.pending_read {
+            Some((psn, len)) => add(psn, read_psns(len, MTUS[0]) - 1),
+            None => self.highest,
+        };
+        let span = diff(hi, self.first);
+        let lo = if (0..WINDOW_BEHIND).contains(&span) {
+            self.first
+        } else {
+            add(hi, (WINDOW_BEHIND as u32).wrapping_neg())
+        };
+        (lo, hi)
     }
 
     /// At the end of the capture: the last READ's PSN consumption, with the path MTU known by then.
@@ -265,7 +387,8 @@ mod tests {
             (7, Step::InOrder, true),
         ];
         for (psn, step, taken) in expected {
-            assert_eq!(t.request(psn, Some(1), 0), (step, taken), "PSN {psn}");
+            let got = t.request(psn, Some(1), 0, None);
+            assert_eq!((got.step, got.taken), (step, taken), "PSN {psn}");
         }
         assert_eq!(
             (
@@ -284,7 +407,7 @@ mod tests {
         let mut t = RequestPsns::default();
         // PSN 10 was lost before the capture: 11 and 12 come first, then go-back-N resends 10, 11, 12.
         for psn in [11, 12, 10, 11, 12, 13] {
-            t.request(psn, Some(1), 0);
+            t.request(psn, Some(1), 0, None);
         }
         assert_eq!((t.first, t.highest, t.next), (10, 13, 14));
         assert_eq!((t.retransmitted, t.episodes, t.gap_events), (3, 1, 0));
@@ -303,16 +426,61 @@ mod tests {
             (3, false),
             (4, true),
         ] {
-            assert_eq!(t.request(psn, Some(1), 0).1, taken, "PSN {psn}");
+            assert_eq!(t.request(psn, Some(1), 0, None).taken, taken, "PSN {psn}");
         }
     }
 
     #[test]
     fn read_with_unknown_mtu_is_not_a_gap() {
         let mut t = RequestPsns::default();
-        t.request(100, None, 3000);
+        t.request(100, None, 3000, None);
         // At MTU 1024 the READ took PSNs 100-102.
-        assert_eq!(t.request(103, Some(1), 0), (Step::InOrder, true));
+        let next = t.request(103, Some(1), 0, None);
+        assert_eq!((next.step, next.taken), (Step::InOrder, true));
+        // Guessed at MTU 1024: to be checked once the MTU is known.
+        assert_eq!(next.guessed_read, Some((100, 3000)));
         assert_eq!(t.gap_events, 0);
+    }
+
+    #[test]
+    fn a_request_on_a_psn_the_read_consumed_is_a_reuse_not_a_resend() {
+        // The corpus' rping stall: a READ of 2400 bytes at PSN 7488511, path MTU 1024 (learnt from its
+        // first response), takes 7488511-7488513; the next SEND carries 7488513.
+        let mut t = RequestPsns::default();
+        t.request(7_488_511, None, 2400, None);
+        let send = t.request(7_488_513, Some(1), 0, Some(1024));
+        assert_eq!(
+            send.step,
+            Step::Reuse {
+                read_psn: 7_488_511,
+                read_psns: 3
+            }
+        );
+        assert_eq!((t.reused, t.retransmitted, t.next), (1, 0, 7_488_514));
+        // The READ resent from its first PSN is a retransmission.
+        let again = t.request(7_488_511, None, 2400, Some(1024));
+        assert!(matches!(again.step, Step::Retransmit { .. }));
+        // With the MTU known from the start the READ takes 3 PSNs at once.
+        let mut k = RequestPsns::default();
+        k.request(10, Some(3), 2400, Some(1024));
+        assert!(matches!(
+            k.request(12, Some(1), 0, Some(1024)).step,
+            Step::Reuse { .. }
+        ));
+    }
+
+    #[test]
+    fn the_response_window_spans_the_connection() {
+        let mut t = RequestPsns::default();
+        for psn in [0xFF_FFFE, 0xFF_FFFF, 0, 1] {
+            t.request(psn, Some(1), 0, None);
+        }
+        assert_eq!(t.window(), (0xFF_FFFE, 1));
+        // An unknown READ widens the top by what it could take at the smallest MTU.
+        t.request(2, None, 1024, None);
+        assert_eq!(t.window(), (0xFF_FFFE, 5));
+        t.new_epoch();
+        t.request(500, Some(1), 0, None);
+        assert_eq!((t.first, t.window()), (500, (500, 500)));
     }
 }

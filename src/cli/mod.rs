@@ -78,6 +78,10 @@ impl RoceFlags {
 /// What the analysis assumes where the wire does not say.
 #[derive(Args, Debug, Clone)]
 pub struct AnalysisFlags {
+    /// Requests unanswered for longer than this many milliseconds are a stall (and a requester silent this
+    /// long after resending gave up).
+    #[arg(long, default_value_t = analysis::Config::DEFAULT_STALL_MS, value_name = "MS")]
+    pub stall_ms: u64,
     /// Path MTU in bytes (256, 512, 1024, 2048, 4096); inferred from full-size segments by default.
     #[arg(long, value_parser = parse_mtu)]
     pub mtu: Option<u32>,
@@ -95,6 +99,7 @@ impl AnalysisFlags {
             mtu: self.mtu,
             link_speed_bps: self.link_speed,
             cnp_window_nanos: self.cnp_window_us.saturating_mul(1000),
+            stall_nanos: self.stall_ms.saturating_mul(1_000_000).max(1),
             ..Default::default()
         }
     }
@@ -112,7 +117,8 @@ fn pipeline_config(roce: &RoceFlags, analysis: &AnalysisFlags) -> pipeline::Conf
 #[derive(Args, Debug, Clone)]
 pub struct FailOnFlag {
     /// Exit with status 3 when any of these is present (comma list): gaps, naks, rnr,
-    /// retransmissions, ce, cnp, icrc, malformed.
+    /// retransmissions, ce, cnp, icrc, malformed, stall, no_response, timeouts, violations, no_roce; all
+    /// for every one.
     #[arg(long, value_name = "LIST", value_parser = parse_fail_on)]
     pub fail_on: Option<FailOn>,
 }

@@ -85,19 +85,29 @@ pub struct OpcodeSet(pub Box<[bool; 256]>);
 #[derive(Clone, Debug, Default)]
 pub struct FailOn(pub Vec<Condition>);
 
-/// A `--fail-on` list: condition names separated by commas.
+/// A `--fail-on` list: condition names separated by commas; `all` is every condition.
 pub fn parse_fail_on(s: &str) -> Result<FailOn, String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(|n| {
-            Condition::from_name(n).ok_or_else(|| {
+    let mut out: Vec<Condition> = Vec::new();
+    for n in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let named: Vec<Condition> = if n == "all" {
+            Condition::ALL.to_vec()
+        } else {
+            let c = Condition::from_name(n).ok_or_else(|| {
                 let names: Vec<&str> = Condition::ALL.iter().map(|c| c.name()).collect();
-                format!("unknown condition '{n}' (choose from {})", names.join(","))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(FailOn)
+                format!(
+                    "unknown condition '{n}' (choose from {}, or all)",
+                    names.join(",")
+                )
+            })?;
+            vec![c]
+        };
+        for c in named {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    }
+    Ok(FailOn(out))
 }
 
 #[cfg(test)]
@@ -125,5 +135,13 @@ mod tests {
             Ok(vec![Condition::Gaps, Condition::Ce])
         );
         assert!(parse_fail_on("loss").is_err());
+        assert_eq!(
+            parse_fail_on("stall,no_response,timeouts,violations,no_roce").map(|f| f.0.len()),
+            Ok(5)
+        );
+        assert_eq!(
+            parse_fail_on("gaps,all").map(|f| f.0),
+            Ok(Condition::ALL.to_vec())
+        );
     }
 }

@@ -37,10 +37,14 @@ pub fn run(cfg: &Config) -> ExitCode {
             .map_err(|e| e.to_string()),
         None => analyze(cfg).map(|r| (r, None)),
     };
-    let (report, index) = match analysed {
+    let (mut report, index) = match analysed {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
+    report.judge(&cfg.fail_on);
+    if let Some(why) = &report.capture.truncation {
+        eprintln!("rocescope: warning: {why}: analysed up to the cut");
+    }
     if let Err(e) = report::write(io::stdout().lock(), &report, cfg.json) {
         return fail(e);
     }
@@ -50,11 +54,7 @@ pub fn run(cfg: &Config) -> ExitCode {
             Err(e) => return fail(format!("cannot write the pictures: {e}")),
         }
     }
-    if report.fails_on(&cfg.fail_on) {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::from(report.exit_status())
 }
 
 /// The report of the file, with a progress bar on a terminal for files over 64 MiB.
@@ -66,10 +66,11 @@ fn analyze(cfg: &Config) -> Result<Report, String> {
     if let Some(bar) = bar.0 {
         bar.finish_and_clear();
     }
+    let mut report = Report::build(&run.engine, source.name());
     if let Some(e) = run.error {
-        return Err(e.to_string());
+        report.cut_short(e.to_string());
     }
-    Ok(Report::build(&run.engine, source.name()))
+    Ok(report)
 }
 
 /// The reading side of `analyze`: the progress bar, if any.

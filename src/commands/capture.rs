@@ -117,14 +117,15 @@ mod live {
             command: command.clone(),
             ..ended.stats
         });
+        report.judge(&cfg.fail_on);
         let to_stderr = cfg.session.write.as_deref() == Some(Path::new("-"));
         if to_stderr {
             report::write(io::stderr().lock(), &report, cfg.json)?;
         } else {
             report::write(io::stdout().lock(), &report, cfg.json)?;
         }
-        if report.fails_on(&cfg.fail_on) {
-            return Ok(3);
+        if !report.verdict.failed_on.is_empty() {
+            return Ok(report.exit_status());
         }
         if write_error {
             return Ok(1);

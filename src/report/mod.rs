@@ -1,9 +1,14 @@
 //! The analysis report: one data model built from the engine's state, written as text or as JSON.
 //! The JSON form is a stable interface, documented in the README ("analyze JSON schema").
 pub mod capture;
+mod detail;
 pub mod format;
 pub mod rank;
+pub mod story;
 pub mod text;
+pub mod verdict;
+
+pub use verdict::{Condition, Status, Verdict};
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
@@ -12,7 +17,7 @@ use serde::Serialize;
 
 use crate::analysis::events::Severity;
 use crate::analysis::flow::{Flow, NakCounts, Role};
-use crate::analysis::{Engine, series};
+use crate::analysis::{Diagnosis, Engine, series};
 use parsers::aeth::RNR_TIMER_MICROS;
 use parsers::opcode::Opcode;
 
@@ -31,6 +36,9 @@ pub struct Report {
     /// Absent for a capture file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture_stats: Option<capture::CaptureStats>,
+    /// The diagnosis' counts by condition (the verdict is judged again from them).
+    #[serde(skip)]
+    pub diagnosis: Diagnosis,
 }
 
 #[derive(Debug, Serialize)]
@@ -47,6 +55,11 @@ pub struct Capture {
     pub first_time: Option<f64>,
     pub last_time: Option<f64>,
     pub duration_s: f64,
+    /// The capture ended in the middle of a packet or block (a killed tcpdump): analysed up to the cut.
+    pub truncated: bool,
+    /// What the reader said of the cut, when truncated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncation: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -67,6 +80,11 @@ pub struct PsnReport {
     pub retransmitted: u64,
     pub duplicates: u64,
     pub retransmission_episodes: u64,
+    /// New requests on PSNs a READ consumed (`psn_reuse` events).
+    pub reused: u64,
+    /// New connections on the flow's QP number after the first (`new_epoch` events); `first` and `last`
+    /// are the last connection's.
+    pub epochs: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -213,75 +231,13 @@ pub struct EventReport {
     pub severity: Severity,
     pub kind: &'static str,
     pub flow: Option<u32>,
+    /// The frame that shows it.
     pub frame: u64,
+    /// The PSN it is about, if one.
+    pub psn: Option<u32>,
+    /// The figures it is made of (PSNs, counts, times: see docs/json.md), by name.
+    pub detail: serde_json::Map<String, serde_json::Value>,
     pub message: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Verdict {
-    pub status: Status,
-    /// Conditions present, by `--fail-on` name.
-    pub problems: Vec<Condition>,
-    pub text: String,
-}
-
-/// The verdict's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Fail,
-}
-
-/// A condition the verdict notes and `--fail-on` can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Condition {
-    Gaps,
-    Naks,
-    Rnr,
-    Retransmissions,
-    Ce,
-    Cnp,
-    Icrc,
-    Malformed,
-}
-
-impl Condition {
-    /// Every condition, in the order the verdict lists them.
-    pub const ALL: [Condition; 8] = [
-        Condition::Gaps,
-        Condition::Naks,
-        Condition::Rnr,
-        Condition::Retransmissions,
-        Condition::Ce,
-        Condition::Cnp,
-        Condition::Icrc,
-        Condition::Malformed,
-    ];
-
-    /// The `--fail-on` name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Condition::Gaps => "gaps",
-            Condition::Naks => "naks",
-            Condition::Rnr => "rnr",
-            Condition::Retransmissions => "retransmissions",
-            Condition::Ce => "ce",
-            Condition::Cnp => "cnp",
-            Condition::Icrc => "icrc",
-            Condition::Malformed => "malformed",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Condition> {
-        Condition::ALL.into_iter().find(|c| c.name() == name)
-    }
-
-    /// Congestion marking is a signal, not a failure: the verdict fails on loss, NAKs and damage.
-    pub fn fails(self) -> bool {
-        !matches!(self, Condition::Ce | Condition::Cnp)
-    }
 }
 
 fn secs(nanos: u64) -> f64 {
@@ -343,6 +299,8 @@ impl Report {
                 kind: e.kind.name(),
                 flow: e.flow,
                 frame: e.frame,
+                psn: e.kind.psn(),
+                detail: detail::of(&e.kind),
                 message: e.kind.to_string(),
             })
             .collect();
@@ -364,6 +322,8 @@ impl Report {
                 first_time: t.first_ts.map(secs),
                 last_time: t.first_ts.map(|_| secs(t.last_ts)),
                 duration_s: secs(t.last_ts.saturating_sub(first)),
+                truncated: false,
+                truncation: None,
             },
             config: ConfigUsed {
                 mtu: engine.mtu(),
@@ -379,11 +339,15 @@ impl Report {
             verdict: Verdict {
                 status: Status::Pass,
                 problems: Vec::new(),
+                fail_on: Vec::new(),
+                failed_on: Vec::new(),
+                exit_status: 0,
                 text: String::new(),
             },
             capture_stats: None,
+            diagnosis: engine.diagnosis,
         };
-        report.verdict = verdict(&report);
+        report.judge(&[]);
         report
     }
 
@@ -392,9 +356,22 @@ impl Report {
         &self.verdict.problems
     }
 
-    /// True when any of `fail_on` is present (`--fail-on`: exit status 3).
-    pub fn fails_on(&self, fail_on: &[Condition]) -> bool {
-        fail_on.iter().any(|c| self.present().contains(c))
+    /// Judges the verdict again for the `--fail-on` conditions `fail_on`.
+    pub fn judge(&mut self, fail_on: &[Condition]) {
+        self.verdict = Verdict::of(self, &self.diagnosis, fail_on, self.capture.truncated);
+    }
+
+    /// The capture was cut short after the frames analysed: `why` is the reader's one line.
+    pub fn cut_short(&mut self, why: String) {
+        self.capture.truncated = true;
+        self.capture.truncation = Some(why);
+        let fail_on = self.verdict.fail_on.clone();
+        self.judge(&fail_on);
+    }
+
+    /// The exit status the verdict gives.
+    pub fn exit_status(&self) -> u8 {
+        self.verdict.exit_status
     }
 }
 
@@ -446,6 +423,8 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: &[bool]) -> FlowRepor
             retransmitted: f.psn.retransmitted,
             duplicates: f.psn.duplicates,
             retransmission_episodes: f.psn.episodes,
+            reused: f.psn.reused,
+            epochs: f.rc.epochs,
         },
         acks: f.resp.acks,
         duplicate_acks: f.resp.duplicate_acks,
@@ -504,65 +483,6 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: &[bool]) -> FlowRepor
     }
 }
 
-fn verdict(r: &Report) -> Verdict {
-    let sum = |g: &dyn Fn(&FlowReport) -> u64| r.flows.iter().map(g).sum::<u64>();
-    let gaps = sum(&|f| f.psn.gap_events);
-    let missing = sum(&|f| f.psn.missing);
-    let naks = sum(&|f| f.naks.total());
-    let rnr = sum(&|f| f.rnr_naks);
-    let retx = sum(&|f| f.psn.retransmitted);
-    let ce = sum(&|f| f.ecn.ce);
-    let cnp = sum(&|f| f.cnp);
-    let icrc = r.capture.icrc_bad;
-    let malformed = r.capture.malformed;
-    let mut problems = Vec::new();
-    let mut parts = Vec::new();
-    let mut note = |present: bool, name: Condition, text: String| {
-        if present {
-            problems.push(name);
-            parts.push(text);
-        }
-    };
-    note(
-        gaps > 0,
-        Condition::Gaps,
-        format!("{gaps} PSN gaps ({missing} PSNs missing)"),
-    );
-    note(naks > 0, Condition::Naks, format!("{naks} NAKs"));
-    note(rnr > 0, Condition::Rnr, format!("{rnr} RNR NAKs"));
-    note(
-        retx > 0,
-        Condition::Retransmissions,
-        format!("{retx} retransmitted requests"),
-    );
-    note(ce > 0, Condition::Ce, format!("{ce} CE-marked packets"));
-    note(cnp > 0, Condition::Cnp, format!("{cnp} CNPs"));
-    note(icrc > 0, Condition::Icrc, format!("{icrc} bad ICRCs"));
-    note(
-        malformed > 0,
-        Condition::Malformed,
-        format!("{malformed} malformed frames"),
-    );
-    let failing = problems.iter().any(|p| p.fails());
-    let status = if failing { Status::Fail } else { Status::Pass };
-    let text = if parts.is_empty() {
-        format!(
-            "PASS: {} RoCE frames in {} flows, no gaps, NAKs, retransmissions or damage",
-            r.capture.roce_frames,
-            r.flows.len()
-        )
-    } else if failing {
-        format!("FAIL: {}", parts.join(", "))
-    } else {
-        format!("PASS with congestion signals: {}", parts.join(", "))
-    };
-    Verdict {
-        status,
-        problems,
-        text,
-    }
-}
-
 /// The report of a capture file (or `-`, standard input): the pipeline over it, nothing else.
 pub fn analyze_file(
     path: &std::path::Path,
@@ -570,10 +490,11 @@ pub fn analyze_file(
 ) -> Result<Report, String> {
     let mut source = crate::source::FileSource::open(path).map_err(|e| e.to_string())?;
     let run = crate::pipeline::run(&mut source, cfg, &mut (), ())?;
+    let mut report = Report::build(&run.engine, source.name());
     if let Some(e) = run.error {
-        return Err(e.to_string());
+        report.cut_short(e.to_string());
     }
-    Ok(Report::build(&run.engine, source.name()))
+    Ok(report)
 }
 
 /// Writes the report as JSON or text to `sink` (buffered); a reader that went away (a closed pipe) is not an

@@ -16,8 +16,16 @@ fn lat(l: &Option<super::Latency>) -> String {
     }
 }
 
-/// The text report: the capture, the flows, PFC, the events, the verdict.
+/// The text report: what happened, the capture, the flows, PFC, the events, the verdict.
 pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
+    let story = super::story::lines(r);
+    if !story.is_empty() {
+        writeln!(out, "What happened")?;
+        for line in &story {
+            writeln!(out, "  {line}")?;
+        }
+        writeln!(out)?;
+    }
     capture(out, r)?;
     writeln!(out)?;
     flows(out, r)?;
@@ -52,6 +60,9 @@ fn capture(out: &mut impl Write, r: &Report) -> io::Result<()> {
             out,
             "  path MTU unknown (no full-size segment; --mtu sets it)"
         )?,
+    }
+    if let Some(why) = &c.truncation {
+        writeln!(out, "  WARNING: {why}: analysed up to the cut")?;
     }
     if let Some(s) = &r.capture_stats {
         s.write_text(out)?;

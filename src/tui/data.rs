@@ -202,14 +202,16 @@ pub fn analyze(
     if indexing.stopped {
         return Err(LoadError::Stopped);
     }
-    if let Some(e) = run.error {
-        return Err(e.to_string().into());
-    }
+
     let header = match format {
         CaptureFormat::Pcap => read_prefix(path, 24)?,
         CaptureFormat::PcapNg => plain_pcapng_prefix(path, &indexing)?,
     };
-    let report = Report::build(&run.engine, src.name());
+    let mut report = Report::build(&run.engine, src.name());
+    if let Some(e) = run.error {
+        // A capture cut short (a killed tcpdump): what was read is analysed, and the report says so.
+        report.cut_short(e.to_string());
+    }
     let classes = run.engine_side;
     let index = Index {
         path: path.to_path_buf(),

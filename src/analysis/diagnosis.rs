@@ -1,0 +1,312 @@
+//! What broke, from the wire: the RC requester/responder state the checks need beyond the PSN tracker,
+//! the stall sweep while the capture goes on, and what only the end of the capture settles (stalls, no
+//! response, retries and RNR retries exhausted, PSN reuse of READs whose PSNs were guessed).
+use parsers::psn::{self, read_psns};
+
+use super::events::{Event, Kind};
+use super::{Engine, Flow};
+
+/// A flow's RC state for the diagnosis, as requester and as responder.
+#[derive(Debug, Clone, Default)]
+pub struct Rc {
+    /// The stall of the current episode (outstanding requests unanswered past the stall time): when the
+    /// oldest waited from, and its event's place in the list, to update when the answer comes.
+    pub(crate) stall: Option<(u64, Option<usize>)>,
+    /// The PSN the requester went back to last, without a NAK: how many times in a row, the last time.
+    pub(crate) resent: Option<Repeat>,
+    /// The PSN the responder RNR-NAKed last: how many times in a row, the last time.
+    pub(crate) rnr: Option<Repeat>,
+    /// When the requester last sent anything.
+    pub(crate) last_request_ts: u64,
+    /// READs taken as in order by guessing their path MTU: (READ PSN, DMA length, the request after it:
+    /// PSN, frame, time), checked once the MTU is known.
+    pub(crate) guessed: Vec<(u32, u32, u32, u64, u64)>,
+    /// As responder: the last MSN of an AETH.
+    pub(crate) last_msn: Option<u32>,
+    /// As responder: the READ whose responses are coming.
+    pub(crate) read: Option<ReadResponse>,
+    /// New connections seen on this flow's QP number after the first.
+    pub epochs: u64,
+    /// As requester: some response from its destination came.
+    pub(crate) answered: bool,
+}
+
+/// The same PSN met again and again (resent, or RNR-NAKed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Repeat {
+    pub psn: u32,
+    pub count: u32,
+    /// The last time, and its frame.
+    pub ts: u64,
+    pub frame: u64,
+}
+
+impl Repeat {
+    /// `psn` again at `ts`: one more if it is the same PSN, else the first of a new series.
+    pub(crate) fn again(last: Option<Repeat>, psn: u32, ts: u64, frame: u64) -> Repeat {
+        let count = match last {
+            Some(r) if r.psn == psn => r.count + 1,
+            _ => 1,
+        };
+        Repeat {
+            psn,
+            count,
+            ts,
+            frame,
+        }
+    }
+}
+
+/// The responses of one READ as they come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReadResponse {
+    pub read_psn: u32,
+    pub dma_len: u32,
+    pub bytes: u64,
+    pub packets: u32,
+    /// A response packet was missing (an implied NAK): the READ will be asked again, its lengths do not
+    /// tell.
+    pub skipped: bool,
+}
+
+/// Guessed READs kept per flow at most (each is a few bytes; a READ-heavy flow settles its MTU early).
+const GUESSED_KEPT: usize = 64;
+
+impl Rc {
+    pub(crate) fn guessed(&mut self, read: (u32, u32), next: u32, frame: u64, ts: u64) {
+        if self.guessed.len() < GUESSED_KEPT {
+            self.guessed.push((read.0, read.1, next, frame, ts));
+        }
+    }
+}
+
+/// The local ACK timeout exponent a timer that fired after `interval` ns implies: the largest n with
+/// 4.096 µs × 2^n at most the interval (IBTA 9.7.6.1.3).
+pub fn timeout_exponent(interval_ns: u64) -> u8 {
+    let units = interval_ns / 4096;
+    if units == 0 {
+        0
+    } else {
+        (63 - units.leading_zeros()).min(31) as u8
+    }
+}
+
+impl Engine {
+    /// Every so often while the capture goes on: requests unanswered for longer than the stall time are
+    /// a stall, reported once per episode (the event is updated when the answer comes, or at the end).
+    pub(crate) fn sweep(&mut self, now: u64) {
+        let stall = self.cfg.stall_nanos;
+        for id in 0..self.flows.len() {
+            let f = &self.flows[id];
+            if f.rc.stall.is_some() {
+                continue;
+            }
+            let Some(&(psn, since, frame, _)) = f.timing.outstanding.front() else {
+                continue;
+            };
+            if now.saturating_sub(since) <= stall {
+                continue;
+            }
+            let kind = stall_kind(f, psn, since, now, false);
+            let at = self.events.push(Event {
+                ts_nanos: now,
+                flow: Some(id as u32),
+                frame,
+                kind,
+            });
+            self.diagnosis.stalls += 1;
+            self.flows[id].rc.stall = Some((since, at));
+        }
+    }
+
+    /// The requester `id`'s oldest outstanding requests were answered at `ts`: a stall it was in is over.
+    pub(crate) fn stall_ends(&mut self, id: u32, ts: u64) {
+        if let Some((since, Some(at))) = self.flows[id as usize].rc.stall.take()
+            && let Some(Kind::Stall { waited_us, .. }) =
+                self.events.list.get_mut(at).map(|e| &mut e.kind)
+        {
+            *waited_us = ts.saturating_sub(since) / 1000;
+        }
+    }
+
+    /// At the end of the capture: stalls still going on, flows that never heard back, requesters that
+    /// gave up, READs whose guessed PSNs another request reused.
+    pub(crate) fn diagnose_at_end(&mut self) {
+        let end = self.totals.last_ts;
+        let stall = self.cfg.stall_nanos;
+        let mtu = self.mtu();
+        for id in 0..self.flows.len() {
+            let mut found = Vec::new();
+            let f = &self.flows[id];
+            let answered = f.rc.answered;
+            let rc_requests = f.requests > 0 && f.reliable;
+            if rc_requests && !answered && end.saturating_sub(f.first_ts) > stall {
+                found.push((
+                    f.first_frame,
+                    f.first_ts,
+                    Kind::NoResponse {
+                        requests: f.requests,
+                        first_psn: f.psn.first,
+                        waited_us: end.saturating_sub(f.first_ts) / 1000,
+                    },
+                ));
+            } else if let Some(&(psn, since, frame, _)) = f.timing.outstanding.front() {
+                found.extend(end_of_stall(f, psn, since, frame, end, stall));
+            }
+            found.extend(gave_up(f, end, stall));
+            if let Some(m) = mtu {
+                found.extend(reused_guessed_reads(f, m));
+            }
+            for (frame, ts, kind) in found {
+                self.note_end(id as u32, frame, ts, kind);
+            }
+        }
+    }
+
+    fn note_end(&mut self, id: u32, frame: u64, ts: u64, kind: Kind) {
+        match kind {
+            Kind::Stall {
+                waited_us, at_end, ..
+            } => {
+                // Reported during the capture already: the event says how long it lasted, and that it
+                // lasted to the end.
+                if let Some((_, at)) = self.flows[id as usize].rc.stall {
+                    if let Some(Kind::Stall {
+                        waited_us: w,
+                        at_end: e,
+                        ..
+                    }) = at
+                        .and_then(|at| self.events.list.get_mut(at))
+                        .map(|e| &mut e.kind)
+                    {
+                        *w = waited_us;
+                        *e = at_end;
+                    }
+                    return;
+                }
+                self.diagnosis.stalls += 1;
+            }
+            Kind::NoResponse { .. } => {
+                self.diagnosis.no_response += 1;
+                // A stall reported while the capture went on was this silence: it is the no response.
+                if let Some((_, at)) = self.flows[id as usize].rc.stall.take() {
+                    self.diagnosis.stalls -= 1;
+                    if let Some(e) = at.and_then(|at| self.events.list.get_mut(at)) {
+                        *e = Event {
+                            ts_nanos: ts,
+                            flow: Some(id),
+                            frame,
+                            kind,
+                        };
+                        return;
+                    }
+                }
+            }
+            Kind::RetryExhausted { .. } | Kind::RnrExhausted { .. } => self.diagnosis.timeouts += 1,
+            Kind::PsnReuse { .. } => self.diagnosis.violations += 1,
+            _ => {}
+        }
+        self.events.push(Event {
+            ts_nanos: ts,
+            flow: Some(id),
+            frame,
+            kind,
+        });
+    }
+}
+
+/// The stall of `f` whose oldest outstanding request (`psn`, sent at `since`) waited until `until`.
+fn stall_kind(f: &Flow, psn: u32, since: u64, until: u64, at_end: bool) -> Kind {
+    let acked_to = psn::add(psn, u32::MAX);
+    let outstanding = psn::diff(f.psn.next, psn::add(acked_to, 1)).max(1) as u32;
+    Kind::Stall {
+        psn,
+        outstanding,
+        since_ns: since,
+        waited_us: until.saturating_sub(since) / 1000,
+        at_end,
+    }
+}
+
+/// Outstanding requests at the end of the capture that waited longer than the stall time.
+fn end_of_stall(
+    f: &Flow,
+    psn: u32,
+    since: u64,
+    frame: u64,
+    end: u64,
+    stall: u64,
+) -> Option<(u64, u64, Kind)> {
+    (end.saturating_sub(since) > stall || f.rc.stall.is_some())
+        .then(|| (frame, since, stall_kind(f, psn, since, end, true)))
+}
+
+/// A requester that resent one PSN, or was RNR-NAKed on one, and then went silent for longer than the
+/// stall time with the PSN unacknowledged: it gave up.
+fn gave_up(f: &Flow, end: u64, stall: u64) -> Option<(u64, u64, Kind)> {
+    let oldest = f.timing.outstanding.front().map(|o| o.0)?;
+    let silent = end.saturating_sub(f.rc.last_request_ts);
+    if silent <= stall {
+        return None;
+    }
+    let silent_us = silent / 1000;
+    match (f.rc.resent, f.rc.rnr) {
+        // The last word was an RNR NAK for the oldest PSN, and the requester did not try again.
+        (_, Some(r)) if r.psn == oldest && r.ts >= f.rc.last_request_ts => Some((
+            r.frame,
+            r.ts,
+            Kind::RnrExhausted {
+                psn: r.psn,
+                naks: r.count,
+                silent_us: end.saturating_sub(r.ts) / 1000,
+            },
+        )),
+        // The last request was a resend of the oldest PSN, and nothing answered it.
+        (Some(r), _) if r.psn == oldest && r.ts == f.rc.last_request_ts => Some((
+            r.frame,
+            r.ts,
+            Kind::RetryExhausted {
+                psn: r.psn,
+                resends: r.count,
+                silent_us,
+            },
+        )),
+        _ => None,
+    }
+}
+
+/// READs taken as in order by guessing their path MTU, whose PSNs at the MTU learnt later the request after
+/// them reused.
+fn reused_guessed_reads(f: &Flow, mtu: u32) -> Vec<(u64, u64, Kind)> {
+    f.rc.guessed
+        .iter()
+        .filter_map(|&(read_psn, len, next, frame, ts)| {
+            let width = read_psns(len, mtu);
+            let into = psn::diff(next, read_psn);
+            (into > 0 && (into as u32) < width).then_some((
+                frame,
+                ts,
+                Kind::PsnReuse {
+                    psn: next,
+                    read_psn,
+                    read_psns: width,
+                },
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_exponents() {
+        // 4.096 µs × 2^14 = 67.1 ms; 2^17 = 537 ms (rxe's resend interval at qp-timeout 17).
+        assert_eq!(timeout_exponent(67_108_864), 14);
+        assert_eq!(timeout_exponent(67_108_863), 13);
+        assert_eq!(timeout_exponent(540_000_000), 17);
+        assert_eq!(timeout_exponent(1000), 0);
+        assert_eq!(timeout_exponent(u64::MAX), 31);
+    }
+}

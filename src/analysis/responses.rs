@@ -1,0 +1,339 @@
+//! The responder's side of a flow: ACKs, NAKs, RNR NAKs, READ responses and atomic ACKs, what they
+//! acknowledge on the paired requester, and what they get wrong (a PSN never sent, an MSN going back, READ
+//! responses that do not match their READ).
+use parsers::aeth::{Aeth, NakCode, Syndrome};
+use parsers::frame::{Frame, Roce};
+use parsers::opcode::Position;
+
+use super::diagnosis::{ReadResponse, Repeat};
+use super::events::{Event, Kind, ReadMismatch};
+use super::flow::Timing;
+use super::psn::{self, read_psns};
+use super::{Class, Engine};
+
+impl Engine {
+    /// The requester flow whose requests this response (from B to A) answers: the flow already paired, or
+    /// a flow from A to B whose PSN space holds `psn`.
+    fn pair(&mut self, id: u32, psn: u32) -> Option<u32> {
+        let f = &self.flows[id as usize];
+        if let Some(p) = f.paired_with {
+            return Some(p);
+        }
+        let candidates = self.requesters.get(&(f.key.dst, f.key.src))?;
+        let found = candidates.iter().copied().find(|c| {
+            let r = &self.flows[*c as usize];
+            r.paired_with.is_none() && (r.psn.covers(psn) || r.psn.next == psn)
+        })?;
+        self.flows[id as usize].paired_with = Some(found);
+        self.flows[found as usize].paired_with = Some(id);
+        Some(found)
+    }
+
+    pub(super) fn response(&mut self, id: u32, number: u64, ts: u64, frame: &Frame) -> Class {
+        let Some(roce) = &frame.roce else {
+            return Class::Other;
+        };
+        let bth = roce.bth;
+        let op = bth.op();
+        let requester = self.pair(id, bth.psn);
+        self.flows[id as usize].responses += 1;
+        if let Some(r) = requester {
+            self.flows[r as usize].rc.answered = true;
+            self.check_window(id, r, number, ts, bth.psn);
+        }
+        if op.is_read_response() {
+            self.read_response(id, requester, number, ts, roce);
+        }
+        let Some(aeth) = roce.ext.aeth else {
+            return Class::Response;
+        };
+        self.check_msn(id, number, ts, aeth.msn);
+        match aeth.decoded() {
+            Syndrome::Ack { .. } => {
+                let f = &mut self.flows[id as usize];
+                if op.is_ack() {
+                    f.resp.acks += 1;
+                    if f.resp.last_ack == Some((bth.psn, aeth.msn)) {
+                        f.resp.duplicate_acks += 1;
+                    }
+                    f.resp.last_ack = Some((bth.psn, aeth.msn));
+                } else if op.is_atomic_ack() {
+                    f.resp.atomic_acks += 1;
+                }
+                if let Some(r) = requester {
+                    self.acknowledged(r, bth.psn, ts);
+                }
+                Class::Response
+            }
+            Syndrome::RnrNak { .. } => {
+                self.rnr_nak(id, requester, number, ts, bth.psn, &aeth);
+                Class::RnrNak
+            }
+            Syndrome::Nak(code) => {
+                self.nak(id, requester, number, ts, bth.psn, code);
+                Class::Nak
+            }
+            Syndrome::Reserved { .. } => Class::Response,
+        }
+    }
+
+    fn rnr_nak(
+        &mut self,
+        id: u32,
+        requester: Option<u32>,
+        number: u64,
+        ts: u64,
+        psn: u32,
+        aeth: &Aeth,
+    ) {
+        let r = &mut self.flows[id as usize].resp;
+        r.rnr_naks += 1;
+        r.rnr_timers[usize::from(aeth.syndrome & 31)] += 1;
+        if r.rnr_naks == 1 {
+            r.first_rnr_ts = ts;
+            r.first_rnr_frame = number;
+        }
+        r.last_rnr_ts = ts;
+        if r.rnr_naks <= self.cfg.rnr_storm {
+            let timer_us = aeth.decoded().rnr_micros().unwrap_or(0);
+            self.events.push(Event {
+                ts_nanos: ts,
+                flow: Some(id),
+                frame: number,
+                kind: Kind::RnrNak { psn, timer_us },
+            });
+        }
+        if let Some(r) = requester {
+            let f = &mut self.flows[r as usize];
+            f.nak_ts = Some(ts);
+            f.naks_unanswered += 1;
+            f.rc.rnr = Some(Repeat::again(f.rc.rnr, psn, ts, number));
+        }
+    }
+
+    fn nak(
+        &mut self,
+        id: u32,
+        requester: Option<u32>,
+        number: u64,
+        ts: u64,
+        psn: u32,
+        code: NakCode,
+    ) {
+        let n = &mut self.flows[id as usize].resp.naks;
+        match code {
+            NakCode::PsnSequenceError => n.psn_seq_err += 1,
+            NakCode::InvalidRequest => n.invalid_request += 1,
+            NakCode::RemoteAccessError => n.remote_access += 1,
+            NakCode::RemoteOperationalError => n.remote_op += 1,
+            NakCode::InvalidRdRequest => n.invalid_rd_request += 1,
+            NakCode::Reserved(_) => n.reserved += 1,
+        }
+        self.events.push(Event {
+            ts_nanos: ts,
+            flow: Some(id),
+            frame: number,
+            kind: Kind::Nak { code, psn },
+        });
+        if let Some(r) = requester {
+            let f = &mut self.flows[r as usize];
+            f.nak_ts = Some(ts);
+            f.naks_unanswered += 1;
+            // A NAK for PSN n acknowledges every PSN before n.
+            self.acknowledged(r, psn::add(psn, u32::MAX), ts);
+        }
+    }
+
+    /// A response must name a PSN the requester `r` sent (a NAK may name the next one; responses to requests
+    /// sent before the capture began may name PSNs a window before the first one seen).
+    fn check_window(&mut self, id: u32, r: u32, number: u64, ts: u64, psn: u32) {
+        let requests = &self.flows[r as usize].psn;
+        if !requests.started {
+            return;
+        }
+        let (lo, hi) = requests.window();
+        let before = -(psn::SeenWindow::WINDOW as i32);
+        if psn::diff(psn, lo) >= before && psn::diff(psn, hi) <= 1 {
+            return;
+        }
+        self.violation(Event {
+            ts_nanos: ts,
+            flow: Some(id),
+            frame: number,
+            kind: Kind::AckOutOfWindow { psn, lo, hi },
+        });
+    }
+
+    /// The MSN of a responder's AETHs never goes back (a repeated one is a duplicate ACK).
+    fn check_msn(&mut self, id: u32, number: u64, ts: u64, msn: u32) {
+        let rc = &mut self.flows[id as usize].rc;
+        let previous = rc.last_msn;
+        if previous.is_none_or(|p| psn::diff(msn, p) > 0) {
+            rc.last_msn = Some(msn);
+        }
+        if let Some(previous) = previous.filter(|p| psn::diff(msn, *p) < 0) {
+            self.violation(Event {
+                ts_nanos: ts,
+                flow: Some(id),
+                frame: number,
+                kind: Kind::MsnRegression { msn, previous },
+            });
+        }
+    }
+
+    fn read_response(
+        &mut self,
+        id: u32,
+        requester: Option<u32>,
+        number: u64,
+        ts: u64,
+        roce: &Roce,
+    ) {
+        let bth = roce.bth;
+        let f = &mut self.flows[id as usize];
+        f.resp.read_responses += 1;
+        let position = bth.op().position();
+        let mut skipped = false;
+        if matches!(position, Some(Position::Middle | Position::Last))
+            && let Some(expected) = f.resp.next_read_psn
+            && psn::diff(bth.psn, expected) > 0
+        {
+            skipped = true;
+            f.resp.implied_naks += 1;
+            self.events.push(Event {
+                ts_nanos: ts,
+                flow: Some(id),
+                frame: number,
+                kind: Kind::ImpliedNak {
+                    expected,
+                    got: bth.psn,
+                },
+            });
+        }
+        let f = &mut self.flows[id as usize];
+        f.resp.next_read_psn = Some(psn::add(bth.psn, 1));
+        let payload = roce.payload_len.unwrap_or(0) as u64;
+        if matches!(position, Some(Position::First | Position::Middle)) {
+            self.inferred_mtu = self.inferred_mtu.max(payload as u32);
+        }
+        let dma_len = match (requester, position) {
+            (Some(r), Some(Position::First | Position::Only)) => self.read_answered(r, ts, bth.psn),
+            _ => None,
+        };
+        let rc = &mut self.flows[id as usize].rc;
+        if let Some(dma_len) = dma_len {
+            rc.read = Some(ReadResponse {
+                read_psn: bth.psn,
+                dma_len,
+                bytes: 0,
+                packets: 0,
+                skipped: false,
+            });
+        }
+        let Some(mut read) = rc.read else { return };
+        read.bytes += payload;
+        read.packets += 1;
+        read.skipped |= skipped;
+        rc.read = Some(read);
+        let mtu = self.mtu();
+        if let Some(what) = read_mismatch(&read, bth.psn, mtu) {
+            self.violation(Event {
+                ts_nanos: ts,
+                flow: Some(id),
+                frame: number,
+                kind: Kind::ReadResponseMismatch {
+                    read_psn: read.read_psn,
+                    what,
+                },
+            });
+            self.flows[id as usize].rc.read = None;
+        } else if matches!(position, Some(Position::Last | Position::Only)) {
+            let rc = &mut self.flows[id as usize].rc;
+            if let (Some(m), false) = (mtu, read.skipped) {
+                let ended = ended_mismatch(&read, m);
+                rc.read = None;
+                if let Some(what) = ended {
+                    self.violation(Event {
+                        ts_nanos: ts,
+                        flow: Some(id),
+                        frame: number,
+                        kind: Kind::ReadResponseMismatch {
+                            read_psn: read.read_psn,
+                            what,
+                        },
+                    });
+                }
+            } else {
+                rc.read = None;
+            }
+        }
+    }
+
+    /// The first response to the READ at `psn` of requester `r` came at `ts`: its latency, and its DMA
+    /// length, when the READ is known.
+    fn read_answered(&mut self, r: u32, ts: u64, psn: u32) -> Option<u32> {
+        let t = &mut self.flows[r as usize].timing;
+        let mut dma_len = None;
+        while let Some(&(p, sent, len)) = t.reads.front() {
+            if psn::diff(p, psn) > 0 {
+                break;
+            }
+            t.reads.pop_front();
+            if p == psn {
+                Timing::record(&mut t.read, ts.saturating_sub(sent));
+                dma_len = Some(len);
+            }
+        }
+        dma_len
+    }
+
+    /// An ACK for `psn` covers every outstanding request up to it: sample the latency of the one it names.
+    pub(super) fn acknowledged(&mut self, requester: u32, psn: u32, ts: u64) {
+        let t = &mut self.flows[requester as usize].timing;
+        let mut progress = false;
+        while let Some(&(p, sent, _, unsampled)) = t.outstanding.front() {
+            if psn::diff(p, psn) > 0 {
+                break;
+            }
+            t.outstanding.pop_front();
+            progress = true;
+            if p == psn && !unsampled {
+                Timing::record(&mut t.ack, ts.saturating_sub(sent));
+            }
+        }
+        if progress {
+            let rc = &mut self.flows[requester as usize].rc;
+            rc.resent = None;
+            rc.rnr = None;
+            self.stall_ends(requester, ts);
+        }
+    }
+}
+
+/// A READ response packet at `psn` outside its READ's PSNs (at the path MTU, or at the smallest when not
+/// known yet).
+fn read_mismatch(read: &ReadResponse, psn: u32, mtu: Option<u32>) -> Option<ReadMismatch> {
+    let psns = read_psns(read.dma_len, mtu.unwrap_or(psn::MTUS[0]));
+    let into = psn::diff(psn, read.read_psn);
+    (into < 0 || into as u32 >= psns).then_some(ReadMismatch::PsnOutside { psn, psns })
+}
+
+/// A READ's last response came: its bytes must add up to the DMA length, its packets to what the path MTU
+/// implies.
+fn ended_mismatch(read: &ReadResponse, mtu: u32) -> Option<ReadMismatch> {
+    let expected = read_psns(read.dma_len, mtu);
+    if read.bytes != u64::from(read.dma_len) {
+        Some(ReadMismatch::Length {
+            got: read.bytes,
+            dma_len: read.dma_len,
+        })
+    } else if read.packets != expected {
+        Some(ReadMismatch::Packets {
+            got: read.packets,
+            expected,
+            mtu,
+        })
+    } else {
+        None
+    }
+}

@@ -1,0 +1,250 @@
+//! "What happened": a few lines in plain words per flow in trouble, worst first, told from the requester's
+//! side with what its responder did (the first lines of the text report).
+use parsers::psn::Shown;
+
+use super::{EventReport, FlowReport, Report};
+use crate::analysis::events::Severity;
+
+/// Flows told at most; the rest are counted.
+pub const FLOWS_TOLD: usize = 10;
+
+fn num(e: &EventReport, key: &str) -> u64 {
+    e.detail.get(key).and_then(|v| v.as_u64()).unwrap_or(0)
+}
+
+fn psn(e: &EventReport, key: &str) -> Shown {
+    Shown(num(e, key) as u32)
+}
+
+/// `n thing` or `n things`.
+fn many(n: u64, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// Seconds, short: `146 s`, `1.2 s`, `35 ms`.
+fn took(s: f64) -> String {
+    if s >= 10.0 {
+        format!("{s:.0} s")
+    } else if s >= 1.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{:.0} ms", s * 1e3)
+    }
+}
+
+fn secs(e: &EventReport, key: &str) -> String {
+    took(e.detail.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0))
+}
+
+/// A flow's story: what its requests met, in the order things happen.
+struct Story<'r> {
+    flow: &'r FlowReport,
+    mine: Vec<&'r EventReport>,
+    /// The paired responder's events.
+    theirs: Vec<&'r EventReport>,
+}
+
+impl<'r> Story<'r> {
+    fn first(&self, kind: &str) -> Option<&'r EventReport> {
+        self.mine.iter().copied().find(|e| e.kind == kind)
+    }
+
+    fn first_theirs(&self, kind: &str) -> Option<&'r EventReport> {
+        self.theirs.iter().copied().find(|e| e.kind == kind)
+    }
+
+    fn count(&self, kind: &str) -> usize {
+        self.mine.iter().filter(|e| e.kind == kind).count()
+    }
+
+    fn worst(&self) -> Option<Severity> {
+        self.mine
+            .iter()
+            .chain(&self.theirs)
+            .filter(|e| e.kind != "new_epoch")
+            .map(|e| e.severity)
+            .max()
+    }
+
+    /// Its trouble is all on its responder side (what it answered), which its requester's story tells.
+    fn told_by_its_pair(&self) -> bool {
+        const ANSWERS: [&str; 8] = [
+            "ack_out_of_window",
+            "msn_regression",
+            "read_response_mismatch",
+            "rnr_nak",
+            "rnr_storm",
+            "nak",
+            "implied_nak",
+            "new_epoch",
+        ];
+        self.flow.paired_with.is_some() && self.mine.iter().all(|e| ANSWERS.contains(&e.kind))
+    }
+
+    fn verb(&self) -> &'static str {
+        if self.first("no_response").is_some() {
+            "got no response"
+        } else if self.first("stall").is_some() {
+            "stalled"
+        } else if self.first("retry_exhausted").is_some() || self.first("rnr_exhausted").is_some() {
+            "gave up"
+        } else if self.first_theirs("rnr_storm").is_some() || self.first_theirs("rnr_nak").is_some()
+        {
+            "met a receiver not ready (RNR)"
+        } else if self.flow.psn.gap_events + self.flow.psn.retransmitted > 0 {
+            "lost packets"
+        } else {
+            "ran into trouble"
+        }
+    }
+
+    fn clauses(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(e) = self.first("no_response") {
+            out.push(format!(
+                "{} requests from PSN {} and nothing back in {} (wrong destination QPN, remote QP not in RTR, \
+                 a firewall, or a peer that is down)",
+                num(e, "requests"),
+                psn(e, "first_psn"),
+                secs(e, "waited_s")
+            ));
+        }
+        let f = self.flow;
+        if f.psn.gap_events > 0 {
+            out.push(format!(
+                "{} ({} missing: loss before the capture point or on the way)",
+                many(f.psn.gap_events, "PSN gap"),
+                many(f.psn.missing, "PSN")
+            ));
+        }
+        let naks = self.theirs.iter().filter(|e| e.kind == "nak").count();
+        if naks > 0 {
+            out.push(format!("the responder sent {}", many(naks as u64, "NAK")));
+        }
+        if let Some(e) = self.first("psn_reuse") {
+            out.push(format!(
+                "PSN {} reused a PSN of the READ at PSN {} before it (the READ takes {} PSNs)",
+                psn(e, "psn"),
+                psn(e, "read_psn"),
+                num(e, "read_psns")
+            ));
+        }
+        if let Some(e) = self.first_theirs("ack_out_of_window") {
+            out.push(format!(
+                "the responder answered with a response for PSN {}, which was never sent",
+                psn(e, "psn")
+            ));
+        }
+        if let Some(e) = self.first_theirs("msn_regression") {
+            out.push(format!(
+                "the responder's MSN went back from {} to {}",
+                num(e, "previous"),
+                num(e, "msn")
+            ));
+        }
+        if self.first_theirs("read_response_mismatch").is_some() {
+            out.push("READ responses did not match their READ".to_string());
+        }
+        if let Some(e) = self.first_theirs("rnr_storm") {
+            out.push(format!(
+                "the responder sent {} RNR NAKs in {} (it posts no receives)",
+                num(e, "count"),
+                secs(e, "span_s")
+            ));
+        }
+        let timeouts = self.count("timeout_retransmission");
+        if let Some(e) = self.first("timeout_retransmission") {
+            out.push(format!(
+                "{} on the local ACK timer with no NAK (about 4.096 µs × 2^{})",
+                many(timeouts as u64, "resend"),
+                num(e, "timeout_exponent")
+            ));
+        }
+        if let Some(e) = self.first("retry_exhausted") {
+            out.push(format!(
+                "PSN {} was resent {} times and never acknowledged, then the requester went silent \
+                 (retry count exceeded)",
+                psn(e, "psn"),
+                num(e, "resends")
+            ));
+        }
+        if let Some(e) = self.first("rnr_exhausted") {
+            out.push(format!(
+                "PSN {} was RNR-NAKed {} times, then the requester went silent (RNR retry count exceeded)",
+                psn(e, "psn"),
+                num(e, "rnr_naks")
+            ));
+        }
+        if let Some(e) = self.first("stall") {
+            let at_end = e.detail.get("at_end").and_then(|v| v.as_bool()) == Some(true);
+            out.push(if at_end {
+                format!(
+                    "PSN {} is unacknowledged and nothing followed for {}",
+                    psn(e, "psn"),
+                    secs(e, "waited_s")
+                )
+            } else {
+                format!(
+                    "PSN {} waited {} for its answer",
+                    psn(e, "psn"),
+                    secs(e, "waited_s")
+                )
+            });
+        }
+        out
+    }
+}
+
+/// The lines of "What happened" (empty when nothing did).
+pub fn lines(r: &Report) -> Vec<String> {
+    let mut stories: Vec<Story> = r
+        .flows
+        .iter()
+        .map(|f| Story {
+            flow: f,
+            mine: r.events.iter().filter(|e| e.flow == Some(f.id)).collect(),
+            theirs: f.paired_with.map_or_else(Vec::new, |p| {
+                r.events.iter().filter(|e| e.flow == Some(p)).collect()
+            }),
+        })
+        .filter(|s| s.worst() >= Some(Severity::Warning) && !s.told_by_its_pair())
+        .collect();
+    stories.sort_by(|a, b| {
+        b.worst()
+            .cmp(&a.worst())
+            .then(super::rank::trouble(b.flow).cmp(&super::rank::trouble(a.flow)))
+            .then(a.flow.id.cmp(&b.flow.id))
+    });
+    let mut out: Vec<String> = stories
+        .iter()
+        .take(FLOWS_TOLD)
+        .map(|s| {
+            let f = s.flow;
+            let clauses = s.clauses();
+            let told = if clauses.is_empty() {
+                "see the events below".to_string()
+            } else {
+                clauses.join("; ")
+            };
+            format!(
+                "#{} QP 0x{:06x} {} → {} {}: {told}.",
+                f.id,
+                f.dest_qp,
+                f.src,
+                f.dst,
+                s.verb()
+            )
+        })
+        .collect();
+    if stories.len() > FLOWS_TOLD {
+        out.push(format!(
+            "... and {} more flows in trouble (the flow table and the events below).",
+            stories.len() - FLOWS_TOLD
+        ));
+    }
+    out
+}

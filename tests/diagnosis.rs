@@ -1,0 +1,244 @@
+//! The diagnosis on real captures: the public corpus' hung and failed applications get their story, every
+//! other capture of testdata and the corpus gets no diagnosis event it should not (the exceptions are listed
+//! with why), and a capture cut in the middle of a packet is analysed up to the cut.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn corpus() -> PathBuf {
+    root().join("../shared/corpus/public")
+}
+
+fn rocescope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(args)
+        .output()
+        .expect("run rocescope")
+}
+
+fn report(capture: &Path) -> Value {
+    let o = rocescope(&["analyze", "--json", capture.to_str().unwrap()]);
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{}: {e}", capture.display()))
+}
+
+const DIAGNOSIS: [&str; 10] = [
+    "stall",
+    "no_response",
+    "timeout_retransmission",
+    "retry_exhausted",
+    "rnr_exhausted",
+    "ack_out_of_window",
+    "psn_reuse",
+    "msn_regression",
+    "read_response_mismatch",
+    "new_epoch",
+];
+
+/// The diagnosis events of a report: kind -> count.
+fn diagnosis(r: &Value) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for e in r["events"].as_array().unwrap() {
+        let kind = e["kind"].as_str().unwrap();
+        if DIAGNOSIS.contains(&kind) {
+            *out.entry(kind.to_string()).or_insert(0) += 1;
+        }
+    }
+    out
+}
+
+fn event<'r>(r: &'r Value, kind: &str) -> &'r Value {
+    r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} event"))
+}
+
+/// The rping that stalls (Roce_PacketSize_2400_stall) and the failed rping (rping 3072_faillire): a READ of
+/// 2400 / 3072 bytes at path MTU 1024 takes 3 PSNs, the next SEND reuses the READ's last PSN, the peer ACKs
+/// PSN 16777215 (never sent), and nothing follows. PSNs and frames from `tshark -r FILE -Y infiniband`.
+#[test]
+fn the_corpus_stalls_are_told() {
+    for (file, read_psn, send_frame, ack_frame, end_gap_s) in [
+        (
+            "Roce_PacketSize_2400_stall.pcapng",
+            7_488_511,
+            147,
+            148,
+            145.9,
+        ),
+        ("rping 3072_faillire.pcapng", 4_445_926, 70, 71, 16.3),
+    ] {
+        let path = corpus().join(file);
+        if !path.exists() {
+            eprintln!("no corpus at {}: skipped", corpus().display());
+            return;
+        }
+        let r = report(&path);
+        let want: BTreeMap<String, u64> =
+            [("psn_reuse", 1), ("ack_out_of_window", 1), ("stall", 1)]
+                .into_iter()
+                .map(|(k, n)| (k.to_string(), n))
+                .collect();
+        assert_eq!(diagnosis(&r), want, "{file}");
+        let reuse = event(&r, "psn_reuse");
+        assert_eq!(reuse["frame"], send_frame, "{file}");
+        assert_eq!(reuse["detail"]["psn"], read_psn + 2, "{file}");
+        assert_eq!(reuse["detail"]["read_psn"], read_psn, "{file}");
+        assert_eq!(reuse["detail"]["read_psns"], 3, "{file}");
+        let ack = event(&r, "ack_out_of_window");
+        assert_eq!(
+            (&ack["frame"], &ack["psn"]),
+            (&Value::from(ack_frame), &Value::from(0xFF_FFFF)),
+            "{file}"
+        );
+        let stall = event(&r, "stall");
+        assert_eq!(stall["frame"], send_frame, "{file}");
+        assert_eq!(stall["detail"]["psn"], read_psn + 2, "{file}");
+        assert_eq!(stall["detail"]["at_end"], true, "{file}");
+        let waited = stall["detail"]["waited_s"].as_f64().unwrap();
+        assert!((waited - end_gap_s).abs() < 0.1, "{file}: waited {waited}");
+        assert_eq!(r["verdict"]["status"], "fail", "{file}");
+        let text = String::from_utf8_lossy(&rocescope(&["analyze", path.to_str().unwrap()]).stdout)
+            .into_owned();
+        let happened = text.lines().nth(1).unwrap_or("");
+        for needle in [
+            "stalled",
+            "reused a PSN of the READ",
+            "16777215",
+            "which was never sent",
+            "nothing followed",
+        ] {
+            assert!(
+                happened.contains(needle),
+                "{file}: {needle:?} not in {happened:?}"
+            );
+        }
+    }
+}
+
+/// Frame_req_and_response_htons_bytes: QP 0x11 is reused by a new connection after 22 s (frame 266, PSN
+/// 16227732 = 0xf79d94 at 24.822757 s; the flow's packet before it is frame 54, an ACK at 2.999082 s): a new
+/// epoch, not a retransmission; no gap, no go-back-N.
+#[test]
+fn a_reused_qp_is_a_new_connection() {
+    let path = corpus().join("Frame_req_and_response_htons_bytes.pcapng");
+    if !path.exists() {
+        return;
+    }
+    let r = report(&path);
+    let want: BTreeMap<String, u64> = [("new_epoch".to_string(), 1)].into_iter().collect();
+    assert_eq!(diagnosis(&r), want);
+    let e = event(&r, "new_epoch");
+    assert_eq!(
+        (&e["frame"], &e["psn"]),
+        (&Value::from(266), &Value::from(16_227_732))
+    );
+    let idle = e["detail"]["idle_s"].as_f64().unwrap();
+    assert!((idle - (24.822757 - 2.999082)).abs() < 1e-5, "{idle}");
+    assert!(
+        r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["kind"] != "go_back_n")
+    );
+    assert_eq!(r["verdict"]["status"], "pass");
+}
+
+/// Captures whose diagnosis events are expected, with why; every other capture must have none.
+fn expected_diagnosis(name: &str) -> Vec<(&'static str, u64)> {
+    match name {
+        // Built to: one SEND of PSN 0 copied, two of the copies with a bad ICRC, the last resent with no NAK.
+        "testdata/edge/bad_icrc.pcap" => vec![("timeout_retransmission", 1)],
+        // Built to: the same SEND_ONLY PSN 0 on three interfaces, 1 µs apart: resent twice with no NAK.
+        "testdata/edge/multi_interface.pcapng" => vec![("timeout_retransmission", 2)],
+        // Built to: one NAK of each code with MSNs 10-14, then ACKs with MSNs 9 and 10.
+        "testdata/edge/naks.pcap" => vec![("msn_regression", 2)],
+        "Roce_PacketSize_2400_stall.pcapng" | "rping 3072_faillire.pcapng" => {
+            vec![("ack_out_of_window", 1), ("psn_reuse", 1), ("stall", 1)]
+        }
+        "Frame_req_and_response_htons_bytes.pcapng" => vec![("new_epoch", 1)],
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn clean_captures_get_no_diagnosis() {
+    let mut captures: Vec<(String, PathBuf)> = Vec::new();
+    for sub in ["analysis", "edge", "lab", "public"] {
+        for e in std::fs::read_dir(root().join("testdata").join(sub))
+            .unwrap()
+            .flatten()
+        {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".pcap") || name.ends_with(".pcapng") {
+                captures.push((format!("testdata/{sub}/{name}"), e.path()));
+            }
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir(corpus()) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".pcap") || name.ends_with(".pcapng") {
+                captures.push((name, e.path()));
+            }
+        }
+    }
+    assert!(captures.len() >= 40, "{} captures", captures.len());
+    let mut wrong = Vec::new();
+    for (name, path) in &captures {
+        let want: BTreeMap<String, u64> = expected_diagnosis(name)
+            .into_iter()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect();
+        let got = diagnosis(&report(path));
+        if got != want {
+            wrong.push(format!("{name}: {got:?}, want {want:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A capture cut in the middle of a packet (a killed tcpdump): the frames before the cut are analysed, a
+/// warning says where it broke, `capture.truncated` is true and the exit status is 4 (3 when a `--fail-on`
+/// condition is present).
+#[test]
+fn a_capture_cut_short_is_analysed_up_to_the_cut() {
+    // gap_nak_go_back_n.pcap: 11 frames; cutting 10 bytes off the last record leaves 10 whole ones.
+    let whole = std::fs::read(root().join("testdata/analysis/gap_nak_go_back_n.pcap")).unwrap();
+    let cut = std::env::temp_dir().join(format!("rocescope-cut-{}.pcap", std::process::id()));
+    std::fs::write(&cut, &whole[..whole.len() - 10]).unwrap();
+    let c = cut.to_str().unwrap();
+    let o = rocescope(&["analyze", "--json", c]);
+    assert_eq!(o.status.code(), Some(4));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["capture"]["frames"], 10);
+    assert_eq!(r["capture"]["truncated"], true);
+    assert_eq!(r["verdict"]["exit_status"], 4);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ends in the middle of a packet after 10 complete packets"),
+        "{err}"
+    );
+    let text = String::from_utf8_lossy(&rocescope(&["analyze", c]).stdout).into_owned();
+    assert!(text.contains("WARNING:"), "{text}");
+    assert!(
+        text.contains("analysed up to the cut (exit status 4)"),
+        "{text}"
+    );
+    assert_eq!(
+        rocescope(&["analyze", "--fail-on", "gaps", c])
+            .status
+            .code(),
+        Some(3)
+    );
+    let _ = std::fs::remove_file(cut);
+}
