@@ -1,5 +1,5 @@
 //! The analysis report: one data model built from the engine's state, written as text or as JSON.
-//! The JSON form is a stable interface, documented in the README ("analyze JSON schema").
+//! The JSON form is a stable interface, documented in docs/json.md.
 pub mod capture;
 mod detail;
 pub mod format;
