@@ -1,4 +1,4 @@
-//! `--json`: one JSON object per line, keyed with Wireshark's field names (see README, "JSON schema").
+//! `--json`: one JSON object per line, keyed with Wireshark's field names (schema in docs/json.md).
 use std::io::{self, Write};
 
 use parsers::fields::{Field, Value, Visitor};
