@@ -5,6 +5,14 @@ use parsers::psn::Shown;
 use super::{EventReport, FlowReport, Report};
 use crate::analysis::events::Severity;
 
+/// The protocol violations' event kinds.
+const VIOLATIONS: [&str; 4] = [
+    "psn_reuse",
+    "ack_out_of_window",
+    "msn_regression",
+    "read_response_mismatch",
+];
+
 /// Flows told at most; the rest are counted.
 pub const FLOWS_TOLD: usize = 10;
 
@@ -53,8 +61,14 @@ impl<'r> Story<'r> {
         self.mine.iter().copied().find(|e| e.kind == kind)
     }
 
+    /// An event of what the responder did: its own flow's, or this flow's when it answered itself (a
+    /// responder whose requester is not in the capture).
     fn first_theirs(&self, kind: &str) -> Option<&'r EventReport> {
-        self.theirs.iter().copied().find(|e| e.kind == kind)
+        self.theirs
+            .iter()
+            .chain(&self.mine)
+            .copied()
+            .find(|e| e.kind == kind)
     }
 
     fn count(&self, kind: &str) -> usize {
@@ -95,8 +109,19 @@ impl<'r> Story<'r> {
         } else if self.first_theirs("rnr_storm").is_some() || self.first_theirs("rnr_nak").is_some()
         {
             "met a receiver not ready (RNR)"
+        } else if VIOLATIONS
+            .iter()
+            .any(|k| self.first(k).is_some() || self.first_theirs(k).is_some())
+        {
+            "broke the protocol"
+        } else if self.first("timeout_retransmission").is_some() {
+            "timed out"
         } else if self.flow.psn.gap_events + self.flow.psn.retransmitted > 0 {
             "lost packets"
+        } else if self.first("ce_without_cnp").is_some() {
+            "was marked for congestion"
+        } else if self.flow.icrc_bad + self.flow.malformed > 0 {
+            "was damaged"
         } else {
             "ran into trouble"
         }
@@ -124,6 +149,22 @@ impl<'r> Story<'r> {
         let naks = self.theirs.iter().filter(|e| e.kind == "nak").count();
         if naks > 0 {
             out.push(format!("the responder sent {}", many(naks as u64, "NAK")));
+        }
+        let sent_naks = self.count("nak") + self.count("rnr_nak");
+        if sent_naks > 0 && f.paired_with.is_none() {
+            out.push(format!(
+                "it sent {} to a requester not in the capture",
+                many(sent_naks as u64, "NAK")
+            ));
+        }
+        if f.icrc_bad > 0 {
+            out.push(format!(
+                "{} with a bad ICRC (the receiver drops them: a link or NIC corrupts frames)",
+                many(f.icrc_bad, "frame")
+            ));
+        }
+        if f.malformed > 0 {
+            out.push(many(f.malformed, "malformed frame"));
         }
         if let Some(e) = self.first("psn_reuse") {
             out.push(format!(
@@ -177,6 +218,12 @@ impl<'r> Story<'r> {
                 "PSN {} was RNR-NAKed {} times, then the requester went silent (RNR retry count exceeded)",
                 psn(e, "psn"),
                 num(e, "rnr_naks")
+            ));
+        }
+        if let Some(e) = self.first("ce_without_cnp") {
+            out.push(format!(
+                "{} not answered by a CNP within the window (is ECN/DCQCN on at the receiver's NIC?)",
+                many(num(e, "count"), "CE mark")
             ));
         }
         if let Some(e) = self.first("stall") {

@@ -167,12 +167,14 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             c.duration_s,
             r.flows.len()
         )));
-        let fail = r.verdict.status == crate::report::Status::Fail;
+        let (word, color) = match r.verdict.status {
+            crate::report::Status::Fail => ("FAIL", Color::Red),
+            crate::report::Status::Pass => ("PASS", Color::Green),
+            crate::report::Status::NoRoce => ("NO ROCE TRAFFIC", Color::Yellow),
+        };
         l2.push(Span::styled(
-            if fail { "FAIL" } else { "PASS" },
-            theme
-                .fg(if fail { Color::Red } else { Color::Green })
-                .add_modifier(Modifier::BOLD),
+            word,
+            theme.fg(color).add_modifier(Modifier::BOLD),
         ));
         l2.push(Span::raw(format!(
             "  malformed {} ICRC bad {}",
