@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Copy lab captures to testdata/lab/ and write expected.tsv and README.md there.
 
-usage: lab/make_testdata.py [SCENARIO...]     (default: write send read atomic write_loss write_ecn send_rnr)
+usage: lab/make_testdata.py [SCENARIO...]
+    (default: write send read atomic write_loss write_ecn send_rnr gen_wrong_qpn gen_responder_killed
+    gen_no_receive; --readme: none, only expected.tsv and README.md are written again)
 
-Takes lab/out/<scenario>/cable.pcap and perftest.log (from `lab/run ...`), checks every ICRC with
-lab/icrc_check.py (refuses on any failure), and derives the expected values with lab/expected.py (tshark
-fields + Python; rocescope is not involved).
+Takes lab/out/<scenario>/cable.pcap and perftest.log (from `lab/run ...`) of the scenarios named, as
+testdata/lab/<name>.pcap and .log (the gen_* failure scenarios lose their prefix: wrong_qpn.pcap, ...), checks
+every ICRC with lab/icrc_check.py (refuses on any failure), then writes expected.tsv and README.md for every
+capture of the list above that is in testdata/lab/ (those not named are taken as they are there), with the
+expected values from lab/expected.py and, for the failure captures, the facts from lab/failure_facts.py
+(tshark fields + Python and the scenario's log; rocescope is not involved).
 """
 import os
 import re
@@ -18,8 +23,18 @@ ROOT = os.path.dirname(LAB)
 DEST = os.path.join(ROOT, "testdata", "lab")
 sys.path.insert(0, LAB)
 import expected  # noqa: E402
+import failure_facts  # noqa: E402
 
-DEFAULT = ["write", "send", "read", "atomic", "write_loss", "write_ecn", "send_rnr"]
+DEFAULT = ["write", "send", "read", "atomic", "write_loss", "write_ecn", "send_rnr", "gen_wrong_qpn",
+           "gen_responder_killed", "gen_no_receive"]
+# the failure captures: testdata name of the scenario
+FAILURES = {"gen_wrong_qpn": "wrong_qpn", "gen_responder_killed": "responder_killed",
+            "gen_no_receive": "no_receive"}
+
+
+def name_of(scenario):
+    return FAILURES.get(scenario, scenario)
+
 WHAT = {
     "write": "RC RDMA WRITE, 4096-byte messages (WRITE First/Middle/Last at path MTU 1024), one ACK per "
              "message, no loss: PSNs strictly increasing, no NAK, no retransmission.",
@@ -42,6 +57,31 @@ WHAT = {
                 "The packet in flight behind the RNR-NAK'd one is out of sequence for the responder, which "
                 "answers it with a PSN sequence error NAK (0x60) carrying the PSN it expects (the RNR-NAK'd "
                 "one). So the capture has both kinds of NAK, and retransmitted SENDs.",
+    "wrong_qpn": "A requester whose destination QPN does not exist (`rocescope gen loopback --fault wrong-qpn`): "
+                 "rxe0's QP is connected to rxe1's QPN + 0x100, which no QP has. 8 RDMA WRITEs of 4096 bytes "
+                 "(32 packets) go out; rxe1 drops every one without an answer. rxe0's retransmit timer (QP timeout "
+                 "14: 4.096 us * 2^14, about 67 ms) expires three times, and each time rxe0 sends all 32 packets "
+                 "again from the oldest unacknowledged PSN (--retry-count 3); at the fourth expiry it gives up: the "
+                 "first WRITE completes with IBV_WC_RETRY_EXC_ERR, the others are flushed, and the requester is "
+                 "silent from then on. Nothing in the capture is an answer.",
+    "responder_killed": "A responder process that dies mid-transfer: `rocescope gen server` on rxe1 and `gen "
+                        "client` on rxe0 in one guest (their out-of-band TCP exchange over 127.0.0.1, not on the "
+                        "cable), 1024-byte WRITEs (one packet each, RC_WRITE_ONLY) paced at 100 messages/s with at "
+                        "most 4 in flight, each answered by an ACK; once rxe1 had received at least 40 packets "
+                        "the server got `kill -9`, and its QP went with it. rxe0 sent the requests its window "
+                        "still allowed, then, on its retransmit timer (QP timeout 17, about 0.54 s), the "
+                        "unacknowledged ones again three "
+                        "times (--retry-count 3), unanswered; at the fourth expiry it gave up "
+                        "(IBV_WC_RETRY_EXC_ERR) and was silent from then on. rxe's timer does not restart with "
+                        "every transmission: in the runs here the first resend came 0.14 to 0.56 s after the first "
+                        "unanswered request, the later ones about 0.55 s apart (0.54-0.57 s).",
+    "no_receive": "A receiver that never posts receives (`rocescope gen loopback --op send --fault no-receive`): "
+                  "4 SENDs of 1024 bytes (one packet each) to rxe1's QP, which has no receive work request. The "
+                  "first SEND gets an RNR NAK (syndrome 0x2c: RNR, timer code 12 = 0.64 ms, gen's min_rnr_timer); "
+                  "the SENDs behind it are out of sequence for the responder, which answers the first of them with "
+                  "a PSN sequence error NAK (0x60) carrying the PSN it expects (the RNR-NAK'd one). After the RNR "
+                  "timer rxe0 sends from that PSN again; 3 retries (--rnr-retry 3), so 4 RNR NAKs in all, then the "
+                  "first SEND completes with IBV_WC_RNR_RETRY_EXC_ERR and the requester is silent. No ACK.",
 }
 
 
@@ -68,18 +108,26 @@ def log_info(path):
 
 
 def main(argv):
-    scen = argv or DEFAULT
+    scen = [] if argv == ["--readme"] else argv or DEFAULT
+    unknown = [s for s in scen if s not in DEFAULT]
+    if unknown:
+        sys.exit(f"make_testdata: not a testdata scenario: {' '.join(unknown)} (known: {' '.join(DEFAULT)})")
     os.makedirs(DEST, exist_ok=True)
-    results = []
     for s in scen:
         src = os.path.join(LAB, "out", s)
-        pcap = os.path.join(DEST, f"{s}.pcap")
+        pcap = os.path.join(DEST, f"{name_of(s)}.pcap")
         shutil.copyfile(os.path.join(src, "cable.pcap"), pcap)
         log = open(os.path.join(src, "perftest.log")).read()
         log = log.replace(ROOT + "/", "")                       # repository-relative paths
         log = re.sub(r"/tmp/rocelab\.\w+/", "/tmp/rocelab.XXXXXX/", log)
-        with open(os.path.join(DEST, f"{s}.log"), "w") as f:
+        with open(os.path.join(DEST, f"{name_of(s)}.log"), "w") as f:
             f.write(log)
+    results = []
+    for s in DEFAULT:
+        name = name_of(s)
+        pcap = os.path.join(DEST, f"{name}.pcap")
+        if not os.path.exists(pcap):
+            continue
         icrc = subprocess.run([sys.executable, os.path.join(LAB, "icrc_check.py"), pcap], capture_output=True,
                               text=True)
         if icrc.returncode != 0:
@@ -87,8 +135,12 @@ def main(argv):
         r = expected.analyse(pcap)
         r["icrc"] = icrc.stdout.strip().split(": ", 1)[1]
         r["size"] = os.path.getsize(pcap)
-        r["log"] = log_info(os.path.join(DEST, f"{s}.log"))
-        r["name"] = s
+        logfile = os.path.join(DEST, f"{name}.log")
+        r["log"] = log_info(logfile)
+        r["name"] = name
+        r["scenario"] = s
+        if s in FAILURES:
+            r["facts"] = failure_facts.markdown(failure_facts.facts(pcap, open(logfile).read()))
         results.append(r)
 
     with open(os.path.join(DEST, "expected.tsv"), "w") as f:
@@ -108,18 +160,31 @@ def main(argv):
       "other through unix datagram sockets on the host. Each capture is QEMU's `filter-dump` of eth0's end of the "
       "cable (both directions, taken on the host, outside the guest), cut to one scenario: the marker pings the "
       "guest sends before and after each scenario and everything outside them are removed, so every frame here "
-      "is RoCEv2. The perftest client (rxe0, 10.0.0.1) is the requester; the server (rxe1, 10.0.0.2) the "
-      "responder. The out-of-band exchange of perftest ran over 127.0.0.1 and is not on the cable.\n")
-    w(f"Regenerate: `lab/setup && lab/run all && lab/make_testdata.py` (loss, ECN marks and RNR NAKs are "
-      f"random, so a new run gives other counts; the values below belong to these files). Total size: "
-      f"{total / 1000:.0f} kB.\n")
+      "is RoCEv2 but for the end-of-capture ping of the three failure captures (below). The perftest client "
+      "(rxe0, 10.0.0.1) is the requester; the server (rxe1, 10.0.0.2) the responder. The out-of-band exchange "
+      "of perftest ran over 127.0.0.1 and is not on the cable.\n")
+    w("The failure captures (`wrong_qpn`, `responder_killed`, `no_receive`) are the project's generator "
+      "(`rocescope gen`, lab scenarios `gen_wrong_qpn`, `gen_responder_killed`, `gen_no_receive`) with retry "
+      "counts below 7 (rxe, like the IBTA, retries for ever with 7), so that the requester gives up. After gen "
+      "ended, each scenario waited (1 s, 2 s for responder_killed) and sent one ping 10.0.0.1 -> 10.0.0.2 (ICMP "
+      "echo, 64 data bytes of 0x5a): its request and reply are the capture's last two frames, so that the "
+      "capture shows the requester silent from its last frame until then. Their sections give the facts a "
+      "diagnosis must agree with, derived from tshark and the scenario's log by `lab/failure_facts.py`.\n")
+    w(f"Regenerate: `lab/setup && lab/run all && EXTRA_BINARIES=$PWD/target/debug/rocescope lab/run info "
+      f"gen_wrong_qpn gen_responder_killed gen_no_receive && lab/make_testdata.py` (loss, ECN marks, RNR NAKs and "
+      f"the timing of a kill are random, so a new run gives other counts; the values below belong to these "
+      f"files; `info` goes first because it takes the IPv6 chatter of link-up; `lab/make_testdata.py SCENARIO...` "
+      f"replaces only the captures named). Total size: {total / 1000:.0f} kB.\n")
     w("## Versions\n")
     w("- guest: " + "; ".join(versions))
     w(f"- host: {qemu_ver}; captures checked with {tshark_ver}")
     w("- every perftest command ran with `-F -x 1 -u 17`: no CPU-frequency check, GID index 1 (the RoCEv2 "
       "IPv4-mapped GID ::ffff:10.0.0.x), QP timeout 17 (4.096 us * 2^17, about 0.5 s; rxe's retransmit timer "
       "fires spuriously on this slow emulated guest with perftest's default 14). Path MTU 1024 (rxe's active MTU "
-      "on a 1500-byte link).\n")
+      "on a 1500-byte link).")
+    w("- the failure captures: `rocescope gen` (this repository's, the debug build of its commit) with its "
+      "defaults but where the command says otherwise: path MTU 1024, GID index 1 found by itself, QP timeout 17, "
+      "min_rnr_timer 12 (0.64 ms), retry count and RNR retry count 7 (for ever) unless given.\n")
     w("## How the expected values were derived\n")
     w("From the traffic and tshark, not from rocescope: `lab/expected.py` reads "
       "`tshark -r FILE -T fields -e frame.number -e ip.src -e ip.dst -e udp.dstport -e infiniband.bth.opcode "
@@ -149,21 +214,25 @@ def main(argv):
         versions_, cmds, local = r["log"]
         w(f"## {r['name']}.pcap\n")
         w(WHAT.get(r["name"], "") + "\n")
-        w("Made with (guest, in this order; `lab/run " + r["name"] + "`):\n")
+        w("Made with (guest, in this order; `lab/run " + r["scenario"] + "`):\n")
         w("```")
         for c in cmds:
             if c.startswith("/usr/sbin/tc -s"):
                 continue
             w(c.replace("server: ", "").replace("client: ", "") + ("    # server, responder" if c.startswith("server") else "    # client, requester" if c.startswith("client") else ""))
         w("```\n")
-        syn = ", ".join(f"0x{s:02x}: {c}" for s, c in sorted(r["syndromes"].items()))
+        syn = ", ".join(f"0x{s:02x}: {c}" for s, c in sorted(r["syndromes"].items())) or "none"
         w(f"- {r['frames']} frames, {r['udp4791']} UDP-4791 (RoCEv2), {r['size']} bytes")
-        w(f"- AETH syndromes (all): {syn} (0x1f = ACK with credit count 31, 'invalid': no end-to-end credits)")
+        w(f"- AETH syndromes (all): {syn}" + (" (0x1f = ACK with credit count 31, 'invalid': no end-to-end "
+                                             "credits)" if 0x1F in r["syndromes"] else ""))
         naks = ", ".join(f"0x{s:02x}: {c}" for s, c in sorted(
             sum((list(q["naks"].items()) for q in r["qps"].values()), []))) or "none"
         w(f"- NAKs by syndrome: {naks}; CE-marked frames: {r['ce']}; retransmitted requests: {r['retx']}")
         w(f"- ICRC: {r['icrc']}")
-        w("- per destination QP:")
+        if r.get("facts"):
+            w("- per destination QP (as for the other captures; the facts below go further):")
+        else:
+            w("- per destination QP:")
         for (dst, qp), q in sorted(r["qps"].items(), key=lambda kv: kv[1]["src"]):
             kind = []
             if q["requests"]:
@@ -179,6 +248,13 @@ def main(argv):
                 if side in local:
                     parts.append(f"{side} ({dev}) QPN 0x{local[side][0]:04x} initial PSN 0x{local[side][1]:06x}")
             w("- perftest reported: " + "; ".join(parts))
+        if r.get("facts"):
+            w("")
+            w("Facts (tshark fields `frame.number`, `frame.time_relative`, `ip.src`, `ip.dst`, "
+              "`infiniband.bth.destqp`, `infiniband.bth.opcode`, `infiniband.bth.psn`, `infiniband.aeth.syndrome`, "
+              "`infiniband.aeth.msn`; gen's report, error line and exit status and rxe's hw_counters from the "
+              "`.log`; times are `frame.time_relative`, seconds from the capture's first frame):\n")
+            w(r["facts"])
         w("")
     with open(os.path.join(DEST, "README.md"), "w") as f:
         f.write("\n".join(out))

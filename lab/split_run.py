@@ -10,6 +10,10 @@ markers of a scenario (echo replies to markers excluded) go to OUT_DIR/<scenario
 channel's lines between "@@@ LAB-BEGIN i name" and "@@@ LAB-END i name" go to OUT_DIR/<scenario>/perftest.log,
 except files the scenario sent back (lab_return in guest/scenarios.sh: "@@@ LAB-FILE name size md5", gzip +
 base64 lines, "@@@ LAB-FILE-END name"), which are decoded, checked and written to OUT_DIR/<scenario>/<name>.
+The log gets a line "@@@ LAB-CABLE begin_marker=T first_frame=T last_frame=T end_marker=T" with the host's
+capture times (seconds since the epoch) of the begin marker request, the scenario's first and last frame and
+the end marker request, so that times the guest logs (its uptime, from the begin marker on) can be placed in
+the capture.
 With SPLIT_PREFIX=p (the second guest of a two-guest run: no cable capture of its own), the log and the files
 are written as <p>perftest.log and <p><name>, and only files with that prefix are replaced.
 """
@@ -21,6 +25,12 @@ import struct
 import sys
 
 MARK_BASE = 1200
+
+
+def frame_time(rec, e, nano):
+    """The capture time of a record (its 16-byte header first), in seconds since the epoch."""
+    ts_s, ts_f = struct.unpack(e + "II", rec[:8])
+    return ts_s + ts_f / (1e9 if nano else 1e6)
 
 
 def read_pcap(path):
@@ -35,13 +45,14 @@ def read_pcap(path):
         e = ">"
     else:
         raise ValueError(f"{path}: not a classic pcap file")
+    nano = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
     header = data[:24]
     off = 24
     frames = []
     while off + 16 <= len(data):
         ts_s, ts_f, incl, orig = struct.unpack(e + "IIII", data[off:off + 16])
         rec = data[off:off + 16 + incl]
-        frames.append((rec, data[off + 16:off + 16 + incl]))
+        frames.append((rec, data[off + 16:off + 16 + incl], frame_time(rec, e, nano)))
         off += 16 + incl
     return header, frames
 
@@ -91,17 +102,20 @@ def main():
     pcap = os.path.join(run, "cable-all.pcap")
     header, frames = read_pcap(pcap) if os.path.exists(pcap) else (None, [])
     parts = {}
+    marks = {}   # (index, is_end): host time of the marker request
     cur = None
-    for rec, frame in frames:
+    for rec, frame, t in frames:
         m = marker(frame)
         if m:
-            idx, end, _req = m
+            idx, end, req = m
+            if req:
+                marks.setdefault((idx, end), t)
             cur = None if end else idx
             if not end:
                 parts.setdefault(idx, [])
             continue
         if cur is not None:
-            parts[cur].append((rec, frame))
+            parts[cur].append((rec, frame, t))
 
     qemu_cmd = open(os.path.join(run, "qemu-cmdline")).read().strip() if os.path.exists(os.path.join(run, "qemu-cmdline")) else ""
     ok = True
@@ -125,6 +139,13 @@ def main():
         with open(os.path.join(d, prefix + "perftest.log"), "w") as f:
             f.write("\n".join(head) + "\n")
             f.write(f"@@@ host qemu: {qemu_cmd}\n")
+            if not prefix and (i, False) in marks:
+                recs = parts.get(i, [])
+                when = lambda t: f"{t:.6f}" if t is not None else "none"  # noqa: E731
+                f.write(f"@@@ LAB-CABLE begin_marker={when(marks.get((i, False)))} "
+                        f"first_frame={when(recs[0][2] if recs else None)} "
+                        f"last_frame={when(recs[-1][2] if recs else None)} "
+                        f"end_marker={when(marks.get((i, True)))}\n")
             f.write("\n".join(log) + "\n")
         cap = os.path.join(d, "cable.pcap")
         if prefix:
@@ -135,8 +156,8 @@ def main():
             os.remove(cap)
         if i in parts and header is not None:
             recs = parts[i]
-            write_pcap(cap, header, [r for r, _ in recs])
-            roce = sum(1 for _, fr in recs if is_roce(fr))
+            write_pcap(cap, header, [r for r, _, _ in recs])
+            roce = sum(1 for _, fr, _ in recs if is_roce(fr))
             print(f"  {name:12s} rc={rc:7s} frames={len(recs):5d} udp4791={roce:5d} {cap}")
         else:
             print(f"  {name:12s} rc={rc:7s} no capture (markers not seen)")

@@ -153,6 +153,128 @@ fn a_reused_qp_is_a_new_connection() {
     assert_eq!(r["verdict"]["status"], "pass");
 }
 
+/// The Soft-RoCE lab's failures, from the facts of testdata/lab/README.md (tshark's frames and times, gen's
+/// error line, rxe's hw_counters): each diagnosis event at the frame the facts name, with the figures they
+/// give, and the first line of "What happened" says it in words.
+#[test]
+fn the_lab_failures_are_told() {
+    struct Want {
+        file: &'static str,
+        /// (kind, frame, psn, detail key, detail value)
+        events: &'static [(&'static str, u64, u32, &'static str, f64)],
+        /// Timeout retransmissions' frames and exponents.
+        timeouts: &'static [(u64, u64)],
+        told: &'static [&'static str],
+    }
+    let wants = [
+        // Nothing answers; PSN 0xb30961 resent in frames 33, 65, 97, 0.072653 / 0.068367 / 0.072633 s apart
+        // (4.096 µs × 2^14 = 67.1 ms ≤ each < 2^15); the last requester frame at 0.214832 s, the end at
+        // 1.667735 s.
+        Want {
+            file: "wrong_qpn.pcap",
+            events: &[
+                ("no_response", 1, 0xb30961, "requests", 128.0),
+                ("no_response", 1, 0xb30961, "waited_s", 1.667735),
+                ("retry_exhausted", 97, 0xb30961, "resends", 3.0),
+                (
+                    "retry_exhausted",
+                    97,
+                    0xb30961,
+                    "silent_s",
+                    1.667735 - 0.214832,
+                ),
+            ],
+            timeouts: &[(33, 14), (65, 14), (97, 14)],
+            told: &[
+                "got no response",
+                "retry count exceeded",
+                "IBV_WC_RETRY_EXC_ERR",
+            ],
+        },
+        // The last ACK for 0x292b02; 0x292b03..0x292b06 (4 PSNs) first sent from frame 123 at 0.623092 s,
+        // resent in frames 127, 131, 135, 0.549016 / 0.543734 / 0.543774 s apart (2^17 = 0.537 s); the last
+        // requester frame at 2.259930 s, the end at 5.178435 s.
+        Want {
+            file: "responder_killed.pcap",
+            events: &[
+                ("stall", 123, 0x292b03, "outstanding", 4.0),
+                ("stall", 123, 0x292b03, "waited_s", 5.178435 - 0.623092),
+                ("retry_exhausted", 135, 0x292b03, "resends", 3.0),
+                (
+                    "retry_exhausted",
+                    135,
+                    0x292b03,
+                    "silent_s",
+                    5.178435 - 2.259930,
+                ),
+            ],
+            timeouts: &[(127, 17), (131, 17), (135, 17)],
+            told: &["gave up", "0x292b03", "IBV_WC_RETRY_EXC_ERR"],
+        },
+        // RNR NAKs for 0x38090c in frames 2, 11, 14, 20, each resend after a NAK; the last requester frame
+        // at 0.042444 s, the end at 1.325919 s.
+        Want {
+            file: "no_receive.pcap",
+            events: &[
+                ("rnr_exhausted", 20, 0x38090c, "rnr_naks", 4.0),
+                (
+                    "rnr_exhausted",
+                    20,
+                    0x38090c,
+                    "silent_s",
+                    1.325919 - 0.042444,
+                ),
+                ("stall", 1, 0x38090c, "outstanding", 4.0),
+                ("stall", 1, 0x38090c, "waited_s", 1.325919),
+            ],
+            timeouts: &[],
+            told: &["gave up", "4 RNR NAKs", "IBV_WC_RNR_RETRY_EXC_ERR"],
+        },
+    ];
+    for w in wants {
+        let path = root().join("testdata/lab").join(w.file);
+        let r = report(&path);
+        for &(kind, frame, psn, key, value) in w.events {
+            let e = event(&r, kind);
+            assert_eq!(
+                (&e["frame"], &e["psn"]),
+                (&Value::from(frame), &Value::from(psn)),
+                "{}: {e}",
+                w.file
+            );
+            let got = e["detail"][key].as_f64().unwrap_or(f64::NAN);
+            assert!(
+                (got - value).abs() <= 2e-6,
+                "{}: {kind}.{key} {got}, want {value}",
+                w.file
+            );
+        }
+        let timeouts: Vec<(u64, u64)> = r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "timeout_retransmission")
+            .map(|e| {
+                (
+                    e["frame"].as_u64().unwrap(),
+                    e["detail"]["timeout_exponent"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(timeouts, w.timeouts, "{}", w.file);
+        let text = String::from_utf8_lossy(&rocescope(&["analyze", path.to_str().unwrap()]).stdout)
+            .into_owned();
+        let happened = text.lines().nth(1).unwrap_or("");
+        for needle in w.told {
+            assert!(
+                happened.contains(needle),
+                "{}: {needle:?} not in {happened:?}",
+                w.file
+            );
+        }
+    }
+}
+
 /// Captures whose diagnosis events are expected, with why; every other capture must have none.
 fn expected_diagnosis(name: &str) -> Vec<(&'static str, u64)> {
     match name {
@@ -166,6 +288,18 @@ fn expected_diagnosis(name: &str) -> Vec<(&'static str, u64)> {
             vec![("ack_out_of_window", 1), ("psn_reuse", 1), ("stall", 1)]
         }
         "Frame_req_and_response_htons_bytes.pcapng" => vec![("new_epoch", 1)],
+        // The lab's failures (testdata/lab/README.md; the_lab_failures_are_told).
+        "testdata/lab/wrong_qpn.pcap" => vec![
+            ("no_response", 1),
+            ("retry_exhausted", 1),
+            ("timeout_retransmission", 3),
+        ],
+        "testdata/lab/responder_killed.pcap" => vec![
+            ("retry_exhausted", 1),
+            ("stall", 1),
+            ("timeout_retransmission", 3),
+        ],
+        "testdata/lab/no_receive.pcap" => vec![("rnr_exhausted", 1), ("stall", 1)],
         _ => Vec::new(),
     }
 }

@@ -208,8 +208,9 @@ fn timeouts_then_retry_exhausted(dir: &Path) {
 
 /// SEND 49 answered; SEND 50 (frame 3, at 20 µs) RNR-NAKed (timer code 14: 1.28 ms) at 30 µs, resent
 /// at 1,330 µs, RNR-NAKed at 1,340 µs, resent at 2,640 µs, RNR-NAKed at 2,650 µs (frame 8): 3 RNR NAKs, 2
-/// resends, and no resend after the third (rnr_retry 2 exhausted); the capture goes on to 2 s: silent
-/// 2,000,000 - 2,650 = 1,997,350 µs. Each resend follows an RNR NAK: no timeout.
+/// resends, and no resend after the third (rnr_retry 2 exhausted); the capture goes on to 2 s: the
+/// requester silent from its last request, 2,000,000 - 2,640 = 1,997,360 µs. Each resend follows an RNR
+/// NAK: no timeout.
 fn rnr_retry_exhausted(dir: &Path) {
     let mut c = Capture::new(1);
     let none = json!({});
@@ -235,7 +236,7 @@ fn rnr_retry_exhausted(dir: &Path) {
         json!({
             "flows": [{"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "rnr_naks": 3}],
             "events": [{"kind": "rnr_exhausted", "frame": 8,
-                        "detail": {"psn": 50, "rnr_naks": 3, "silent_s": 1.99735}},
+                        "detail": {"psn": 50, "rnr_naks": 3, "silent_s": 1.99736}},
                        {"kind": "stall", "frame": 3, "detail": {"psn": 50, "at_end": true}}],
             "diagnosis": {"rnr_exhausted": 1, "stall": 1},
             "verdict": {"status": "fail", "problems": ["rnr", "retransmissions", "stall", "timeouts"]}

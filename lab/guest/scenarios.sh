@@ -68,6 +68,7 @@ gen_run() {
     echo "--- gen standard output"; cat /tmp/ret/$f.json
     lab_return /tmp/ret/$f.json
     lab_return /tmp/ret/$f.log
+    cp /tmp/ret/$f.log /tmp/gen-last.log
     rm -rf /tmp/ret
     return $r
 }
@@ -122,6 +123,110 @@ sc_gen_bad_rkey() { ! gen_run --op write -s 4096 -n 4 --fault bad-rkey; }
 # no IBV_WC_RETRY_EXC_ERR ever comes, even with a short QP timeout), so only gen's own deadline (--timeout 1)
 # ends the run: exit 1 naming it (the scenario succeeds when it does)
 sc_gen_deadline() { netem eth0 loss 100% && ! gen_run --op write -s 4096 -n 4 --timeout 1; }
+# The failures of a requester that gives up (retry counts below 7: rxe, like the IBTA, retries for ever with 7).
+# Each scenario succeeds when gen ends as the fault must make it end: exit 1, one error line naming the
+# completion status. Each prints rxe's hw_counters before and after (all of them: "rxeN counter value"; the
+# lines "rxe hw_counters that changed" at the end of the log are the differences over the whole scenario),
+# then, after gen has ended, waits and sends one end-of-capture ping (tail_ping): the capture's last two frames
+# (ICMP echo 10.0.0.1 -> 10.0.0.2 and its reply, 64 data bytes of 0x5a) come after that silence, so that the
+# capture shows the requester silent from its last frame to them.
+# gen_fails_with WORDS ARGS...: gen_run ARGS must exit 1 with one error line that contains WORDS
+gen_fails_with() {
+    local want=$1 r
+    shift
+    gen_run "$@"
+    r=$?
+    [ $r -eq 1 ] || { echo "gen_fails_with: gen exited $r, not 1"; return 1; }
+    [ "$(grep -c '' /tmp/gen-last.log)" -eq 2 ] || { echo "gen_fails_with: not one error line"; return 1; }
+    grep -q "$want" /tmp/gen-last.log || { echo "gen_fails_with: gen's error line does not say $want"; return 1; }
+}
+counters_now() {   # counters_now WHEN: every hw_counter of rxe0 and rxe1, and the guest's uptime
+    local u
+    read -r u _ < /proc/uptime
+    echo "--- rxe hw_counters $1 (uptime $u)"
+    counters
+}
+tail_ping() {   # tail_ping SECONDS: silence, then the end-of-capture ping
+    local u
+    sleep "$1"
+    read -r u _ < /proc/uptime
+    echo "+ ping -c 1 -s 64 -p 5a -I 10.0.0.1 10.0.0.2 (end of capture; uptime $u, $1 s after gen ended)"
+    ping -c 1 -W 2 -s 64 -p 5a -I 10.0.0.1 10.0.0.2 > /dev/null 2>&1 || echo "tail_ping: no reply"
+}
+# --fault wrong-qpn: the requester QP (rxe0) is connected to rxe1's QPN + 0x100, which no QP has: rxe1 drops
+# every request without an answer; rxe0 resends the 32 packets of the 8 WRITEs (go-back-N from the oldest
+# unacknowledged PSN) each time its QP timer (14: 4.096 us * 2^14, ~67 ms) expires, 3 times (--retry-count 3),
+# then completes the first WRITE with IBV_WC_RETRY_EXC_ERR (and flushes the others); returns gen.json/gen.log
+sc_gen_wrong_qpn() {
+    local r=0
+    counters_now before
+    gen_fails_with IBV_WC_RETRY_EXC_ERR --op write -s 4096 -n 8 --retry-count 3 --qp-timeout 14 --fault wrong-qpn \
+        || r=1
+    counters_now after
+    dmesg | grep -i 'rxe' | tail -n 5
+    tail_ping 1
+    return $r
+}
+# --fault no-receive: rxe1's QP posts no receive: each SEND finds none and rxe1 answers with an RNR NAK (timer:
+# gen's min_rnr_timer 12, 0.64 ms); rxe0 waits and resends, 3 times (--rnr-retry 3; the 4th RNR NAK ends it),
+# then completes the first SEND with IBV_WC_RNR_RETRY_EXC_ERR; returns gen.json/gen.log
+sc_gen_no_receive() {
+    local r=0
+    counters_now before
+    gen_fails_with IBV_WC_RNR_RETRY_EXC_ERR --op send -s 1024 -n 4 --rnr-retry 3 --fault no-receive || r=1
+    counters_now after
+    tail_ping 1
+    return $r
+}
+# A responder that dies mid-transfer: gen server on rxe1 and gen client on rxe0 in this guest (the out-of-band
+# exchange over 127.0.0.1, the RDMA traffic over the cable), 1024-byte WRITEs (one packet each) paced at 100
+# messages/s, at most 4 in flight, --retry-count 3, --qp-timeout 17 (~0.54 s). Once rxe1 has received
+# KILL_AFTER packets the server gets kill -9 (its QP goes with it: rxe1 drops what comes next without an
+# answer); the client resends the unacknowledged WRITEs on its timer, 3 times, then completes the oldest with
+# IBV_WC_RETRY_EXC_ERR. The log has the guest uptime of the begin marker (SC_T0) and of the kill. Returns
+# gen.json/gen.log (the client: its report and standard error, exit status last) and server.log.
+KILL_AFTER=40
+sc_gen_responder_killed() {
+    local R=/usr/local/bin/rocescope D=/tmp/ret r=0 s c p0 v i=0 t1 t2 F=/sys/class/infiniband/rxe1/ports/1/hw_counters/rcvd_pkts
+    [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p $D
+    counters_now before
+    echo "+ $R gen server -d rxe1 --bind 127.0.0.1 -p 18620 --runs 1 --timeout 30 --json &"
+    # not under timeout(1): $! must be the server itself (it ends on its own after --timeout 30 anyway)
+    $R gen server -d rxe1 --bind 127.0.0.1 -p 18620 --runs 1 --timeout 30 --json > $D/server.json 2> $D/server.log &
+    s=$!
+    wait_listen 18620 || r=1
+    read -r p0 < $F
+    echo "+ $R gen client 127.0.0.1 -p 18620 -d rxe0 --op write -s 1024 --depth 4 --duration 30 --rate 100 --retry-count 3 --qp-timeout 17 --json &"
+    timeout 120 $R gen client 127.0.0.1 -p 18620 -d rxe0 --op write -s 1024 --depth 4 --duration 30 --rate 100 \
+        --retry-count 3 --qp-timeout 17 --json > $D/gen.json 2> $D/gen.log &
+    c=$!
+    # kill -9 the server once rxe1 has received KILL_AFTER packets (read: no fork per poll)
+    while read -r v < $F && [ $((v - p0)) -lt $KILL_AFTER ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
+    read -r t1 _ < /proc/uptime
+    kill -9 $s
+    read -r t2 _ < /proc/uptime
+    echo "+ kill -9 <the gen server> (rxe1 had received $((v - p0)) packets, at least $KILL_AFTER)"
+    echo "killed the server (kill -9) at guest uptime $t1..$t2 s, after rxe1 received $((v - p0)) packets; begin marker SC_T0=$SC_T0"
+    wait $s
+    echo "server: exit $? (137: killed)" >> $D/server.log
+    wait $c
+    echo "exit $?" >> $D/gen.log
+    read -r t1 _ < /proc/uptime
+    echo "client ended at guest uptime $t1"
+    echo "--- gen client standard error"; cat $D/gen.log
+    echo "--- gen client standard output"; cat $D/gen.json
+    echo "--- gen server standard error"; cat $D/server.log
+    counters_now after
+    dmesg | grep -i 'rxe' | tail -n 5
+    [ "$(tail -n 1 $D/gen.log)" = "exit 1" ] || { echo "the client did not exit 1"; r=1; }
+    [ "$(grep -c '' $D/gen.log)" -eq 2 ] && grep -q IBV_WC_RETRY_EXC_ERR $D/gen.log \
+        || { echo "the client's error is not one IBV_WC_RETRY_EXC_ERR line"; r=1; }
+    for f in gen.json gen.log server.log; do lab_return $D/$f || r=1; done
+    rm -rf $D
+    tail_ping 2
+    return $r
+}
 # the one-line fabric check: gen --capture eth0 (eth0 sees both directions of the cable) captures from before the
 # first work request to 0.5 s after the last completion and checks the flows, PSN ranges and request counts it
 # posted, with no gap, NAK or retransmission. gen_check: clean, the text report (returns gen.txt: standard
@@ -385,6 +490,7 @@ run_scenario() {
     say "@@@ LAB-BEGIN $idx $name uptime=$(cut -d' ' -f1 /proc/uptime)"
     counters > /tmp/c0
     marker "$idx" 0
+    read -r SC_T0 _ < /proc/uptime   # the guest's clock just after the begin marker (scenarios may log times from it)
     sleep 0.2
     "sc_$name" >&3 2>&1
     r=$?

@@ -16,6 +16,12 @@ pub struct Rc {
     pub(crate) resent: Option<Repeat>,
     /// The PSN the responder RNR-NAKed last: how many times in a row, the last time.
     pub(crate) rnr: Option<Repeat>,
+    /// The last go-back-N, for whatever reason: to which PSN, when.
+    pub(crate) went_back: Option<(u32, u64)>,
+    /// The interval of the last timeout retransmission: the requester's local ACK timer.
+    pub(crate) timer_ns: u64,
+    /// The RNR timer of the last RNR NAK.
+    pub(crate) rnr_timer_us: u64,
     /// When the requester last sent anything.
     pub(crate) last_request_ts: u64,
     /// READs taken as in order by guessing their path MTU: (READ PSN, DMA length, the request after it:
@@ -241,36 +247,44 @@ fn end_of_stall(
         .then(|| (frame, since, stall_kind(f, psn, since, end, true)))
 }
 
-/// A requester that resent one PSN, or was RNR-NAKed on one, and then went silent for longer than the
-/// stall time with the PSN unacknowledged: it gave up.
+/// A requester that resent one PSN on its timer, or was RNR-NAKed on one, and then went silent with the
+/// PSN unacknowledged, for longer than the stall time and than two of its timer intervals: it gave up
+/// (IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR) rather than wait for its next try.
 fn gave_up(f: &Flow, end: u64, stall: u64) -> Option<(u64, u64, Kind)> {
     let oldest = f.timing.outstanding.front().map(|o| o.0)?;
     let silent = end.saturating_sub(f.rc.last_request_ts);
-    if silent <= stall {
-        return None;
-    }
-    let silent_us = silent / 1000;
+    let retried_after = |ts: u64, psn: u32| f.rc.went_back.is_some_and(|(p, t)| p == psn && t > ts);
     match (f.rc.resent, f.rc.rnr) {
-        // The last word was an RNR NAK for the oldest PSN, and the requester did not try again.
-        (_, Some(r)) if r.psn == oldest && r.ts >= f.rc.last_request_ts => Some((
-            r.frame,
-            r.ts,
-            Kind::RnrExhausted {
-                psn: r.psn,
-                naks: r.count,
-                silent_us: end.saturating_sub(r.ts) / 1000,
-            },
-        )),
-        // The last request was a resend of the oldest PSN, and nothing answered it.
-        (Some(r), _) if r.psn == oldest && r.ts == f.rc.last_request_ts => Some((
-            r.frame,
-            r.ts,
-            Kind::RetryExhausted {
-                psn: r.psn,
-                resends: r.count,
-                silent_us,
-            },
-        )),
+        // The last word on the oldest PSN was an RNR NAK, and the requester did not try it again.
+        (_, Some(r)) if r.psn == oldest && !retried_after(r.ts, r.psn) => {
+            (silent > stall.max(2 * f.rc.rnr_timer_us * 1000)).then(|| {
+                let (psn, naks, silent_us) = (r.psn, r.count, silent / 1000);
+                (
+                    r.frame,
+                    r.ts,
+                    Kind::RnrExhausted {
+                        psn,
+                        naks,
+                        silent_us,
+                    },
+                )
+            })
+        }
+        // The last go-back-N was the timer's, to the oldest PSN, and nothing answered it.
+        (Some(r), _) if r.psn == oldest && !retried_after(r.ts, r.psn) => {
+            (silent > stall.max(2 * f.rc.timer_ns)).then(|| {
+                let (psn, resends, silent_us) = (r.psn, r.count, silent / 1000);
+                (
+                    r.frame,
+                    r.ts,
+                    Kind::RetryExhausted {
+                        psn,
+                        resends,
+                        silent_us,
+                    },
+                )
+            })
+        }
         _ => None,
     }
 }

@@ -102,7 +102,8 @@ pub enum Kind {
         resends: u32,
         silent_us: u64,
     },
-    /// The same PSN RNR-NAKed `naks` times, then silence: IBV_WC_RNR_RETRY_EXC_ERR.
+    /// The same PSN RNR-NAKed `naks` times, then silence from the requester for `silent_us` until the end
+    /// of the capture: IBV_WC_RNR_RETRY_EXC_ERR.
     RnrExhausted {
         psn: u32,
         naks: u32,
@@ -206,6 +207,7 @@ impl Kind {
             | Kind::PsnReuse { psn, .. }
             | Kind::NewEpoch { psn, .. } => Some(psn),
             Kind::GoBackN { from, .. } => Some(from),
+            Kind::NoResponse { first_psn, .. } => Some(first_psn),
             Kind::ImpliedNak { got, .. } => Some(got),
             Kind::ReadResponseMismatch { read_psn, .. } => Some(read_psn),
             _ => None,

@@ -100,6 +100,7 @@ impl Engine {
             }
             Step::Retransmit { rewind: true, .. } => {
                 let f = &mut self.flows[id as usize];
+                f.rc.went_back = Some((psn, ts));
                 let behind = (-psn::diff(psn, f.psn.next)) as u32;
                 // Each NAK since the last go-back-N explains one.
                 let nak = f.nak_ts.filter(|_| f.naks_unanswered > 0);
@@ -148,6 +149,7 @@ impl Engine {
         let resent = Repeat::again(f.rc.resent, psn, ts, number);
         f.rc.resent = Some(resent);
         let interval = ts.saturating_sub(last_sent);
+        f.rc.timer_ns = interval;
         Kind::TimeoutRetransmission {
             psn,
             interval_us: interval / 1000,

@@ -94,8 +94,8 @@ impl Engine {
             r.first_rnr_frame = number;
         }
         r.last_rnr_ts = ts;
+        let timer_us = aeth.decoded().rnr_micros().unwrap_or(0);
         if r.rnr_naks <= self.cfg.rnr_storm {
-            let timer_us = aeth.decoded().rnr_micros().unwrap_or(0);
             self.events.push(Event {
                 ts_nanos: ts,
                 flow: Some(id),
@@ -108,6 +108,7 @@ impl Engine {
             f.nak_ts = Some(ts);
             f.naks_unanswered += 1;
             f.rc.rnr = Some(Repeat::again(f.rc.rnr, psn, ts, number));
+            f.rc.rnr_timer_us = u64::from(timer_us);
         }
     }
 

@@ -56,12 +56,24 @@ impl ValueEnum for Op {
 
 impl ValueEnum for Fault {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Fault::BadRkey]
+        &[Fault::BadRkey, Fault::WrongQpn, Fault::NoReceive]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
+        let v = PossibleValue::new(self.name());
         Some(match self {
-            Fault::BadRkey => PossibleValue::new("bad-rkey"),
+            Fault::BadRkey => v.help(
+                "the last message (WRITE or READ) with a wrong R_Key: a NAK (remote access error), \
+                 IBV_WC_REM_ACCESS_ERR",
+            ),
+            Fault::WrongQpn => v.help(
+                "gen loopback: the requester QP connected to the responder's QPN + 0x100, which no QP has: \
+                 nothing answers, --retry-count resends, IBV_WC_RETRY_EXC_ERR",
+            ),
+            Fault::NoReceive => v.help(
+                "gen loopback, --op send or write-imm: the responder posts no receives: RNR NAKs until \
+                 --rnr-retry is used up, IBV_WC_RNR_RETRY_EXC_ERR",
+            ),
         })
     }
 }
@@ -187,9 +199,14 @@ pub struct WorkArgs {
     /// One JSON document (with the QPNs and PSN ranges, to match a capture).
     #[arg(long)]
     pub json: bool,
-    /// Fault injection, for testing what sees the traffic: `bad-rkey` posts the last message (WRITE or READ)
-    /// with a wrong R_Key; the responder answers with a NAK (remote access error) and the run ends with
-    /// IBV_WC_REM_ACCESS_ERR (exit 1).
+    /// Fault injection, for testing what sees the traffic; the run ends with the completion error (exit 1)
+    /// and the report names the fault and the QPNs or keys it used (`fault`, `fault_detail`, `dest_qpn`).
+    /// `bad-rkey` posts the last message (WRITE or READ) with a wrong R_Key: the responder answers with a
+    /// NAK (remote access error), IBV_WC_REM_ACCESS_ERR. `wrong-qpn` (gen loopback) connects the requester
+    /// QP to the responder's QPN + 0x100, which no QP has: the requests go out, nothing answers, and after
+    /// --retry-count resends (on the --qp-timeout timer) IBV_WC_RETRY_EXC_ERR. `no-receive` (gen loopback,
+    /// --op send or write-imm): the responder posts no receive work requests: RNR NAKs until --rnr-retry is
+    /// used up, IBV_WC_RNR_RETRY_EXC_ERR. With a retry count of 7 (the default) rxe retries for ever.
     #[arg(long, value_enum, value_name = "FAULT")]
     pub fault: Option<Fault>,
     /// The fabric check: capture on IFACE (as `rocescope capture -i IFACE`, default filter) from before
@@ -341,5 +358,10 @@ mod tests {
         assert_eq!(Op::value_variants().len(), 6);
         assert_eq!(Op::from_str("cmp-swap", false), Ok(Op::CmpSwap));
         assert_eq!(Fault::from_str("bad-rkey", false), Ok(Fault::BadRkey));
+        assert_eq!(Fault::from_str("wrong-qpn", false), Ok(Fault::WrongQpn));
+        assert_eq!(Fault::from_str("no-receive", false), Ok(Fault::NoReceive));
+        for f in Fault::value_variants() {
+            assert_eq!(f.to_possible_value().unwrap().get_name(), f.name());
+        }
     }
 }

@@ -506,10 +506,12 @@ mod tests {
             max_rd_atomic: 1,
             traffic_class: 0,
             fault: None,
+            fault_detail: None,
             qps: 1,
             pairs: Vec::new(),
             requester: endpoint(back.dest_qp),
             responder: endpoint(req.dest_qp),
+            dest_qpn: req.dest_qp,
             flows: vec![
                 flow(
                     &req.src,

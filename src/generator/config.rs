@@ -130,6 +130,33 @@ impl WorkConfig {
         self.duration.is_none().then_some(self.iters)
     }
 
+    /// Is `--fault` possible with the rest of the run? `loopback`: `gen loopback`, whose responder QP is in
+    /// this process (`gen client` cannot make `gen server` post no receives, and connects to the QPs the
+    /// server offered).
+    pub fn check_fault(&self, loopback: bool) -> Result<(), String> {
+        let Some(f) = self.fault else {
+            return Ok(());
+        };
+        match f {
+            Fault::BadRkey if self.duration.is_some() => {
+                Err("--fault bad-rkey needs -n (the faulty message is the last one)".to_string())
+            }
+            Fault::BadRkey if self.op == Op::Send => Err(
+                "--fault bad-rkey needs --op write, write-imm or read (a SEND carries no R_Key)"
+                    .to_string(),
+            ),
+            Fault::WrongQpn | Fault::NoReceive if !loopback => Err(format!(
+                "--fault {} needs gen loopback (the responder QP here is gen server's)",
+                f.name()
+            )),
+            Fault::NoReceive if !self.op.consumes_receive() => Err(format!(
+                "--fault no-receive needs --op send or write-imm (--op {} consumes no receive)",
+                op_flag(self.op)
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks what every requester shares; returns the buffer length of `slots` messages.
     pub fn buffer_len(&self, slots: u64) -> Result<usize, String> {
         if !(self.timeout > 0.0 && self.timeout.is_finite()) {
@@ -137,15 +164,6 @@ impl WorkConfig {
                 "--timeout {} is not a positive number of seconds",
                 self.timeout
             ));
-        }
-        if self.fault.is_some() && self.duration.is_some() {
-            return Err("--fault needs -n (the faulty message is the last one)".to_string());
-        }
-        if self.fault == Some(Fault::BadRkey) && self.op == Op::Send {
-            return Err(
-                "--fault bad-rkey needs --op write, write-imm or read (a SEND carries no R_Key)"
-                    .to_string(),
-            );
         }
         // the atomics move one 8-byte word: the remote one at offset 0 of the responder's buffer (8-byte
         // aligned), the original values into the requester's slots
@@ -159,5 +177,84 @@ impl WorkConfig {
                 )
             })?;
         Ok(buf_len as usize)
+    }
+}
+
+/// `--op`'s value for `op`.
+fn op_flag(op: Op) -> &'static str {
+    match op {
+        Op::Write => "write",
+        Op::WriteImm => "write-imm",
+        Op::Send => "send",
+        Op::Read => "read",
+        Op::FetchAdd => "fetch-add",
+        Op::CmpSwap => "cmp-swap",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn work(op: Op, fault: Fault) -> WorkConfig {
+        WorkConfig {
+            op,
+            fault: Some(fault),
+            ..WorkConfig::DEFAULT
+        }
+    }
+
+    #[test]
+    fn faults_and_what_they_need() {
+        assert_eq!(WorkConfig::DEFAULT.check_fault(false), Ok(()));
+        assert_eq!(work(Op::Write, Fault::WrongQpn).check_fault(true), Ok(()));
+        assert_eq!(work(Op::Read, Fault::WrongQpn).check_fault(true), Ok(()));
+        assert_eq!(work(Op::Send, Fault::NoReceive).check_fault(true), Ok(()));
+        assert_eq!(
+            work(Op::WriteImm, Fault::NoReceive).check_fault(true),
+            Ok(())
+        );
+        assert_eq!(work(Op::Read, Fault::BadRkey).check_fault(false), Ok(()));
+        assert_eq!(
+            work(Op::Write, Fault::NoReceive).check_fault(true),
+            Err(
+                "--fault no-receive needs --op send or write-imm (--op write consumes no receive)"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            work(Op::FetchAdd, Fault::NoReceive)
+                .check_fault(true)
+                .unwrap_err(),
+            "--fault no-receive needs --op send or write-imm (--op fetch-add consumes no receive)"
+        );
+        for f in [Fault::WrongQpn, Fault::NoReceive] {
+            assert_eq!(
+                work(Op::Send, f).check_fault(false),
+                Err(format!(
+                    "--fault {} needs gen loopback (the responder QP here is gen server's)",
+                    f.name()
+                ))
+            );
+        }
+        assert!(
+            work(Op::Send, Fault::BadRkey)
+                .check_fault(true)
+                .unwrap_err()
+                .contains("a SEND carries no R_Key")
+        );
+        // the R_Key goes wrong on the last of -n messages; the other faults take --duration too
+        let timed = |f| WorkConfig {
+            duration: Some(1.0),
+            ..work(Op::Send, f)
+        };
+        assert!(
+            timed(Fault::BadRkey)
+                .check_fault(true)
+                .unwrap_err()
+                .contains("needs -n")
+        );
+        assert_eq!(timed(Fault::NoReceive).check_fault(true), Ok(()));
+        assert_eq!(timed(Fault::WrongQpn).check_fault(true), Ok(()));
     }
 }

@@ -7,12 +7,13 @@ use sideway::ibverbs::queue_pair::QueuePair;
 
 use super::config::LoopbackConfig;
 use super::plan;
-use super::records::Report;
+use super::records::{Fault, Report};
 use super::run::{self, Pair, Peer, Setup};
 use super::verbs::{self, ConnectParams, Queues, Side, connect, open_side};
 
 pub fn run(cfg: &LoopbackConfig, stop: &AtomicBool) -> Result<Report, String> {
     let w = &cfg.work;
+    w.check_fault(true)?;
     let buf_len = w.buffer_len(u64::from(w.depth))?;
     let list = verbs::devices()?;
     if cfg.device == cfg.peer_device {
@@ -52,26 +53,43 @@ pub fn run(cfg: &LoopbackConfig, stop: &AtomicBool) -> Result<Report, String> {
         rnr_retry: w.rnr_retry,
     };
     let limit = w.iters_limit().unwrap_or(u64::MAX);
+    // --fault wrong-qpn: none of this run's QPs may be the wrong destination
+    let taken: Vec<u32> = sides
+        .iter()
+        .flat_map(|(a, b)| [a.qp.qp_number(), b.qp.qp_number()])
+        .collect();
+    let wrong = (w.fault == Some(Fault::WrongQpn)).then_some(taken.as_slice());
     let mut pairs = Vec::with_capacity(sides.len());
     for (a, b) in sides {
-        pairs.push(connect_pair(a, b, &p, limit, w.depth)?);
+        pairs.push(connect_pair(a, b, &p, limit, w.depth, wrong)?);
     }
     run::run(&mut pairs, w, &setup, stop)
 }
 
-/// Connects `a` and `b` to each other: a pair of `limit` messages.
+/// Connects `a` and `b` to each other: a pair of `limit` messages. `wrong_qpn` (--fault wrong-qpn, with the
+/// QPNs of the run): `a` is connected to a destination QPN that no QP has instead of `b`'s.
 fn connect_pair(
     mut a: Side,
     mut b: Side,
     p: &ConnectParams,
     limit: u64,
     depth: u32,
+    wrong_qpn: Option<&[u32]>,
 ) -> Result<Pair, String> {
     let (aq, bq) = (a.qp.qp_number(), b.qp.qp_number());
+    let dest = wrong_qpn.map_or(bq, |taken| plan::wrong_qpn(bq, taken));
     let (ag, bg) = (a.gid.gid, b.gid.gid);
     let (apsn, bpsn) = (a.sq_psn, b.sq_psn);
-    connect(&mut a, bq, &bg, bpsn, p)?;
+    connect(&mut a, dest, &bg, bpsn, p)?;
     connect(&mut b, aq, &ag, apsn, p)?;
     let dst_ip = b.gid.ip.map(|i| i.to_string());
-    Ok(Pair::new(a, Peer::Local(b), bq, bpsn, dst_ip, limit, depth))
+    Ok(Pair::new(
+        a,
+        Peer::Local(b),
+        dest,
+        bpsn,
+        dst_ip,
+        limit,
+        depth,
+    ))
 }

@@ -46,6 +46,9 @@ fn print_set_up(r: &Report) {
         r.mtu_source,
         r.qp_timeout
     );
+    if let Some(d) = &r.fault_detail {
+        println!("fault {d}");
+    }
     for f in &r.flows {
         println!(
             "flow {} -> {} QP {:#08x} ({}): PSN {}..{} ({} packets)",

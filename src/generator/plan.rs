@@ -141,6 +141,30 @@ pub fn wc_status_meaning(status: u32, psn: u32, dest_qp: u32) -> Option<String> 
     })
 }
 
+/// QPNs are 24 bits; 0xffffff is the multicast QPN.
+pub const QPN_MASK: u32 = 0xff_ffff;
+
+/// How far `--fault wrong-qpn` moves the destination QPN away from the responder's.
+pub const WRONG_QPN_OFFSET: u32 = 0x100;
+
+/// `--fault wrong-qpn`: the destination QPN a requester is connected to instead of the responder's
+/// `responder_qpn`: `WRONG_QPN_OFFSET` above it (mod 2^24), moved on past the QPNs of this run (`taken`) and
+/// past those with a meaning of their own (0 and 1, the special QPs; 0xffffff, multicast). rxe numbers its
+/// QPs upward from 0x11 and drops a packet for a QPN it does not have without an answer.
+pub fn wrong_qpn(responder_qpn: u32, taken: &[u32]) -> u32 {
+    let mut q = responder_qpn.wrapping_add(WRONG_QPN_OFFSET) & QPN_MASK;
+    while q <= 1 || q == QPN_MASK || taken.contains(&q) {
+        q = (q + 1) & QPN_MASK;
+    }
+    q
+}
+
+/// `--fault bad-rkey`: the R_Key the faulty message carries instead of `rkey`: the same MR index, another
+/// key byte, so that rxe finds the MR and refuses the key (remote access error).
+pub fn bad_rkey(rkey: u32) -> u32 {
+    rkey ^ 0x80
+}
+
 /// A 24-bit random PSN (getrandom(2); the clock if that fails).
 pub fn random_psn() -> u32 {
     let mut b = [0u8; 4];
@@ -258,6 +282,19 @@ mod tests {
                 .starts_with("remote access error")
         );
         assert_eq!(wc_status_meaning(0, 1, 2), None);
+    }
+
+    #[test]
+    fn wrong_qpns() {
+        assert_eq!(wrong_qpn(0x12, &[0x11, 0x12]), 0x112);
+        // one of this run's own QPs is skipped, and so are the special and the multicast QPNs
+        assert_eq!(wrong_qpn(0x12, &[0x112, 0x113]), 0x114);
+        assert_eq!(wrong_qpn(0xfffeff, &[]), 2);
+        assert_eq!(wrong_qpn(0xffff00, &[2]), 3);
+        for q in [0x11, 0x7f_ffff, 0xff_fffe] {
+            let w = wrong_qpn(q, &[q]);
+            assert!(w != q && w > 1 && w < QPN_MASK, "{q:#x} -> {w:#x}");
+        }
     }
 
     #[test]

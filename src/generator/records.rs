@@ -41,10 +41,29 @@ impl Op {
     }
 }
 
+/// `--fault`: a failure injected on purpose, for testing what sees the traffic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Fault {
+    /// The last message (WRITE or READ) carries a wrong R_Key: a NAK (remote access error).
     BadRkey,
+    /// The requester QP is connected to a destination QPN that no QP has (`plan::wrong_qpn`): its requests
+    /// go out and nothing answers; after --retry-count resends, IBV_WC_RETRY_EXC_ERR.
+    WrongQpn,
+    /// The responder posts no receive work requests (SEND, WRITE with immediate): RNR NAKs until
+    /// --rnr-retry is used up, then IBV_WC_RNR_RETRY_EXC_ERR.
+    NoReceive,
+}
+
+impl Fault {
+    /// The name on the command line and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::BadRkey => "bad-rkey",
+            Fault::WrongQpn => "wrong-qpn",
+            Fault::NoReceive => "no-receive",
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -196,11 +215,16 @@ pub struct Report {
     /// GRH traffic class (--tclass; rxe puts it in the IP TOS byte: the low 2 bits are the ECN field).
     pub traffic_class: u8,
     pub fault: Option<Fault>,
+    /// What the fault did, in words, with the QPNs and keys it used (None without --fault).
+    pub fault_detail: Option<String>,
     /// QP pairs (-q); each runs `iterations` messages with PSNs of its own.
     pub qps: u32,
     /// The first pair's endpoints (the only pair without -q).
     pub requester: Endpoint,
     pub responder: Endpoint,
+    /// The destination QPN the first pair's requester QP was connected to: the responder's QPN, or with
+    /// --fault wrong-qpn one that no QP has.
+    pub dest_qpn: u32,
     /// Every pair's endpoints, in the order of `flows` (requester flow, responder flow per pair).
     pub pairs: Vec<PairEndpoints>,
     pub flows: Vec<Flow>,
@@ -246,6 +270,8 @@ pub struct RateReport {
 pub struct PairEndpoints {
     pub requester: Endpoint,
     pub responder: Endpoint,
+    /// The destination QPN the requester QP was connected to (`responder.qpn` but with --fault wrong-qpn).
+    pub dest_qpn: u32,
 }
 
 /// One server run, as printed and in JSON.
@@ -369,5 +395,12 @@ mod tests {
         );
         let back: CheckStatus = serde_json::from_str("\"incomplete\"").unwrap();
         assert_eq!(back, CheckStatus::Incomplete);
+    }
+
+    #[test]
+    fn faults_are_spelled_as_on_the_command_line() {
+        for f in [Fault::BadRkey, Fault::WrongQpn, Fault::NoReceive] {
+            assert_eq!(json(f), format!("\"{}\"", f.name()));
+        }
     }
 }

@@ -51,6 +51,7 @@ fn connect_params(c: &Connect, port: u8) -> ConnectParams {
 /// `gen client HOST`.
 pub fn client(cfg: &ClientConfig, stop: &AtomicBool) -> Result<Report, String> {
     let w = &cfg.work;
+    w.check_fault(false)?;
     let buf_len = w.buffer_len(u64::from(w.depth))?;
     let list = verbs::devices()?;
     let dev = verbs::device_name(&list, cfg.device.as_deref(), &cfg.port)?;

@@ -47,6 +47,7 @@ pub struct Pair {
     pub a: Side,
     pub b: Peer,
     pub aq: u32,
+    /// The destination QPN `a` is connected to: `b`'s, or with --fault wrong-qpn one no QP has.
     pub bq: u32,
     pub apsn: u32,
     pub bpsn: u32,
@@ -61,7 +62,8 @@ pub struct Pair {
 }
 
 impl Pair {
-    /// `a` connected to `b`, which sends from `bpsn`; `limit` messages (u64::MAX: until stopped).
+    /// `a` connected to destination QPN `bq` (`b`'s QP but with --fault wrong-qpn), `b` sending from
+    /// `bpsn`; `limit` messages (u64::MAX: until stopped).
     pub fn new(
         a: Side,
         b: Peer,
@@ -101,7 +103,12 @@ impl Pair {
     /// The QPs' states, for a run that stalled.
     fn qp_states(&self) -> String {
         let peer = match &self.b {
-            Peer::Local(b) => format!("QP {:#x} ({}) is {}", self.bq, b.name, b.qp_state_now()),
+            Peer::Local(b) => format!(
+                "QP {:#x} ({}) is {}",
+                b.qp.qp_number(),
+                b.name,
+                b.qp_state_now()
+            ),
             // its state is not known here: the server may be gone
             Peer::Remote(r) => format!(
                 "the peer's QP {:#x} is on {} of the server (has it stopped?)",
@@ -149,11 +156,16 @@ pub fn run(
     Ok(run.report(pairs, setup, error))
 }
 
+/// Does a local responder post receives for `w`'s messages? Not with --fault no-receive.
+fn posts_receives(w: &WorkConfig) -> bool {
+    w.op.consumes_receive() && w.fault != Some(Fault::NoReceive)
+}
+
 /// Before the first post: a local responder's first receives, and the remote word of the atomics.
 fn prepare(pairs: &mut [Pair], w: &WorkConfig) -> Result<(), String> {
     for p in pairs.iter_mut() {
         if let Peer::Local(b) = &mut p.b {
-            while w.op.consumes_receive() && p.recv.posted < p.limit.min(u64::from(w.depth)) {
+            while posts_receives(w) && p.recv.posted < p.limit.min(u64::from(w.depth)) {
                 post_recv(b, p.recv.posted, w.message_size(), w.depth)?;
                 p.recv.posted += 1;
             }
@@ -199,7 +211,8 @@ struct Run<'a> {
     size: usize,
     depth: u64,
     psns_per_message: u64,
-    /// Receives on a local responder (SEND, WRITE with immediate); `gen server` posts its own.
+    /// Receives on a local responder (SEND, WRITE with immediate; none with --fault no-receive); `gen
+    /// server` posts its own.
     local_receives: bool,
     rate_mps: Option<f64>,
     run_for: Option<Duration>,
@@ -230,7 +243,7 @@ impl Run<'_> {
             } else {
                 packets_per_message(u64::from(size32), mtu)
             },
-            local_receives: w.op.consumes_receive(),
+            local_receives: posts_receives(w),
             rate_mps: w.rate.map(|r| r.messages_per_sec(size32)),
             run_for: w.duration.map(Duration::from_secs_f64),
             deadline: Duration::from_secs_f64(w.timeout),
@@ -371,8 +384,7 @@ impl Run<'_> {
             Peer::Remote(r) => (r.addr + (p.posted % r.slots) * self.size as u64, r.rkey),
         };
         if self.w.fault == Some(Fault::BadRkey) && p.posted == self.w.iters - 1 {
-            // same MR index, another key byte: rxe finds the MR and refuses the key
-            rkey ^= 0x80;
+            rkey = plan::bad_rkey(rkey);
         }
         (raddr, rkey)
     }
@@ -631,6 +643,48 @@ impl Run<'_> {
         )
     }
 
+    /// What --fault did to each pair, in words, with the QPNs and keys it used.
+    fn fault_detail(&self, pairs: &[Pair]) -> Option<String> {
+        let w = self.w;
+        let fault = w.fault?;
+        let each = |p: &Pair| {
+            let (bname, bqpn) = match &p.b {
+                Peer::Local(b) => (b.name.as_str(), b.qp.qp_number()),
+                Peer::Remote(r) => (r.endpoint.device.as_str(), r.endpoint.qpn),
+            };
+            match fault {
+                Fault::BadRkey => {
+                    let good = match &p.b {
+                        Peer::Local(b) => b.mr.rkey(),
+                        Peer::Remote(r) => r.rkey,
+                    };
+                    format!(
+                        "message {} of QP {:#x} ({}) posted with R_Key {:#x}; {bname}'s MR has {good:#x}",
+                        w.iters - 1,
+                        p.aq,
+                        p.a.name,
+                        plan::bad_rkey(good)
+                    )
+                }
+                Fault::WrongQpn => format!(
+                    "QP {:#x} ({}) connected to destination QPN {:#x}, which no QP has; the responder QP is \
+                     {bqpn:#x} ({bname})",
+                    p.aq, p.a.name, p.bq
+                ),
+                Fault::NoReceive => format!(
+                    "the responder QP {bqpn:#x} ({bname}) posts no receive work requests; QP {:#x} ({}) \
+                     sends to it",
+                    p.aq, p.a.name
+                ),
+            }
+        };
+        Some(format!(
+            "{}: {}",
+            fault.name(),
+            pairs.iter().map(each).collect::<Vec<_>>().join("; ")
+        ))
+    }
+
     /// The remote word after the last atomic (a remote responder checks its own).
     fn check_atomic_words(&mut self, pairs: &[Pair]) {
         for p in pairs {
@@ -745,14 +799,17 @@ impl Run<'_> {
             max_rd_atomic: setup.rd_atomic,
             traffic_class: w.tclass,
             fault: w.fault,
+            fault_detail: self.fault_detail(pairs),
             qps: w.qps,
             requester: endpoint(&pairs[0].a, setup.port, pairs[0].bpsn),
             responder: responder(&pairs[0]),
+            dest_qpn: pairs[0].bq,
             pairs: pairs
                 .iter()
                 .map(|p| PairEndpoints {
                     requester: endpoint(&p.a, setup.port, p.bpsn),
                     responder: responder(p),
+                    dest_qpn: p.bq,
                 })
                 .collect(),
             flows,

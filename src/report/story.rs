@@ -99,13 +99,18 @@ impl<'r> Story<'r> {
         self.flow.paired_with.is_some() && self.mine.iter().all(|e| ANSWERS.contains(&e.kind))
     }
 
+    /// The requester ran out of retries or RNR retries.
+    fn gave_up(&self) -> bool {
+        self.first("retry_exhausted").is_some() || self.first("rnr_exhausted").is_some()
+    }
+
     fn verb(&self) -> &'static str {
         if self.first("no_response").is_some() {
             "got no response"
+        } else if self.gave_up() {
+            "gave up"
         } else if self.first("stall").is_some() {
             "stalled"
-        } else if self.first("retry_exhausted").is_some() || self.first("rnr_exhausted").is_some() {
-            "gave up"
         } else if self.first_theirs("rnr_storm").is_some() || self.first_theirs("rnr_nak").is_some()
         {
             "met a receiver not ready (RNR)"
@@ -146,9 +151,16 @@ impl<'r> Story<'r> {
                 many(f.psn.missing, "PSN")
             ));
         }
-        let naks = self.theirs.iter().filter(|e| e.kind == "nak").count();
-        if naks > 0 {
-            out.push(format!("the responder sent {}", many(naks as u64, "NAK")));
+        let answered = |kind| self.theirs.iter().filter(|e| e.kind == kind).count() as u64;
+        let (rnr_naks, naks) = (answered("rnr_nak"), answered("nak"));
+        let storm = self.first_theirs("rnr_storm").is_some();
+        let sent: Vec<String> = [(rnr_naks, "RNR NAK"), (naks, "NAK")]
+            .into_iter()
+            .filter(|&(n, what)| n > 0 && !(storm && what == "RNR NAK"))
+            .map(|(n, what)| many(n, what))
+            .collect();
+        if !sent.is_empty() {
+            out.push(format!("the responder sent {}", sent.join(" and ")));
         }
         let sent_naks = self.count("nak") + self.count("rnr_nak");
         if sent_naks > 0 && f.paired_with.is_none() {
@@ -207,17 +219,19 @@ impl<'r> Story<'r> {
         }
         if let Some(e) = self.first("retry_exhausted") {
             out.push(format!(
-                "PSN {} was resent {} times and never acknowledged, then the requester went silent \
-                 (retry count exceeded)",
+                "PSN {} never acknowledged, then the requester went silent for {} (retry count exceeded: \
+                 IBV_WC_RETRY_EXC_ERR on the host)",
                 psn(e, "psn"),
-                num(e, "resends")
+                secs(e, "silent_s")
             ));
         }
         if let Some(e) = self.first("rnr_exhausted") {
             out.push(format!(
-                "PSN {} was RNR-NAKed {} times, then the requester went silent (RNR retry count exceeded)",
+                "PSN {} RNR-NAKed {} (no receive posted), then the requester went silent for {} (RNR retry \
+                 count exceeded: IBV_WC_RNR_RETRY_EXC_ERR on the host)",
                 psn(e, "psn"),
-                num(e, "rnr_naks")
+                many(num(e, "rnr_naks"), "time"),
+                secs(e, "silent_s")
             ));
         }
         if let Some(e) = self.first("ce_without_cnp") {
@@ -226,7 +240,8 @@ impl<'r> Story<'r> {
                 many(num(e, "count"), "CE mark")
             ));
         }
-        if let Some(e) = self.first("stall") {
+        // A requester that gave up stalled because it did: the stall adds nothing.
+        if let Some(e) = self.first("stall").filter(|_| !self.gave_up()) {
             let at_end = e.detail.get("at_end").and_then(|v| v.as_bool()) == Some(true);
             out.push(if at_end {
                 format!(
