@@ -10,19 +10,23 @@
 //! ingests the frames in capture order. An engine side that shows whole frames (the dissector) gets every
 //! frame's bytes instead, and the engine thread parses them.
 use std::ops::{ControlFlow, Range};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 
 use parsers::{Frame, parse_frame, parse_frame_deferred};
 
 use crate::analysis::{self, Classified, Engine};
+use crate::source::printout::Exchange;
 use crate::source::{Next, Packet, PacketSource, SourceError};
 
-/// What the pipeline assumes: what RoCE is (the UDP port) and the analysis' assumptions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What the pipeline assumes: what RoCE is (the UDP port), the analysis' assumptions, and what the hosts
+/// printed of their connections (`--expect`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
     pub parse: parsers::Config,
     pub analysis: analysis::Config,
+    pub announced: Arc<[Exchange]>,
 }
 
 /// The reading thread's part beyond parsing, over a source of type `S`. Every method has a default that
@@ -72,6 +76,10 @@ pub trait EngineSide: Send {
 
     /// A batch was ingested; `engine` holds the analysis so far.
     fn batch_done(&mut self, _engine: &Engine) {}
+
+    /// The last frame was ingested; the end-of-capture pass comes next. The place to hand the engine what
+    /// was learnt meanwhile (a wrapped command's printout).
+    fn ending(&mut self, _engine: &mut Engine) {}
 }
 
 impl<S: ?Sized> ReadSide<S> for () {}
@@ -106,6 +114,7 @@ where
 {
     let analysis = cfg.analysis;
     let parse = cfg.parse;
+    let announced = Arc::clone(&cfg.announced);
     // The engine side said stop: the reader stops at its next hand-over.
     let halt = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -120,6 +129,9 @@ where
                     parse,
                     side: engine_side,
                 };
+                for x in announced.iter() {
+                    engine.engine.announce(x);
+                }
                 for mut batch in &full_rx {
                     if engine.batch(&mut batch).is_break() {
                         halt.store(true, Ordering::Relaxed);
@@ -140,9 +152,10 @@ where
         };
         let (frames, error) = reading.all(source, read);
         drop(reading);
-        let (mut engine, engine_side) = engine
+        let (mut engine, mut engine_side) = engine
             .join()
             .map_err(|_| "the analysis thread panicked".to_string())?;
+        engine_side.ending(&mut engine);
         engine.finish();
         Ok(Outcome {
             engine,

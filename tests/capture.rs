@@ -464,6 +464,83 @@ fn command_mode_reports_the_commands_flows_and_status() {
     );
 }
 
+/// `-- COMMAND` that prints perftest's address lines: the connection they announce is held against the wire.
+/// The command prints that 10.77.3.2's QP 0x33 sends from PSN 0 to 10.77.3.1's QP 0x51 (81), then sends
+/// PSNs 0-3 to QP 81 and PSN 7 to QP 82, which it did not announce. With `--json` the command's output goes
+/// to standard error, the report alone to standard output.
+#[test]
+fn command_printout_is_held_against_the_wire() {
+    require_root();
+    let p = Pair::new(3, true);
+    let spec = format!(
+        "{b} {a} 4791 81 0,1,2,3;{b} {a} 4791 82 7",
+        a = p.ip_a,
+        b = p.ip_b
+    );
+    let gid = |ip: &str| {
+        let octets: Vec<String> = ip.split('.').map(|o| format!("{o:0>2}")).collect();
+        format!("00:00:00:00:00:00:00:00:00:00:255:255:{}", octets.join(":"))
+    };
+    let printout = format!(
+        " local address: LID 0000 QPN 0x0033 PSN 0x000000\n GID: {}\n remote address: LID 0000 QPN 0x0051 PSN \
+         0x000abc\n GID: {}\n",
+        gid(&p.ip_b),
+        gid(&p.ip_a)
+    );
+    let mut argv = sender_argv(&p.b);
+    // sh prints the lines, then becomes the sender (whose own output goes to /dev/null).
+    argv[2] = format!("printf '%s' \"$PRINTOUT\"; {}", argv[2]);
+    let run = |extra: &[&str]| {
+        p.capture(&["--json", "-q", "--grace", "0.5", "--duration", "30"])
+            .args(extra)
+            .arg("--")
+            .args(&argv)
+            .env("ROCESCOPE_TEST_SEND", &spec)
+            .env("PRINTOUT", &printout)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        stderr.contains(" local address: LID 0000 QPN 0x0033"),
+        "{stderr}"
+    );
+    let r: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&o.stdout)));
+    let c = &r["connections"][0];
+    assert_eq!(r["connections"].as_array().map(Vec::len), Some(1), "{r}");
+    assert_eq!(c["origin"], "printout");
+    assert_eq!(
+        (
+            &c["sides"][0]["address"],
+            &c["sides"][0]["qpn"],
+            &c["sides"][0]["start_psn"]
+        ),
+        (
+            &Value::from(p.ip_b.clone()),
+            &Value::from(0x33),
+            &Value::from(0)
+        )
+    );
+    assert_eq!(c["sides"][0]["first_psn"], 0, "{c}");
+    assert_eq!(
+        (&c["sides"][1]["address"], &c["sides"][1]["qpn"]),
+        (&Value::from(p.ip_a.clone()), &Value::from(81))
+    );
+    assert_eq!(c["matched"], false, "{c}");
+    let unexpected: Vec<&Value> = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "unexpected_qp")
+        .collect();
+    assert_eq!(unexpected.len(), 1, "{r}");
+    assert_eq!(unexpected[0]["detail"]["qpn"], 82);
+    assert_eq!(unexpected[0]["frame"], 5, "the first frame to QP 82");
+    assert_eq!(run(&["--fail-on", "connections"]).status.code(), Some(3));
+}
+
 /// `--duration 2` ends on time with no traffic at all (non-blocking reads).
 #[test]
 fn duration_ends_on_time_without_traffic() {

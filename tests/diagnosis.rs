@@ -27,7 +27,7 @@ fn report(capture: &Path) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{}: {e}", capture.display()))
 }
 
-const DIAGNOSIS: [&str; 10] = [
+const DIAGNOSIS: [&str; 14] = [
     "stall",
     "no_response",
     "timeout_retransmission",
@@ -38,6 +38,10 @@ const DIAGNOSIS: [&str; 10] = [
     "msn_regression",
     "read_response_mismatch",
     "new_epoch",
+    "cm_reject",
+    "cm_timeout",
+    "unexpected_qp",
+    "start_psn_mismatch",
 ];
 
 /// The diagnosis events of a report: kind -> count.

@@ -160,7 +160,7 @@ impl Engine {
                 found.extend(end_of_stall(f, psn, since, frame, end, stall));
             }
             found.extend(gave_up(f, end, stall));
-            if let Some(m) = mtu {
+            if let Some(m) = f.mtu_or(mtu) {
                 found.extend(reused_guessed_reads(f, m));
             }
             for (frame, ts, kind) in found {

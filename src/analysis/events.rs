@@ -138,6 +138,40 @@ pub enum Kind {
         expected: u32,
         idle_us: u64,
     },
+    /// A connection (`connection`: its index in the table) established: the RTU came.
+    Connection {
+        connection: u32,
+        qpns: [u32; 2],
+        mtu: Option<u32>,
+    },
+    /// A DREQ: the connection is going away.
+    Disconnect {
+        connection: u32,
+        qpns: [u32; 2],
+    },
+    /// A REJ, with its reason code (IBTA table 107).
+    CmReject {
+        connection: u32,
+        reason: u16,
+    },
+    /// A REQ with no REP, or a REP with no RTU: `sent` times, the first `waited_us` before the end.
+    CmTimeout {
+        connection: u32,
+        waiting_for: &'static str,
+        sent: u32,
+        waited_us: u64,
+    },
+    /// RC data between a connection's addresses toward a QPN no handshake between them announced.
+    UnexpectedQp {
+        qpn: u32,
+        connection: u32,
+    },
+    /// A direction's first request PSN is not the starting PSN its side announced.
+    StartPsnMismatch {
+        connection: u32,
+        psn: u32,
+        announced: u32,
+    },
 }
 
 impl Kind {
@@ -156,13 +190,20 @@ impl Kind {
             | Kind::AckOutOfWindow { .. }
             | Kind::PsnReuse { .. }
             | Kind::MsnRegression { .. }
-            | Kind::ReadResponseMismatch { .. } => Severity::Error,
+            | Kind::ReadResponseMismatch { .. }
+            | Kind::CmReject { .. }
+            | Kind::CmTimeout { .. }
+            | Kind::UnexpectedQp { .. }
+            | Kind::StartPsnMismatch { .. } => Severity::Error,
             Kind::GoBackN { .. }
             | Kind::ImpliedNak { .. }
             | Kind::CeWithoutCnp { .. }
             | Kind::RnrNak { .. }
             | Kind::TimeoutRetransmission { .. } => Severity::Warning,
-            Kind::Pause { .. } | Kind::NewEpoch { .. } => Severity::Note,
+            Kind::Pause { .. }
+            | Kind::NewEpoch { .. }
+            | Kind::Connection { .. }
+            | Kind::Disconnect { .. } => Severity::Note,
         }
     }
 
@@ -190,6 +231,12 @@ impl Kind {
             Kind::MsnRegression { .. } => "msn_regression",
             Kind::ReadResponseMismatch { .. } => "read_response_mismatch",
             Kind::NewEpoch { .. } => "new_epoch",
+            Kind::Connection { .. } => "connection",
+            Kind::Disconnect { .. } => "disconnect",
+            Kind::CmReject { .. } => "cm_reject",
+            Kind::CmTimeout { .. } => "cm_timeout",
+            Kind::UnexpectedQp { .. } => "unexpected_qp",
+            Kind::StartPsnMismatch { .. } => "start_psn_mismatch",
         }
     }
 
@@ -205,7 +252,8 @@ impl Kind {
             | Kind::RnrExhausted { psn, .. }
             | Kind::AckOutOfWindow { psn, .. }
             | Kind::PsnReuse { psn, .. }
-            | Kind::NewEpoch { psn, .. } => Some(psn),
+            | Kind::NewEpoch { psn, .. }
+            | Kind::StartPsnMismatch { psn, .. } => Some(psn),
             Kind::GoBackN { from, .. } => Some(from),
             Kind::NoResponse { first_psn, .. } => Some(first_psn),
             Kind::ImpliedNak { got, .. } => Some(got),
@@ -420,11 +468,63 @@ impl fmt::Display for Kind {
                 idle_us,
             } => write!(
                 f,
-                "new connection on this QP number: PSN {} after {} idle, far from the expected {} (not a \
+                "new connection on this QP number: PSN {} after {} idle, where {} was expected (not a \
                  retransmission)",
                 Shown(psn),
                 secs(idle_us),
                 Shown(expected)
+            ),
+            Kind::Connection {
+                connection,
+                qpns,
+                mtu,
+            } => {
+                write!(
+                    f,
+                    "connection #{connection} established: QP 0x{:06x} ⇄ QP 0x{:06x}",
+                    qpns[0], qpns[1]
+                )?;
+                match mtu {
+                    Some(m) => write!(f, ", path MTU {m}"),
+                    None => Ok(()),
+                }
+            }
+            Kind::Disconnect { connection, qpns } => write!(
+                f,
+                "connection #{connection} (QP 0x{:06x} ⇄ QP 0x{:06x}) disconnecting: DREQ",
+                qpns[0], qpns[1]
+            ),
+            Kind::CmReject { connection, reason } => write!(
+                f,
+                "connection #{connection} rejected: REJ reason {reason} ({})",
+                crate::analysis::connections::reject_meaning(reason)
+            ),
+            Kind::CmTimeout {
+                connection,
+                waiting_for,
+                sent,
+                waited_us,
+            } => write!(
+                f,
+                "connection #{connection} handshake timed out: sent {sent} times, no {waiting_for} in {} (is \
+                 the peer's CM up, the port right, a firewall in the way?)",
+                secs(waited_us)
+            ),
+            Kind::UnexpectedQp { qpn, connection } => write!(
+                f,
+                "RC data to QPN 0x{qpn:06x}, which no connection between these addresses announced (see \
+                 connection #{connection}): a QP pointing at the wrong peer"
+            ),
+            Kind::StartPsnMismatch {
+                connection,
+                psn,
+                announced,
+            } => write!(
+                f,
+                "first request PSN {} of connection #{connection}, where its side announced {}: the QP \
+                 was set up with another PSN than it told its peer",
+                Shown(psn),
+                Shown(announced)
             ),
         }
     }

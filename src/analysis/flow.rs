@@ -219,6 +219,12 @@ pub struct Flow {
     pub reliable: bool,
     /// The requester/responder state of the diagnosis.
     pub rc: super::diagnosis::Rc,
+    /// The frame and time of its first request.
+    pub first_request: Option<(u64, u64)>,
+    /// The connection it belongs to.
+    pub conn: Option<super::connections::Link>,
+    /// The path MTU its connection's handshake gave.
+    pub mtu: Option<u32>,
 }
 
 /// CE marks awaiting a CNP per flow: a window's worth at line rate; older ones are settled first.
@@ -275,6 +281,9 @@ impl Flow {
             registered: false,
             reliable: false,
             rc: Default::default(),
+            first_request: None,
+            conn: None,
+            mtu: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The streaming analysis engine: fed one parsed frame at a time by any source (file, live capture), it keeps
 //! per-flow transport state in memory bounded by the number of flows, not by the capture size.
 mod congestion;
+pub mod connections;
 pub mod diagnosis;
 pub mod events;
 pub mod flow;
@@ -148,6 +149,10 @@ pub struct Engine {
     inferred_mtu: u32,
     /// When the stall sweep runs next (capture time).
     next_sweep: u64,
+    /// The connections the handshakes and the hosts' printouts name.
+    pub connections: connections::Connections,
+    /// The flows of the connections with both addresses known: flow key -> (connection, direction).
+    conn_index: FxHashMap<FlowKey, (u32, u8)>,
 }
 
 /// How many of the diagnosis' events each condition has.
@@ -159,6 +164,8 @@ pub struct Diagnosis {
     pub timeouts: u64,
     /// ACKs out of window, PSN reuse, MSN regressions, READ response mismatches.
     pub violations: u64,
+    /// CM rejects and timeouts, data toward unannounced QPNs, first PSNs other than announced.
+    pub connections: u64,
 }
 
 impl Engine {
@@ -176,6 +183,8 @@ impl Engine {
             diagnosis: Diagnosis::default(),
             inferred_mtu: 0,
             next_sweep: 0,
+            connections: connections::Connections::default(),
+            conn_index: FxHashMap::default(),
         }
     }
 
@@ -326,11 +335,16 @@ impl Engine {
             return id;
         }
         let flows = &mut self.flows;
+        let mut created = false;
         let id = *self.index.entry(key).or_insert_with(|| {
+            created = true;
             flows.push(Flow::new(key, ts, number));
             (flows.len() - 1) as u32
         });
         self.last = Some((key, id));
+        if created {
+            self.new_flow(id);
+        }
         id
     }
 
@@ -382,7 +396,7 @@ impl Engine {
         let window = self.cfg.cnp_window_nanos;
         let mtu = self.mtu();
         for (id, f) in self.flows.iter_mut().enumerate() {
-            f.psn.settle(mtu);
+            f.psn.settle(f.mtu_or(mtu));
             // Marks within the last window of the capture may have been answered after it ended.
             f.expire_ce(end.saturating_sub(window));
             if let Some((ce_ts, ce_frame)) = f.first_unanswered_ce {
@@ -435,6 +449,7 @@ impl Engine {
             }
         }
         self.diagnose_at_end();
+        self.hold_connections();
         self.events.list.sort_by_key(|e| (e.ts_nanos, e.frame));
     }
 }

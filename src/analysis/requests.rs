@@ -16,7 +16,7 @@ impl Engine {
         let bth = roce.bth;
         let op = bth.op();
         let payload = roce.payload_len.unwrap_or(0) as u64;
-        let mtu = self.mtu();
+        let mtu = self.flows[id as usize].mtu_or(self.mtu());
         let read_len = if op.is_read_request() {
             roce.ext.reth.map(|r| r.dma_len)
         } else {
@@ -34,6 +34,11 @@ impl Engine {
         f.requests += 1;
         let reliable = matches!(op.transport(), Transport::Rc | Transport::Xrc);
         f.reliable |= reliable;
+        let first = f.first_request.is_none();
+        if first {
+            f.first_request = Some((number, ts));
+        }
+        let pending = f.conn.is_some_and(|l| l.first_pending);
         let taken = f.psn.request(bth.psn, consumes, read_len.unwrap_or(0), mtu);
         if let Some(read) = taken.guessed_read {
             f.rc.guessed(read, bth.psn, number, ts);
@@ -46,6 +51,9 @@ impl Engine {
             Step::First | Step::InOrder | Step::Reuse { .. } => Class::Request,
         };
         self.step_events(id, number, ts, bth.psn, step);
+        if pending {
+            self.first_request(id, number, ts, bth.psn);
+        }
         let f = &mut self.flows[id as usize];
         f.rc.last_request_ts = ts;
         if retransmitted {
@@ -159,12 +167,17 @@ impl Engine {
     }
 
     /// A request far from the PSN the flow expects, after the flow was idle longer than the stall time, is a
-    /// new connection on the same QP number: a new epoch, not a retransmission or a gap.
+    /// new connection on the same QP number: a new epoch, not a retransmission or a gap. So is the first
+    /// request after a handshake named the flow's QPs again.
     fn new_epoch_if(&mut self, id: u32, number: u64, ts: u64, psn: u32) {
-        let f = &self.flows[id as usize];
+        let f = &mut self.flows[id as usize];
         let idle = ts.saturating_sub(f.prev_ts);
         let far = psn::diff(psn, f.psn.next).unsigned_abs() > SeenWindow::WINDOW;
-        if !f.psn.started || !far || idle <= self.cfg.stall_nanos {
+        let handshake = f.conn.is_some_and(|l| l.new_epoch);
+        if let Some(l) = &mut f.conn {
+            l.new_epoch = false;
+        }
+        if !f.psn.started || !(handshake || far && idle > self.cfg.stall_nanos) {
             return;
         }
         let expected = f.psn.next;

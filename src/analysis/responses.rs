@@ -236,7 +236,7 @@ impl Engine {
         read.packets += 1;
         read.skipped |= skipped;
         rc.read = Some(read);
-        let mtu = self.mtu();
+        let mtu = self.flows[id as usize].mtu_or(self.mtu());
         if let Some(what) = read_mismatch(&read, bth.psn, mtu) {
             self.violation(Event {
                 ts_nanos: ts,

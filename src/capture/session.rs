@@ -41,6 +41,10 @@ pub trait Watcher: Send {
     /// The analysis so far, with libpcap's counters and what `-w` wrote. `Break` stops the capture (the
     /// TUI went away).
     fn look(&mut self, engine: &Engine, stats: &CaptureStats) -> ControlFlow<()>;
+
+    /// The capture is over, the end-of-capture pass comes next: what to hand the engine that was learnt
+    /// meanwhile (the wrapped command's printout of its connections).
+    fn ending(&mut self, _engine: &mut Engine) {}
 }
 
 /// No watcher: only the final report counts (`gen --capture`).
@@ -414,5 +418,9 @@ impl<W: Watcher> EngineSide for Looking<W> {
         while self.next_look <= now {
             self.next_look += every;
         }
+    }
+
+    fn ending(&mut self, engine: &mut Engine) {
+        self.watcher.ending(engine);
     }
 }

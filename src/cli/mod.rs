@@ -110,6 +110,7 @@ fn pipeline_config(roce: &RoceFlags, analysis: &AnalysisFlags) -> pipeline::Conf
     pipeline::Config {
         parse: roce.config(),
         analysis: analysis.config(),
+        announced: Default::default(),
     }
 }
 
@@ -117,8 +118,8 @@ fn pipeline_config(roce: &RoceFlags, analysis: &AnalysisFlags) -> pipeline::Conf
 #[derive(Args, Debug, Clone)]
 pub struct FailOnFlag {
     /// Exit with status 3 when any of these is present (comma list): gaps, naks, rnr,
-    /// retransmissions, ce, cnp, icrc, malformed, stall, no_response, timeouts, violations, no_roce; all
-    /// for every one.
+    /// retransmissions, ce, cnp, icrc, malformed, stall, no_response, timeouts, violations, connections,
+    /// no_roce; all for every one.
     #[arg(long, value_name = "LIST", value_parser = parse_fail_on)]
     pub fail_on: Option<FailOn>,
 }
@@ -239,6 +240,10 @@ pub struct AnalyzeArgs {
     /// timeline (requests, gaps, retransmissions, NAKs) and throughput.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// The output of perftest or ibv_*_pingpong (its "local address" / "remote address" lines): the
+    /// connections it set up are held against the wire. Once per host's log.
+    #[arg(long, value_name = "LOG")]
+    pub expect: Vec<PathBuf>,
 }
 
 impl AnalyzeArgs {
@@ -250,6 +255,7 @@ impl AnalyzeArgs {
             fail_on: self.fail_on.conditions(),
             progress: !self.no_progress,
             plot: self.plot.clone(),
+            expect: self.expect.clone(),
         }
     }
 }

@@ -43,12 +43,12 @@ pub fn run(cfg: &Config) -> ExitCode {
 /// The capture itself: libpcap on a Unix.
 #[cfg(all(feature = "live", unix))]
 mod live {
-    use std::io::{self, IsTerminal};
+    use std::io::{self, BufRead, BufReader, IsTerminal, Write};
     use std::ops::ControlFlow;
     use std::path::Path;
-    use std::process::Child;
-    use std::sync::Arc;
+    use std::process::{Child, ChildStdout, Stdio};
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
     use rocescope::analysis::Engine;
@@ -56,6 +56,7 @@ mod live {
     use rocescope::report::capture::{CaptureStats, CommandReport, StoppedBy};
     use rocescope::report::format::per_second;
     use rocescope::report::{self, Report};
+    use rocescope::source::printout;
 
     use super::Config;
 
@@ -85,14 +86,27 @@ mod live {
         }
         // The capture is active: now the command may start.
         let mut wrapped = match cfg.command.split_first() {
-            Some((prog, rest)) => Some(Wrapped::start(prog, rest, &cfg.command, cfg.grace)?),
+            Some((prog, rest)) => {
+                // The command's output goes where the report does not: ours when that is text, standard
+                // error when it is JSON or the capture itself (`-w -`).
+                let to_stderr = cfg.json || cfg.session.write.as_deref() == Some(Path::new("-"));
+                Some(Wrapped::start(
+                    prog,
+                    rest,
+                    &cfg.command,
+                    cfg.grace,
+                    to_stderr,
+                )?)
+            }
             None => None,
         };
+        let printout = wrapped.as_ref().map(|w| Arc::clone(&w.printout));
         let until = |now: Instant| match &mut wrapped {
             Some(w) => w.until(now, signal.load(Ordering::SeqCst) as i32),
             None => (signal.load(Ordering::SeqCst) != 0).then_some(StoppedBy::Signal),
         };
         let status = StatusLine {
+            printout,
             on: !cfg.quiet,
             tty,
             shown: false,
@@ -144,6 +158,9 @@ mod live {
     /// The command `capture -- COMMAND` runs, and how it went.
     struct Wrapped {
         child: Child,
+        /// Its standard output, passed on and read for the connections it printed (perftest's and
+        /// ibv_*_pingpong's address lines).
+        printout: Arc<Mutex<printout::Reader>>,
         report: CommandReport,
         started_ns: u64,
         grace: Duration,
@@ -157,14 +174,22 @@ mod live {
             rest: &[String],
             argv: &[String],
             grace: Duration,
+            to_stderr: bool,
         ) -> Result<Wrapped, String> {
             let started_ns = now_nanos();
-            let child = std::process::Command::new(prog)
+            let mut child = std::process::Command::new(prog)
                 .args(rest)
+                .stdout(Stdio::piped())
                 .spawn()
                 .map_err(|e| format!("cannot run '{prog}': {e}"))?;
+            let printout = Arc::new(Mutex::new(printout::Reader::default()));
+            if let Some(out) = child.stdout.take() {
+                let reader = Arc::clone(&printout);
+                std::thread::spawn(move || pass_on(out, &reader, to_stderr));
+            }
             Ok(Wrapped {
                 child,
+                printout,
                 report: CommandReport {
                     argv: argv.to_vec(),
                     start_time: started_ns as f64 / 1e9,
@@ -241,6 +266,29 @@ mod live {
         }
     }
 
+    /// Copies the command's output to ours (or to standard error), line by line, and reads each line for
+    /// addresses.
+    fn pass_on(out: ChildStdout, reader: &Mutex<printout::Reader>, to_stderr: bool) {
+        let mut lines = BufReader::new(out);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match lines.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let _ = if to_stderr {
+                io::stderr().lock().write_all(&line)
+            } else {
+                let mut stdout = io::stdout().lock();
+                stdout.write_all(&line).and_then(|()| stdout.flush())
+            };
+            if let Ok(mut r) = reader.lock() {
+                r.line(String::from_utf8_lossy(&line).trim_end());
+            }
+        }
+    }
+
     fn exit_status(s: std::process::ExitStatus) -> i32 {
         use std::os::unix::process::ExitStatusExt;
         match (s.code(), s.signal()) {
@@ -260,6 +308,8 @@ mod live {
 
     /// A status line on standard error every second: rates, flows, trouble, libpcap's drops.
     struct StatusLine {
+        /// The wrapped command's output, read for its connections.
+        printout: Option<Arc<Mutex<printout::Reader>>>,
         on: bool,
         tty: bool,
         shown: bool,
@@ -290,6 +340,15 @@ mod live {
             }
             self.shown = true;
             ControlFlow::Continue(())
+        }
+
+        fn ending(&mut self, engine: &mut Engine) {
+            let Some(reader) = &self.printout else { return };
+            if let Ok(r) = reader.lock() {
+                for x in r.exchanges() {
+                    engine.announce(&x);
+                }
+            }
         }
     }
 

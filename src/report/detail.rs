@@ -97,6 +97,27 @@ pub fn of(k: &Kind) -> Map<String, Value> {
             expected,
             idle_us,
         } => json!({"psn": psn, "expected": expected, "idle_s": us_to_s(idle_us)}),
+        Kind::Connection {
+            connection,
+            qpns,
+            mtu,
+        } => json!({"connection": connection, "qpns": qpns, "mtu": mtu}),
+        Kind::Disconnect { connection, qpns } => json!({"connection": connection, "qpns": qpns}),
+        Kind::CmReject { connection, reason } => json!({"connection": connection, "reason": reason,
+            "meaning": crate::analysis::connections::reject_meaning(reason)}),
+        Kind::CmTimeout {
+            connection,
+            waiting_for,
+            sent,
+            waited_us,
+        } => json!({"connection": connection, "waiting_for": waiting_for, "sent": sent,
+                     "waited_s": us_to_s(waited_us)}),
+        Kind::UnexpectedQp { qpn, connection } => json!({"qpn": qpn, "connection": connection}),
+        Kind::StartPsnMismatch {
+            connection,
+            psn,
+            announced,
+        } => json!({"connection": connection, "psn": psn, "announced": announced}),
     };
     match v {
         Value::Object(m) => m,

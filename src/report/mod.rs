@@ -1,6 +1,7 @@
 //! The analysis report: one data model built from the engine's state, written as text or as JSON.
 //! The JSON form is a stable interface, documented in docs/json.md.
 pub mod capture;
+pub mod connections;
 mod detail;
 pub mod format;
 pub mod rank;
@@ -26,6 +27,8 @@ pub struct Report {
     pub capture: Capture,
     pub config: ConfigUsed,
     pub flows: Vec<FlowReport>,
+    /// The connections the CM handshakes and the hosts' printouts name (docs/json.md).
+    pub connections: Vec<connections::ConnectionReport>,
     pub pfc: Vec<PriorityReport>,
     /// 802.3x PAUSE (whole link), when any.
     pub link_pause: Option<PriorityReport>,
@@ -332,6 +335,7 @@ impl Report {
                 cnp_window_us: engine.cfg.cnp_window_nanos / 1000,
             },
             flows,
+            connections: connections::build(engine),
             pfc,
             link_pause,
             events,

@@ -111,6 +111,14 @@ impl<'r> Story<'r> {
             "gave up"
         } else if self.first("stall").is_some() {
             "stalled"
+        } else if self.first("cm_reject").is_some() {
+            "was refused a connection"
+        } else if self.first("cm_timeout").is_some() {
+            "could not connect"
+        } else if self.first("unexpected_qp").is_some() {
+            "sent to a QP no connection announced"
+        } else if self.first("start_psn_mismatch").is_some() {
+            "started at another PSN than announced"
         } else if self.first_theirs("rnr_storm").is_some() || self.first_theirs("rnr_nak").is_some()
         {
             "met a receiver not ready (RNR)"
@@ -132,6 +140,51 @@ impl<'r> Story<'r> {
         }
     }
 
+    /// What the flow's connection (handshake, printout) says went wrong.
+    fn connection_clauses(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(e) = self.first("cm_reject") {
+            out.push(format!(
+                "connection #{} rejected with REJ reason {} ({})",
+                num(e, "connection"),
+                num(e, "reason"),
+                e.detail
+                    .get("meaning")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+            ));
+        }
+        if let Some(e) = self.first("cm_timeout") {
+            out.push(format!(
+                "connection #{}: no {} came in {} (sent {} times)",
+                num(e, "connection"),
+                e.detail
+                    .get("waiting_for")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or(""),
+                secs(e, "waited_s"),
+                num(e, "sent")
+            ));
+        }
+        if let Some(e) = self.first("unexpected_qp") {
+            out.push(format!(
+                "its requests go to QP 0x{:06x}, which no connection between these addresses announced \
+                 (connection #{} names the QPs meant)",
+                num(e, "qpn"),
+                num(e, "connection")
+            ));
+        }
+        if let Some(e) = self.first("start_psn_mismatch") {
+            out.push(format!(
+                "its first request carried PSN {} where it announced {} (connection #{})",
+                psn(e, "psn"),
+                psn(e, "announced"),
+                num(e, "connection")
+            ));
+        }
+        out
+    }
+
     fn clauses(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(e) = self.first("no_response") {
@@ -143,6 +196,7 @@ impl<'r> Story<'r> {
                 secs(e, "waited_s")
             ));
         }
+        out.extend(self.connection_clauses());
         let f = self.flow;
         if f.psn.gap_events > 0 {
             out.push(format!(

@@ -29,6 +29,10 @@ pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
     capture(out, r)?;
     writeln!(out)?;
     flows(out, r)?;
+    if !r.connections.is_empty() {
+        writeln!(out)?;
+        super::connections::write_text(out, &r.connections)?;
+    }
     if !r.pfc.is_empty() || r.link_pause.is_some() {
         writeln!(out)?;
         pauses(out, r)?;

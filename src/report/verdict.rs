@@ -50,6 +50,9 @@ pub enum Condition {
     Timeouts,
     /// Protocol violations: ACKs out of window, PSN reuse, MSN regressions, READ response mismatches.
     Violations,
+    /// Connections that broke or that the data path contradicts: CM rejects and timeouts, data toward
+    /// unannounced QPNs, first PSNs other than announced.
+    Connections,
     /// No RoCE frame in the capture.
     NoRoce,
 }
@@ -61,7 +64,7 @@ pub const EXIT_TRUNCATED: u8 = 4;
 
 impl Condition {
     /// Every condition, in the order the verdict lists them (`--fail-on all`).
-    pub const ALL: [Condition; 13] = [
+    pub const ALL: [Condition; 14] = [
         Condition::Gaps,
         Condition::Naks,
         Condition::Rnr,
@@ -74,6 +77,7 @@ impl Condition {
         Condition::NoResponse,
         Condition::Timeouts,
         Condition::Violations,
+        Condition::Connections,
         Condition::NoRoce,
     ];
 
@@ -92,6 +96,7 @@ impl Condition {
             Condition::NoResponse => "no_response",
             Condition::Timeouts => "timeouts",
             Condition::Violations => "violations",
+            Condition::Connections => "connections",
             Condition::NoRoce => "no_roce",
         }
     }
@@ -155,6 +160,11 @@ fn findings(r: &Report, d: &Diagnosis) -> Vec<(Condition, String)> {
             d.violations,
             Condition::Violations,
             format!("{} protocol violations", d.violations),
+        ),
+        (
+            d.connections,
+            Condition::Connections,
+            format!("{} connection problems", d.connections),
         ),
     ];
     all.into_iter()

@@ -17,6 +17,7 @@ mod input;
 pub mod live;
 mod pcap;
 mod pcapng;
+pub mod printout;
 
 use std::fs::File;
 use std::io::{self, Read};

@@ -287,7 +287,7 @@ fn drain(
 /// The analysis pass, in a thread: progress, then the index and the snapshot.
 fn spawn_loader(opts: &FileConfig, tx: Sender<Work>, stop: Arc<AtomicBool>) {
     let file = opts.file.clone();
-    let cfg = opts.pipeline;
+    let cfg = opts.pipeline.clone();
     let total_bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
     std::thread::spawn(move || {
         let progress = |frames, bytes| {

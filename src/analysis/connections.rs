@@ -1,0 +1,424 @@
+//! Connections: the pair of RC flows a CM handshake names (REQ, REP, RTU on QP 1), or that the hosts
+//! printed (perftest's and ibv_*_pingpong's address lines: [`crate::source::printout`]), and the data path
+//! held against it: the data goes to the announced QPNs, each side starts at the PSN it announced, the
+//! handshake's path MTU applies to its flows.
+//!
+//! The starting PSNs: REQ's is the PSN the passive side sends from, REP's the active side's (each side
+//! names the PSN it expects to receive, IBTA 12.7.2 and 12.7.12; every CM capture of the public corpus
+//! shows it so); a printed PSN is the printing side's own send PSN.
+use parsers::frame::Addr;
+
+use super::events::{Event, Kind};
+use super::flow::FlowKey;
+use super::{Engine, Flow};
+use crate::source::printout::Exchange;
+
+/// Connections kept at most (each is a few hundred bytes); beyond, handshakes are counted, not kept.
+pub const CONNECTIONS_KEPT: usize = 65_536;
+
+/// One side of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Side {
+    /// Its IP address (the handshake's, or the printed GID); `None` when a printout gave no GID.
+    pub addr: Option<Addr>,
+    pub qpn: u32,
+    /// The PSN it sends from; `None` until the handshake message that names it came.
+    pub start_psn: Option<u32>,
+}
+
+/// Where a connection was learnt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// The CM handshake on the wire.
+    Cm,
+    /// What a host printed (`--expect`, or the command `capture` ran).
+    Printout,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// REQ sent; no REP, or REP and no RTU yet.
+    Connecting,
+    Established,
+    Rejected,
+    /// REQ or REP unanswered past the CM response timeout, or retried and never answered.
+    TimedOut,
+    /// DREQ sent.
+    Disconnected,
+}
+
+/// A CM message: where it was (frame, time) and how many times it came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Seen {
+    pub frame: u64,
+    pub ts: u64,
+    /// The first time (a retried message keeps its first).
+    pub first_ts: u64,
+    pub count: u32,
+}
+
+/// The handshake's messages as they came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Handshake {
+    pub req: Option<Seen>,
+    pub mra: Option<Seen>,
+    pub rep: Option<Seen>,
+    pub rtu: Option<Seen>,
+    pub rej: Option<(Seen, u16)>,
+    pub dreq: Option<Seen>,
+    pub drep: Option<Seen>,
+    /// The active side's and the passive side's local communication IDs.
+    pub comm_ids: (u32, Option<u32>),
+    /// The CM response timeouts the REQ gave (4.096 µs × 2^n): the passive side's to answer the REQ, the
+    /// active side's to answer the REP.
+    pub response_timeouts: (u8, u8),
+    pub max_retries: u8,
+}
+
+/// A connection: its two sides (the active one first: the CM client, or the host whose printout was read
+/// first), what the handshake said, and the data path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    pub origin: Origin,
+    pub sides: [Side; 2],
+    pub state: State,
+    /// The path MTU the handshake (or the printout) gave.
+    pub mtu: Option<u32>,
+    pub retry_count: Option<u8>,
+    pub rnr_retry_count: Option<u8>,
+    /// The RDMA CM port of the service ID (the listener's port).
+    pub port: Option<u16>,
+    pub handshake: Handshake,
+    /// The flows of the two directions: side 0 → side 1 (to side 1's QPN) and back.
+    pub flows: [Option<u32>; 2],
+    /// The first request PSN each direction carried, and its frame.
+    pub first_request: [Option<(u32, u64)>; 2],
+}
+
+impl Connection {
+    fn new(origin: Origin, sides: [Side; 2]) -> Connection {
+        Connection {
+            origin,
+            sides,
+            state: match origin {
+                Origin::Cm => State::Connecting,
+                Origin::Printout => State::Established,
+            },
+            mtu: None,
+            retry_count: None,
+            rnr_retry_count: None,
+            port: None,
+            handshake: Handshake::default(),
+            flows: [None; 2],
+            first_request: [None; 2],
+        }
+    }
+
+    /// The flow key of direction `dir` (side `dir` to the other), when both addresses are known.
+    fn key(&self, dir: usize) -> Option<FlowKey> {
+        let (from, to) = (self.sides[dir], self.sides[1 - dir]);
+        Some(FlowKey {
+            src: from.addr?,
+            dst: to.addr?,
+            dest_qp: to.qpn,
+        })
+    }
+
+    /// The flow `key` is this connection's direction 0 or 1.
+    fn direction_of(&self, key: &FlowKey) -> Option<usize> {
+        (0..2).find(|&d| {
+            let (from, to) = (self.sides[d], self.sides[1 - d]);
+            to.qpn == key.dest_qp
+                && from.addr.is_none_or(|a| a == key.src)
+                && to.addr.is_none_or(|a| a == key.dst)
+        })
+    }
+
+    /// Between these two addresses, either way round (a side without an address matches any).
+    fn between(&self, a: Addr, b: Addr) -> bool {
+        let at = |s: &Side, x: Addr| s.addr.is_none_or(|y| y == x);
+        (at(&self.sides[0], a) && at(&self.sides[1], b))
+            || (at(&self.sides[0], b) && at(&self.sides[1], a))
+    }
+}
+
+/// The connection table.
+#[derive(Debug, Default)]
+pub struct Connections {
+    pub list: Vec<Connection>,
+    /// Handshakes not kept (past [`CONNECTIONS_KEPT`]).
+    pub dropped: u64,
+    /// Some connection has a side without an address: every RC flow is a candidate for it.
+    addressless: bool,
+}
+
+impl Connections {
+    fn push(&mut self, c: Connection) -> Option<u32> {
+        if self.list.len() >= CONNECTIONS_KEPT {
+            self.dropped += 1;
+            return None;
+        }
+        self.addressless |= c.sides.iter().any(|s| s.addr.is_none());
+        self.list.push(c);
+        Some((self.list.len() - 1) as u32)
+    }
+}
+
+/// The link from a flow to its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link {
+    pub connection: u32,
+    /// 0: the flow goes from side 0 to side 1.
+    pub dir: u8,
+    /// Its first request is still to be held against the announced PSN.
+    pub(crate) first_pending: bool,
+    /// The flow carried another connection's traffic before: its next request starts a new epoch.
+    pub(crate) new_epoch: bool,
+}
+
+impl Engine {
+    /// What a host printed: one connection per exchange, unless the other host's printout gave it already
+    /// (the same two QPs, seen from the other side).
+    pub fn announce(&mut self, x: &Exchange) {
+        let side = |a: &crate::source::printout::QpAddress| Side {
+            addr: a.gid,
+            qpn: a.qpn,
+            start_psn: Some(a.psn),
+        };
+        let sides = [side(&x.local), side(&x.remote)];
+        let same = |c: &Connection| {
+            c.origin == Origin::Printout && (c.sides == sides || c.sides == [sides[1], sides[0]])
+        };
+        if self.connections.list.iter().any(same) {
+            return;
+        }
+        let mut c = Connection::new(Origin::Printout, sides);
+        c.mtu = x.mtu;
+        if let Some(id) = self.connections.push(c) {
+            self.link_connection(id);
+        }
+    }
+
+    /// Connection `id` now knows both QPNs: its flows, those there already and those to come, are its.
+    fn link_connection(&mut self, id: u32) {
+        let c = &self.connections.list[id as usize];
+        let keys = [c.key(0), c.key(1)];
+        for (dir, key) in keys.into_iter().enumerate() {
+            let flows: Vec<u32> = match key {
+                Some(k) => {
+                    self.conn_index.insert(k, (id, dir as u8));
+                    self.index.get(&k).copied().into_iter().collect()
+                }
+                // A printout without GIDs: any flow to the QPN.
+                None => (0..self.flows.len() as u32)
+                    .filter(|&f| {
+                        self.connections.list[id as usize].direction_of(&self.flows[f as usize].key)
+                            == Some(dir)
+                    })
+                    .collect(),
+            };
+            for f in flows {
+                self.link_flow(f, id, dir as u8);
+            }
+        }
+    }
+
+    /// A new flow: is it a connection's?
+    pub(crate) fn new_flow(&mut self, flow: u32) {
+        let key = self.flows[flow as usize].key;
+        if let Some(&(id, dir)) = self.conn_index.get(&key) {
+            self.link_flow(flow, id, dir);
+        } else if self.connections.addressless
+            && let Some((id, dir)) = self
+                .connections
+                .list
+                .iter()
+                .enumerate()
+                .rev()
+                .find_map(|(i, c)| c.direction_of(&key).map(|d| (i as u32, d as u8)))
+        {
+            self.link_flow(flow, id, dir);
+        }
+    }
+
+    fn link_flow(&mut self, flow: u32, id: u32, dir: u8) {
+        let mtu = self.connections.list[id as usize].mtu;
+        let f = &mut self.flows[flow as usize];
+        let before = f.conn;
+        if before.is_some_and(|l| l.connection == id) {
+            return;
+        }
+        // Traffic already: of an older connection on the same QPs (a new epoch at its next request), or of
+        // this one learnt late (a printout read at the end: hold its first request now).
+        let late = f.psn.started && before.is_none();
+        f.conn = Some(Link {
+            connection: id,
+            dir,
+            first_pending: !late,
+            new_epoch: f.psn.started && before.is_some(),
+        });
+        f.mtu = mtu.or(f.mtu);
+        let first = f.first_request.map(|(frame, ts)| (frame, ts, f.psn.first));
+        self.connections.list[id as usize].flows[usize::from(dir)] = Some(flow);
+        if let Some((frame, ts, psn)) = first.filter(|_| late) {
+            self.first_request(flow, frame, ts, psn);
+        }
+    }
+
+    /// Request `psn` in `frame` is the first of flow `flow` on its connection: the PSN its side announced?
+    pub(crate) fn first_request(&mut self, flow: u32, frame: u64, ts: u64, psn: u32) {
+        let Some(link) = self.flows[flow as usize].conn else {
+            return;
+        };
+        if let Some(l) = &mut self.flows[flow as usize].conn {
+            l.first_pending = false;
+        }
+        let c = &mut self.connections.list[link.connection as usize];
+        let dir = usize::from(link.dir);
+        c.first_request[dir] = Some((psn, frame));
+        if let Some(announced) = c.sides[dir].start_psn
+            && announced != psn
+        {
+            self.connection_event(
+                link.connection,
+                frame,
+                ts,
+                Kind::StartPsnMismatch {
+                    connection: link.connection,
+                    psn,
+                    announced,
+                },
+            );
+        }
+    }
+
+    fn connection_event(&mut self, id: u32, frame: u64, ts: u64, kind: Kind) {
+        if kind.severity() == super::events::Severity::Error {
+            self.diagnosis.connections += 1;
+        }
+        let c = &self.connections.list[id as usize];
+        let flow = c.flows.iter().flatten().next().copied();
+        self.events.push(Event {
+            ts_nanos: ts,
+            flow,
+            frame,
+            kind,
+        });
+    }
+
+    /// At the end of the capture: handshakes left unanswered, RC data toward QPNs no connection between
+    /// its addresses announced.
+    pub(crate) fn hold_connections(&mut self) {
+        let end = self.totals.last_ts;
+        for c in &mut self.connections.list {
+            // No RTU on the wire, but the active side sent data: it took the REP.
+            if c.state == State::Connecting
+                && c.handshake.rep.is_some()
+                && c.first_request[0].is_some()
+            {
+                c.state = State::Established;
+            }
+        }
+        for id in 0..self.connections.list.len() as u32 {
+            if let Some((frame, ts, kind)) = timed_out(&self.connections.list[id as usize], id, end)
+            {
+                self.connections.list[id as usize].state = State::TimedOut;
+                self.connection_event(id, frame, ts, kind);
+            }
+        }
+        if self.connections.list.is_empty() {
+            return;
+        }
+        for flow in 0..self.flows.len() {
+            let f = &self.flows[flow];
+            if f.conn.is_some() || !f.reliable || f.requests == 0 || f.key.dest_qp == GSI_QP {
+                continue;
+            }
+            let Some(c) = self
+                .connections
+                .list
+                .iter()
+                .position(|c| c.between(f.key.src, f.key.dst))
+            else {
+                continue;
+            };
+            let kind = Kind::UnexpectedQp {
+                qpn: f.key.dest_qp,
+                connection: c as u32,
+            };
+            let (frame, ts) = f.first_request.unwrap_or((f.first_frame, f.first_ts));
+            self.diagnosis.connections += 1;
+            self.events.push(Event {
+                ts_nanos: ts,
+                flow: Some(flow as u32),
+                frame,
+                kind,
+            });
+        }
+    }
+}
+
+/// What a REJ reason (IBTA table 107) tells the person who reads it: the cause to look at.
+pub fn reject_meaning(reason: u16) -> &'static str {
+    match reason {
+        1..=3 => "the passive side had no QP, EEC or resources left",
+        4 => "the passive side timed out waiting",
+        5 => "the passive side does not support the request",
+        6 | 7 | 30 => "a stale or duplicate communication ID: a REQ retried across restarts?",
+        8 => "nothing listens on that service ID (port)",
+        9 => "the passive side does not support the transport type",
+        10 => "stale connection: the QP is still connected from before",
+        11..=23 | 32 | 33 => {
+            "the REQ's path (GID, LID, SL, traffic class, rate, flow label) does not fit"
+        }
+        24 | 25 => "redirected to another port",
+        26 => "the path MTU does not fit",
+        27 => "not enough responder resources (RDMA READ depth)",
+        28 => "the application refused the connection (consumer reject)",
+        29 => "the RNR retry count does not fit",
+        31 => "the CM class version does not fit",
+        _ => "see IBTA table 107",
+    }
+}
+
+/// QP 1, the General Services Interface: where CM MADs go.
+pub const GSI_QP: u32 = 1;
+
+/// A CM response timeout exponent in nanoseconds (4.096 µs × 2^n).
+fn cm_timeout_ns(exp: u8) -> u64 {
+    4096u64 << exp.min(31)
+}
+
+/// A handshake that never completed: a REQ with no REP or REJ (retried, or unanswered longer than the
+/// passive side's response timeout), or a REP with no RTU and no data from the active side (likewise).
+fn timed_out(c: &Connection, id: u32, end: u64) -> Option<(u64, u64, Kind)> {
+    let h = &c.handshake;
+    if c.origin != Origin::Cm || c.state != State::Connecting || h.rej.is_some() {
+        return None;
+    }
+    let late = |s: Seen, exp: u8| s.count > 1 || end.saturating_sub(s.ts) > cm_timeout_ns(exp);
+    let (seen, waiting_for, exp) = match (h.req, h.rep) {
+        (Some(req), None) if h.mra.is_none() => (req, "REP", h.response_timeouts.0),
+        (_, Some(rep)) if c.first_request[0].is_none() => (rep, "RTU", h.response_timeouts.1),
+        _ => return None,
+    };
+    late(seen, exp).then_some((
+        seen.frame,
+        seen.ts,
+        Kind::CmTimeout {
+            connection: id,
+            sent: seen.count,
+            waiting_for,
+            waited_us: end.saturating_sub(seen.first_ts) / 1000,
+        },
+    ))
+}
+
+impl Flow {
+    /// The path MTU for this flow: its connection's, else the capture's.
+    pub(crate) fn mtu_or(&self, capture: Option<u32>) -> Option<u32> {
+        self.mtu.or(capture)
+    }
+}
