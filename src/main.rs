@@ -17,7 +17,10 @@ use cli::{Cli, Command};
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Dissect(a) => commands::dissect::run(&a.config()),
-        Command::Analyze(a) => commands::analyze::run(&a.config()),
+        Command::Analyze(a) => match a.config() {
+            Ok(c) => commands::analyze::run(&c),
+            Err(e) => commands::fail(e),
+        },
         Command::Capture(a) => commands::capture::run(&a.config()),
         Command::Tui(a) => match a.config() {
             Ok(c) => commands::tui::run(&c),

@@ -1214,3 +1214,31 @@ fn the_chart_marks_what_the_report_counts() {
     // The captures have loss, resends and NAKs: the comparison is not of zeros only.
     assert!(marked.0 > 0 && marked.1 > 0 && marked.2 > 0, "{marked:?}");
 }
+
+/// With the hosts' printout (`tui FILE --expect LOG`), the two directions of the connection sit side by side
+/// whatever the sort, and the conn column names the connection and its state: #0, established (up).
+#[test]
+fn flows_view_groups_a_connections_directions() {
+    let path = root().join("testdata/lab/write.pcap");
+    let log = std::fs::read_to_string(root().join("testdata/lab/write.log")).unwrap();
+    let cfg = rocescope::pipeline::Config {
+        announced: rocescope::source::printout::exchanges(&log).into(),
+        ..Default::default()
+    };
+    let (report, index) = data::analyze(&path, &cfg, |_, _| true).unwrap();
+    let mut m = Model::new("write.pcap".to_string(), true);
+    update(&mut m, Msg::Resize(160, 20));
+    let cmds = update(&mut m, Msg::Snapshot(Arc::new(report), index.len()));
+    settle(&mut m, &index, cmds);
+    let r = m.report.clone().unwrap();
+    assert_eq!(r.flows.len(), 2);
+    let lines = render(&m);
+    for row in ["10.0.0.1 → 10.0.0.2", "10.0.0.2 → 10.0.0.1"] {
+        assert_eq!(cell(&lines, row, "conn"), "#0", "{}", screen(&lines));
+    }
+    assert!(
+        lines.iter().filter(|l| l.contains("#0 up")).count() == 2,
+        "{}",
+        screen(&lines)
+    );
+}

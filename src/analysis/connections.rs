@@ -49,6 +49,30 @@ pub enum State {
     Disconnected,
 }
 
+impl State {
+    /// In words, for the text report.
+    pub fn words(self) -> &'static str {
+        match self {
+            State::Connecting => "connecting",
+            State::Established => "established",
+            State::Rejected => "rejected",
+            State::TimedOut => "timed out",
+            State::Disconnected => "disconnected",
+        }
+    }
+
+    /// Short, for a table column.
+    pub fn short(self) -> &'static str {
+        match self {
+            State::Connecting => "conn",
+            State::Established => "up",
+            State::Rejected => "rej",
+            State::TimedOut => "t/o",
+            State::Disconnected => "down",
+        }
+    }
+}
+
 /// A CM message: where it was (frame, time) and how many times it came.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Seen {

@@ -8,6 +8,7 @@ pub mod lab;
 mod values;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -17,7 +18,7 @@ use rocescope::capture;
 use rocescope::dissect::{self, Style};
 use rocescope::pipeline;
 use rocescope::report::Condition;
-use rocescope::source::LiveConfig;
+use rocescope::source::{LiveConfig, printout};
 use rocescope::tui;
 use values::{
     FailOn, OpcodeSet, parse_fail_on, parse_mtu, parse_opcode, parse_qpn, parse_secs, parse_size,
@@ -240,23 +241,52 @@ pub struct AnalyzeArgs {
     /// timeline (requests, gaps, retransmissions, NAKs) and throughput.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    #[command(flatten)]
+    pub expect: ExpectFlag,
+}
+
+impl AnalyzeArgs {
+    pub fn config(&self) -> Result<commands::analyze::Config, String> {
+        Ok(commands::analyze::Config {
+            file: self.file.clone(),
+            json: self.json,
+            pipeline: pipeline::Config {
+                announced: self.expect.announced()?,
+                ..pipeline_config(&self.roce, &self.analysis)
+            },
+            fail_on: self.fail_on.conditions(),
+            progress: !self.no_progress,
+            plot: self.plot.clone(),
+        })
+    }
+}
+
+/// `--expect`.
+#[derive(Args, Debug, Clone)]
+pub struct ExpectFlag {
     /// The output of perftest or ibv_*_pingpong (its "local address" / "remote address" lines): the
     /// connections it set up are held against the wire. Once per host's log.
     #[arg(long, value_name = "LOG")]
     pub expect: Vec<PathBuf>,
 }
 
-impl AnalyzeArgs {
-    pub fn config(&self) -> commands::analyze::Config {
-        commands::analyze::Config {
-            file: self.file.clone(),
-            json: self.json,
-            pipeline: pipeline_config(&self.roce, &self.analysis),
-            fail_on: self.fail_on.conditions(),
-            progress: !self.no_progress,
-            plot: self.plot.clone(),
-            expect: self.expect.clone(),
+impl ExpectFlag {
+    /// The connections the logs name; a log without any is an error that says what is read.
+    fn announced(&self) -> Result<Arc<[printout::Exchange]>, String> {
+        let mut all = Vec::new();
+        for log in &self.expect {
+            let text = std::fs::read(log).map_err(|e| format!("{}: {e}", log.display()))?;
+            let found = printout::exchanges(&String::from_utf8_lossy(&text));
+            if found.is_empty() {
+                return Err(format!(
+                    "{}: no \"local address\" and \"remote address\" lines (--expect reads the output of \
+                     perftest or ibv_*_pingpong)",
+                    log.display()
+                ));
+            }
+            all.extend(found);
         }
+        Ok(all.into())
     }
 }
 
@@ -347,11 +377,16 @@ pub struct TuiArgs {
     pub roce: RoceFlags,
     #[command(flatten)]
     pub analysis: AnalysisFlags,
+    #[command(flatten)]
+    pub expect: ExpectFlag,
 }
 
 impl TuiArgs {
     pub fn config(&self) -> Result<commands::tui::Config, String> {
-        let pipeline = pipeline_config(&self.roce, &self.analysis);
+        let pipeline = pipeline::Config {
+            announced: self.expect.announced()?,
+            ..pipeline_config(&self.roce, &self.analysis)
+        };
         match (&self.file, &self.interface) {
             (_, Some(iface)) => Ok(commands::tui::Config::Live(capture::Config {
                 live: self.live.config(iface, self.roce.port),

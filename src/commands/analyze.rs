@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use rocescope::pipeline::{self, ReadSide};
 use rocescope::report::{self, Condition, Report};
-use rocescope::source::{FileSource, printout};
+use rocescope::source::FileSource;
 use rocescope::tui::{data, plot};
 
 use super::fail;
@@ -26,15 +26,9 @@ pub struct Config {
     pub progress: bool,
     /// Also write SVG plots into this directory.
     pub plot: Option<PathBuf>,
-    /// Tools' outputs with the connections the hosts believed in (`--expect`).
-    pub expect: Vec<PathBuf>,
 }
 
 pub fn run(cfg: &Config) -> ExitCode {
-    let cfg = &match expected(cfg) {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
     // --plot: the pass that analyses also records how each frame was counted; the plots then read the
     // plotted flows' frames once more.
     let analysed = match &cfg.plot {
@@ -61,26 +55,6 @@ pub fn run(cfg: &Config) -> ExitCode {
         }
     }
     ExitCode::from(report.exit_status())
-}
-
-/// `cfg` with the connections of its `--expect` logs announced to the analysis.
-fn expected(cfg: &Config) -> Result<Config, String> {
-    let mut announced = Vec::new();
-    for log in &cfg.expect {
-        let text = std::fs::read(log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let found = printout::exchanges(&String::from_utf8_lossy(&text));
-        if found.is_empty() {
-            return Err(format!(
-                "{}: no \"local address\" and \"remote address\" lines (--expect reads the output of perftest \
-                 or ibv_*_pingpong)",
-                log.display()
-            ));
-        }
-        announced.extend(found);
-    }
-    let mut cfg = cfg.clone();
-    cfg.pipeline.announced = announced.into();
-    Ok(cfg)
 }
 
 /// The report of the file, with a progress bar on a terminal for files over 64 MiB.

@@ -170,16 +170,6 @@ fn mismatches(engine: &Engine, id: u32, c: &Connection) -> Vec<String> {
     out
 }
 
-fn state(s: State) -> &'static str {
-    match s {
-        State::Connecting => "connecting",
-        State::Established => "established",
-        State::Rejected => "rejected",
-        State::TimedOut => "timed out",
-        State::Disconnected => "disconnected",
-    }
-}
-
 /// One line per connection: the two sides, the state, what the handshake said, and whether the wire matched.
 pub fn write_text(out: &mut impl Write, list: &[ConnectionReport]) -> io::Result<()> {
     writeln!(out, "Connections")?;
@@ -202,7 +192,7 @@ pub fn write_text(out: &mut impl Write, list: &[ConnectionReport]) -> io::Result
             out,
             "  #{} {origin} {}: {} ⇄ {}",
             c.id,
-            state(c.state),
+            c.state.words(),
             side(&c.sides[0]),
             side(&c.sides[1])
         )?;

@@ -153,6 +153,8 @@ pub struct FlowReport {
     pub dest_qp: u32,
     pub role: Role,
     pub paired_with: Option<u32>,
+    /// The connection it belongs to (an index into `connections`).
+    pub connection: Option<u32>,
     /// UD: the DETH source QP.
     pub src_qp: Option<u32>,
     pub packets: u64,
@@ -399,6 +401,7 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: &[bool]) -> FlowRepor
         dest_qp: f.key.dest_qp,
         role: f.role(),
         paired_with: f.paired_with,
+        connection: f.conn.map(|l| l.connection),
         src_qp: f.src_qp,
         packets: f.packets,
         bytes: f.bytes,

@@ -41,9 +41,10 @@ pub enum SortKey {
     Icrc,
     P50,
     P99,
+    Connection,
 }
 
-pub const SORT_KEYS: [SortKey; 17] = [
+pub const SORT_KEYS: [SortKey; 18] = [
     SortKey::Trouble,
     SortKey::Id,
     SortKey::Endpoints,
@@ -61,6 +62,7 @@ pub const SORT_KEYS: [SortKey; 17] = [
     SortKey::Icrc,
     SortKey::P50,
     SortKey::P99,
+    SortKey::Connection,
 ];
 
 impl SortKey {
@@ -83,6 +85,7 @@ impl SortKey {
             SortKey::Icrc => "ICRC",
             SortKey::P50 => "p50",
             SortKey::P99 => "p99",
+            SortKey::Connection => "connection",
         }
     }
 
@@ -90,9 +93,35 @@ impl SortKey {
     fn descending_by_default(self) -> bool {
         !matches!(
             self,
-            SortKey::Id | SortKey::Endpoints | SortKey::Qp | SortKey::Role
+            SortKey::Id | SortKey::Endpoints | SortKey::Qp | SortKey::Role | SortKey::Connection
         )
     }
+}
+
+/// The two directions of a connection side by side, where the first of them sorts.
+fn together(r: &Report, ids: Vec<usize>) -> Vec<usize> {
+    let mut visible = vec![false; r.flows.len()];
+    for &i in &ids {
+        visible[i] = true;
+    }
+    let mut placed = vec![false; r.flows.len()];
+    let mut out = Vec::with_capacity(ids.len());
+    for i in ids {
+        if std::mem::replace(&mut placed[i], true) {
+            continue;
+        }
+        out.push(i);
+        let c = r.flows[i]
+            .connection
+            .and_then(|c| r.connections.get(c as usize));
+        for p in c.iter().flat_map(|c| c.sides.iter().filter_map(|s| s.flow)) {
+            let p = p as usize;
+            if p < visible.len() && visible[p] && !std::mem::replace(&mut placed[p], true) {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
 
 fn sort_value(f: &FlowReport, key: SortKey) -> (u64, f64, String) {
@@ -116,6 +145,7 @@ fn sort_value(f: &FlowReport, key: SortKey) -> (u64, f64, String) {
         SortKey::Icrc => n(f.icrc_bad),
         SortKey::P50 => x(f.latency_us.map_or(-1.0, |l| l.p50)),
         SortKey::P99 => x(f.latency_us.map_or(-1.0, |l| l.p99)),
+        SortKey::Connection => n(f.connection.map_or(u64::MAX, u64::from)),
     }
 }
 
@@ -400,7 +430,7 @@ impl Model {
             let ord = if desc { ord.reverse() } else { ord };
             ord.then(a.cmp(&b))
         });
-        ids
+        together(r, ids)
     }
 
     /// The flow under the cursor in the flows view.

@@ -362,7 +362,7 @@ struct Col {
     width: u16,
     key: SortKey,
     keep: u8,
-    cell: fn(&FlowReport) -> String,
+    cell: fn(&FlowReport, &Report) -> String,
 }
 
 fn columns(endpoints: u16) -> Vec<Col> {
@@ -371,7 +371,7 @@ fn columns(endpoints: u16) -> Vec<Col> {
         width: u16,
         key: SortKey,
         keep: u8,
-        cell: fn(&FlowReport) -> String,
+        cell: fn(&FlowReport, &Report) -> String,
     ) -> Col {
         Col {
             title,
@@ -382,12 +382,14 @@ fn columns(endpoints: u16) -> Vec<Col> {
         }
     }
     vec![
-        c("id", 5, SortKey::Id, 0, |f| f.id.to_string()),
-        c("endpoints", endpoints, SortKey::Endpoints, 0, |f| {
+        c("id", 5, SortKey::Id, 0, |f, _| f.id.to_string()),
+        c("endpoints", endpoints, SortKey::Endpoints, 0, |f, _| {
             format!("{} → {}", f.src, f.dst)
         }),
-        c("QP", 8, SortKey::Qp, 0, |f| format!("0x{:06x}", f.dest_qp)),
-        c("role", 9, SortKey::Role, 3, |f| {
+        c("QP", 8, SortKey::Qp, 0, |f, _| {
+            format!("0x{:06x}", f.dest_qp)
+        }),
+        c("role", 9, SortKey::Role, 3, |f, _| {
             let short = match f.role {
                 Role::Requester => "req",
                 Role::Responder => "resp",
@@ -401,28 +403,41 @@ fn columns(endpoints: u16) -> Vec<Col> {
                 None => short.to_string(),
             }
         }),
-        c("pkts", 12, SortKey::Packets, 1, |f| f.packets.to_string()),
-        c("throughput", 18, SortKey::Throughput, 5, |f| {
+        c("conn", 9, SortKey::Connection, 3, |f, r| {
+            f.connection.map_or("-".to_string(), |c| {
+                let state = r
+                    .connections
+                    .get(c as usize)
+                    .map_or("", |c| c.state.short());
+                format!("#{c} {state}")
+            })
+        }),
+        c("pkts", 12, SortKey::Packets, 1, |f, _| {
+            f.packets.to_string()
+        }),
+        c("throughput", 18, SortKey::Throughput, 5, |f, _| {
             format!("{} {}", rate(throughput(f)), spark(&f.series.bytes, 6))
         }),
-        c("gaps", 9, SortKey::Gaps, 0, |f| {
+        c("gaps", 9, SortKey::Gaps, 0, |f, _| {
             f.psn.gap_events.to_string()
         }),
-        c("miss", 9, SortKey::Missing, 1, |f| {
+        c("miss", 9, SortKey::Missing, 1, |f, _| {
             f.psn.missing.to_string()
         }),
-        c("retx", 9, SortKey::Retransmitted, 1, |f| {
+        c("retx", 9, SortKey::Retransmitted, 1, |f, _| {
             f.psn.retransmitted.to_string()
         }),
-        c("NAK", 8, SortKey::Naks, 1, |f| f.naks.total().to_string()),
-        c("RNR", 8, SortKey::Rnr, 2, |f| f.rnr_naks.to_string()),
-        c("CNP", 9, SortKey::Cnp, 2, |f| f.cnp.to_string()),
-        c("CE", 9, SortKey::Ce, 2, |f| f.ecn.ce.to_string()),
-        c("ICRC", 8, SortKey::Icrc, 2, |f| f.icrc_bad.to_string()),
-        c("p50µs", 8, SortKey::P50, 4, |f| {
+        c("NAK", 8, SortKey::Naks, 1, |f, _| {
+            f.naks.total().to_string()
+        }),
+        c("RNR", 8, SortKey::Rnr, 2, |f, _| f.rnr_naks.to_string()),
+        c("CNP", 9, SortKey::Cnp, 2, |f, _| f.cnp.to_string()),
+        c("CE", 9, SortKey::Ce, 2, |f, _| f.ecn.ce.to_string()),
+        c("ICRC", 8, SortKey::Icrc, 2, |f, _| f.icrc_bad.to_string()),
+        c("p50µs", 8, SortKey::P50, 4, |f, _| {
             lat(f.latency_us.map(|l| l.p50))
         }),
-        c("p99µs", 8, SortKey::P99, 4, |f| {
+        c("p99µs", 8, SortKey::P99, 4, |f, _| {
             lat(f.latency_us.map(|l| l.p99))
         }),
     ]
@@ -431,13 +446,19 @@ fn columns(endpoints: u16) -> Vec<Col> {
 /// The columns that fit in `width`: the least needed go first.
 /// Each column as wide as its title (and sort arrow) or its widest cell on screen, at most its nominal
 /// width; then the least needed columns go until the rest fit in `width`.
-fn fitting(width: u16, endpoints: u16, shown: &[&FlowReport], sort: SortKey) -> Vec<Col> {
+fn fitting(
+    width: u16,
+    endpoints: u16,
+    shown: &[&FlowReport],
+    r: &Report,
+    sort: SortKey,
+) -> Vec<Col> {
     let mut cols = columns(endpoints);
     for c in &mut cols {
         let title = c.title.chars().count() + usize::from(c.key == sort);
         let widest = shown
             .iter()
-            .map(|f| (c.cell)(f).chars().count() + usize::from(c.key == SortKey::Id))
+            .map(|f| (c.cell)(f, r).chars().count() + usize::from(c.key == SortKey::Id))
             .max()
             .unwrap_or(0);
         let need = widest.max(title) as u16;
@@ -484,7 +505,7 @@ fn draw_flows(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area:
         .take(h)
         .map(|&i| &r.flows[i])
         .collect();
-    let cols = fitting(area.width.saturating_sub(2), endpoints, &shown, key);
+    let cols = fitting(area.width.saturating_sub(2), endpoints, &shown, r, key);
     let arrow = if model.flows.descending { "↓" } else { "↑" };
     let header = Row::new(cols.iter().map(|c| {
         let t = if c.key == key {
@@ -512,7 +533,7 @@ fn draw_flows(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area:
                 " "
             };
             Row::new(cols.iter().map(|c| {
-                let text = (c.cell)(f);
+                let text = (c.cell)(f, r);
                 Cell::from(if c.key == SortKey::Id {
                     format!("{mark}{text}")
                 } else {
