@@ -297,5 +297,5 @@ fn lab_captures_match_their_tshark_counts() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 10);
+    assert_eq!(checked, 15);
 }
