@@ -6,13 +6,15 @@
 //! below; every REJ reason; every truncation; lengths that claim too much; a round trip of any bytes.
 mod common;
 
-use common::{UD_CM_MAD, hex};
+use common::{UD_CM_MAD, hex, icrc_of, stored_icrc};
 use parsers::builder::{Net, RoceFrame};
 use parsers::cm::*;
 use parsers::deth::Deth;
+use parsers::frame::Frame;
+use parsers::icrc::IcrcStatus;
 use parsers::ipv4::Ipv4Header;
 use parsers::mad::{self, Body, Mad, MadHeader};
-use parsers::{Field, Layer, Malformed, MalformedKind, Visitor};
+use parsers::{Config, Field, Layer, Malformed, MalformedKind, Visitor, parse_frame};
 use proptest::prelude::*;
 
 /// A 256-byte MAD: these leading bytes, then zeros (as the rest of each of these MADs is on the wire).
@@ -720,6 +722,150 @@ fn gsi_builder_rebuilds_the_captured_req() {
     assert_eq!(f.build(), hex(UD_CM_MAD));
 }
 
+// ----------------------------------------------------------------------------------------------------
+// In a frame: a UD SEND to QP 1 carries a MAD, read from the payload when asked; its damage is the frame's.
+
+fn parse(data: &[u8], orig_len: usize) -> Frame<'_> {
+    parse_frame(1, data, orig_len, &Config::default())
+}
+
+/// The headers a frame lists: title, offset, length.
+struct Headers(Vec<(&'static str, usize, usize)>);
+
+impl<'a> Visitor<'a> for Headers {
+    fn header(&mut self, title: &'static str, offset: usize, len: usize) {
+        self.0.push((title, offset, len));
+    }
+    fn field(&mut self, _: Field<'a>) {}
+}
+
+#[test]
+fn the_cm_message_of_a_captured_frame() {
+    let data = hex(UD_CM_MAD);
+    let f = parse(&data, data.len());
+    assert_eq!(f.malformed, None);
+    let r = f.roce.unwrap();
+    assert!(r.is_gsi());
+    let (want, _) = Mad::parse(&data[62..318]).unwrap();
+    assert_eq!(r.mad(), Some(Ok(want)));
+    let Some(CmMessage::Req(req)) = f.cm() else {
+        panic!("{:?}", f.cm())
+    };
+    assert_eq!(
+        (req.local_comm_id, req.local_qpn, req.starting_psn),
+        (0x64c0c56d, 0x3d, 0x7cc204)
+    );
+    // The MAD is the payload (bytes 62..318): its header, then the CM message, then the ICRC.
+    let mut headers = Headers(Vec::new());
+    f.visit(&mut headers);
+    let titles: Vec<_> = headers.0.iter().skip(5).collect();
+    assert_eq!(
+        titles,
+        [
+            &("Payload", 62, 256),
+            &("MAD Header - Common Management Datagram", 62, 24),
+            &("CM ConnectRequest", 86, 232),
+            &("Invariant CRC", 318, 4),
+        ]
+    );
+    // Detached, the frame has no payload bytes to read a MAD from.
+    assert_eq!(f.detached().cm(), None);
+}
+
+#[test]
+fn only_ud_sends_to_qp_1_carry_a_mad() {
+    let mad = emitted(&parse_mad(&mad_bytes(RTU)));
+    for (opcode, dest_qp, gsi) in [
+        (0x64, 1, true),
+        (0x65, 1, true),
+        (0x64, 2, false),
+        (0x04, 1, false),
+        (0x24, 1, false),
+    ] {
+        let mut f = RoceFrame::new(opcode);
+        f.bth.dest_qp = dest_qp;
+        f.payload = mad.clone();
+        let data = f.build();
+        let frame = parse(&data, data.len());
+        let r = frame.roce.unwrap();
+        assert_eq!(r.is_gsi(), gsi, "opcode {opcode:#04x} QP {dest_qp}");
+        assert_eq!(r.mad().is_some(), gsi);
+        assert_eq!(frame.cm().is_some(), gsi);
+        assert_eq!(frame.malformed, None);
+    }
+}
+
+/// A REQ cut to any length on the wire (the IP and UDP lengths say so) is a MAD truncated to that length;
+/// the headers before it and the ICRC stay as they are.
+#[test]
+fn every_truncation_of_a_req_in_a_frame() {
+    let mad = mad_bytes(REQ);
+    for n in 0..Mad::LEN {
+        let mut f = RoceFrame::gsi(&parse_mad(&mad));
+        f.payload.truncate(n);
+        let data = f.build();
+        let frame = parse(&data, data.len());
+        let want = MalformedKind::Truncated {
+            needed: 256,
+            available: n,
+        };
+        assert_eq!(
+            frame.malformed,
+            Some(Malformed::new(Layer::Mad, want)),
+            "{n} bytes"
+        );
+        let r = frame.roce.unwrap();
+        assert_eq!(
+            (r.payload_len, r.mad()),
+            (Some(n), Some(Err(Malformed::new(Layer::Mad, want))))
+        );
+        assert_eq!(r.icrc_status, Some(IcrcStatus::Valid));
+        assert_eq!(stored_icrc(&data), icrc_of(&data));
+        assert_eq!(frame.cm(), None);
+    }
+}
+
+/// The same REQ whole on the wire but cut by the capture's snap length: cut by the snaplen, not short.
+#[test]
+fn a_req_cut_by_the_snaplen() {
+    let data = hex(UD_CM_MAD);
+    for n in 0..Mad::LEN {
+        let frame = parse(&data[..62 + n], data.len());
+        let want = MalformedKind::CutBySnaplen {
+            needed: 256,
+            available: n,
+        };
+        assert_eq!(
+            frame.malformed,
+            Some(Malformed::new(Layer::Mad, want)),
+            "{n} bytes"
+        );
+        assert_eq!(
+            frame.roce.unwrap().icrc_status,
+            Some(IcrcStatus::Unverifiable)
+        );
+    }
+}
+
+#[test]
+fn a_rej_whose_length_claims_too_much_in_a_frame() {
+    let ari = [0u8; 72];
+    let rej = Rej {
+        reject_info_length: 73,
+        reason: 28,
+        ari: &ari,
+        ..Rej::default()
+    };
+    let data = RoceFrame::gsi(&Mad::cm_send(7, CmMessage::Rej(rej))).build();
+    let frame = parse(&data, data.len());
+    let want = MalformedKind::LengthBeyondFrame {
+        claimed: 73,
+        available: 72,
+    };
+    assert_eq!(frame.malformed, Some(Malformed::new(Layer::Cm, want)));
+    assert_eq!(frame.roce.unwrap().icrc_status, Some(IcrcStatus::Valid));
+}
+
 struct Keys(Vec<&'static str>, usize);
 
 impl<'a> Visitor<'a> for Keys {
@@ -793,6 +939,24 @@ proptest! {
             message.emit(&mut out);
             prop_assert_eq!(&out, &data);
             prop_assert_eq!(CmMessage::parse(attribute, &out).unwrap(), message);
+        }
+    }
+
+    /// Any message, built into a frame, parses back from it with a valid ICRC.
+    #[test]
+    fn any_message_through_a_frame(
+        attribute in proptest::sample::select(ATTRIBUTES.to_vec()),
+        data in proptest::collection::vec(any::<u8>(), CmMessage::LEN),
+        transaction_id in any::<u64>(),
+    ) {
+        if let Ok(message) = CmMessage::parse(attribute, &data) {
+            let built = RoceFrame::gsi(&Mad::cm_send(transaction_id, message)).build();
+            let frame = parse(&built, built.len());
+            prop_assert_eq!(frame.malformed, None);
+            prop_assert_eq!(frame.cm(), Some(message));
+            let mad = frame.roce.unwrap().mad().unwrap().unwrap();
+            prop_assert_eq!(mad.header.transaction_id, transaction_id);
+            prop_assert_eq!(stored_icrc(&built), icrc_of(&built));
         }
     }
 
