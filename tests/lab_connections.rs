@@ -27,11 +27,12 @@
 //! reason, when the lab cannot run: it never skips. Everything runs under hard timeouts.
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod lab_support;
 use lab_support::run_lab;
+use serde_json::Value;
 
 const CLIENT: &str = "10.0.0.1";
 const SERVER: &str = "10.0.0.2";
@@ -238,6 +239,7 @@ impl Conn<'_> {
 /// One scenario's cable and log.
 struct Scenario {
     name: &'static str,
+    dir: PathBuf,
     log: String,
     frames: Vec<Frame>,
     counters: BTreeMap<String, i64>,
@@ -266,6 +268,7 @@ impl Scenario {
         let frames = tshark_frames(&dir.join("cable.pcap"));
         Scenario {
             name,
+            dir,
             log,
             frames,
             counters,
@@ -722,6 +725,186 @@ fn addresses(name: &str, lines: &[String]) -> (Addr, Addr) {
     )
 }
 
+/// rocescope's analysis of the scenario's cable capture, with `args` (`--expect LOG`...).
+fn analysis(s: &Scenario, args: &[&str]) -> Value {
+    let cable = s.dir.join("cable.pcap");
+    let o = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(["analyze", "--json"])
+        .arg(&cable)
+        .args(args)
+        .output()
+        .expect("run rocescope analyze");
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{}: analyze --json: {e}: {}",
+            s.name,
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+/// The first request frame from `src` to QP `qpn`: (frame, PSN).
+fn first_request(data: &[&Frame], src: &str, qpn: u64) -> Option<(u64, u64)> {
+    data.iter()
+        .find(|f| f.src() == src && f.qp() == qpn && f.is_request())
+        .map(|f| (f.no(), f.psn()))
+}
+
+/// rocescope's connection table of a CM scenario against the handshakes tshark decoded: one connection per
+/// REQ, in order, with its QPNs, the starting PSNs as each side sends from them (the passive side from the
+/// REQ's, the active side from the REP's), the path MTU, retry counts and port of the REQ, the frames of
+/// its messages, its state (rejected on a REJ, disconnected on a DREQ), each side's first request as tshark
+/// found it, and matched; as many cm_reject events as REJs, and no other connection problem.
+fn told_cm(s: &Scenario, conns: &[Conn], data: &[&Frame]) {
+    let name = s.name;
+    let r = analysis(s, &[]);
+    let got = r["connections"].as_array().expect("connections");
+    assert_eq!(
+        got.len(),
+        conns.len(),
+        "{name}: rocescope's connections: {got:?}"
+    );
+    for (c, g) in conns.iter().zip(got) {
+        let at = format!("{name}: connection of REQ frame {}: {g}", c.req.no());
+        let req = |f: &str| c.req.u(&format!("infiniband.cm.req.{f}"));
+        assert_eq!(g["origin"], "cm", "{at}");
+        assert_eq!(g["handshake"]["req"]["frame"], c.req.no(), "{at}");
+        assert_eq!(g["sides"][0]["address"], CLIENT, "{at}");
+        assert_eq!(g["sides"][0]["qpn"], req("localqpn"), "{at}");
+        assert_eq!(g["sides"][1]["start_psn"], req("startpsn"), "{at}");
+        assert_eq!(g["mtu"], 128u64 << req("pppmtu"), "{at}");
+        assert_eq!(
+            (&g["retry_count"], &g["rnr_retry_count"], &g["port"]),
+            (
+                &Value::from(req("retrcount")),
+                &Value::from(req("rnrretrcount")),
+                &Value::from(c.port())
+            ),
+            "{at}"
+        );
+        if let Some(rej) = c.rej.first() {
+            assert_eq!(g["state"], "rejected", "{at}");
+            assert_eq!(
+                g["handshake"]["rej_reason"],
+                rej.u("infiniband.cm.rej.reason"),
+                "{at}"
+            );
+            continue;
+        }
+        let (rep, rtu) = (c.rep[0], c.rtu[0]);
+        assert_eq!(g["handshake"]["rep"]["frame"], rep.no(), "{at}");
+        assert_eq!(g["handshake"]["rtu"]["frame"], rtu.no(), "{at}");
+        assert_eq!(g["sides"][1]["qpn"], c.server_qpn(), "{at}");
+        assert_eq!(
+            g["sides"][0]["start_psn"],
+            rep.u("infiniband.cm.rep.startpsn"),
+            "{at}"
+        );
+        let state = if c.dreq.is_empty() {
+            "established"
+        } else {
+            "disconnected"
+        };
+        assert_eq!(g["state"], state, "{at}");
+        for (side, src, to) in [(0, CLIENT, c.server_qpn()), (1, SERVER, c.client_qpn())] {
+            let first = first_request(data, src, to);
+            assert_eq!(
+                (
+                    g["sides"][side]["first_frame"].as_u64(),
+                    g["sides"][side]["first_psn"].as_u64()
+                ),
+                (first.map(|f| f.0), first.map(|f| f.1)),
+                "{at}: side {side}"
+            );
+        }
+        assert_eq!(g["matched"], true, "{at}");
+    }
+    let kinds = |k: &str| {
+        r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == k)
+            .count()
+    };
+    let rejs: usize = conns.iter().map(|c| c.rej.len().min(1)).sum();
+    assert_eq!(kinds("cm_reject"), rejs, "{name}: cm_reject events");
+    for k in ["cm_timeout", "unexpected_qp", "start_psn_mismatch"] {
+        assert_eq!(kinds(k), 0, "{name}: {k} events");
+    }
+}
+
+/// rocescope's connection table of a scenario without CM, from both hosts' printouts (`--expect` of the
+/// scenario's log): one printed connection, the client's QPN and PSN and the server's as they printed them,
+/// matched, no connection problem; and held against another log (the wrong expectation), flagged.
+fn told_printed(s: &Scenario, client: &Addr, server: &Addr) {
+    let name = s.name;
+    let log = s.dir.join("perftest.log");
+    let r = analysis(
+        s,
+        &[
+            "--expect",
+            log.to_str().unwrap(),
+            "--fail-on",
+            "connections",
+        ],
+    );
+    let got = r["connections"].as_array().expect("connections");
+    assert_eq!(got.len(), 1, "{name}: {got:?}");
+    let g = &got[0];
+    let side = |addr: &str| {
+        g["sides"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["address"] == addr)
+            .unwrap_or_else(|| panic!("{name}: no side {addr} in {g}"))
+            .clone()
+    };
+    for (addr, printed) in [(CLIENT, client), (SERVER, server)] {
+        let s = side(addr);
+        assert_eq!(
+            (&s["qpn"], &s["start_psn"]),
+            (&Value::from(printed.qpn), &Value::from(printed.psn)),
+            "{name}: {g}"
+        );
+    }
+    assert_eq!(
+        (&g["origin"], &g["matched"]),
+        (&Value::from("printout"), &Value::from(true)),
+        "{name}: {g}"
+    );
+    assert_eq!(r["verdict"]["exit_status"], 0, "{name}: {}", r["verdict"]);
+}
+
+/// The report of `rocescope capture -- ib_write_bw` in the guest (capture.json): the connection the client
+/// printed (its own address and the server's), its first request at its printed PSN, matched.
+fn told_wrapped(s: &Scenario, client: &Addr, server: &Addr) {
+    let name = s.name;
+    let text = fs::read_to_string(s.dir.join("capture.json")).expect("capture.json");
+    let r: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{name}: capture.json is not JSON: {e}"));
+    let got = r["connections"].as_array().expect("connections");
+    assert_eq!(got.len(), 1, "{name}: capture.json connections: {got:?}");
+    let g = &got[0];
+    let want = |i: usize, a: &Addr, ip: &str| {
+        let side = &g["sides"][i];
+        assert_eq!(
+            (&side["address"], &side["qpn"], &side["start_psn"]),
+            (&Value::from(ip), &Value::from(a.qpn), &Value::from(a.psn)),
+            "{name}: capture.json side {i}: {g}"
+        );
+    };
+    want(0, client, CLIENT);
+    want(1, server, SERVER);
+    assert_eq!(g["sides"][0]["first_psn"], client.psn, "{name}: {g}");
+    assert_eq!(
+        (&g["origin"], &g["matched"]),
+        (&Value::from("printout"), &Value::from(true)),
+        "{name}: {g}"
+    );
+}
+
 fn check_rping(s: &Scenario) -> String {
     let name = s.name;
     let (cm, data) = s.split();
@@ -785,6 +968,7 @@ fn check_rping(s: &Scenario) -> String {
         );
     }
     s.sent_counts();
+    told_cm(s, &conns, &data);
     format!(
         "{name}: client QP {cq:#x} (REQ PSN {:#x}) <-> server QP {sq:#x} (REP PSN {:#x}): REQ {}, REP {}, RTU {}, \
          DREQ {:?}, DREP {:?}; {} + {} data frames; client exit {cc}",
@@ -870,6 +1054,7 @@ fn check_write_cm(s: &Scenario) -> String {
         sl.psn
     );
     s.sent_counts();
+    told_cm(s, &conns, &data);
     format!(
         "{name}: exchange client QP {:#x} <-> server QP {:#x}; test client QP {:#x} (WRITEs from PSN {wire_c:#x}, \
          perftest printed {:#x}) <-> server QP {:#x} (REQ PSN {wire_s:#x}, printed {:#x}); REQs {} and {}",
@@ -953,6 +1138,7 @@ fn check_reject(s: &Scenario) -> String {
         ));
     }
     s.sent_counts();
+    told_cm(s, &conns, &[]);
     format!("{name}: {}", out.join("; "))
 }
 
@@ -1062,6 +1248,8 @@ fn check_write(lab_out: &Path, s: &Scenario) -> String {
             .contains("+ client wrapped: /usr/local/bin/rocescope capture -i eth0 "),
         "{name}: the client did not run under rocescope capture"
     );
+    told_printed(s, &c, &sv);
+    told_wrapped(s, &c, &sv);
     format!(
         "{name}: client QP {:#x} (PSN {:#x}) -> server QP {:#x} (printed PSN {:#x}): {} WRITE packets from the \
          printed PSN",
@@ -1092,6 +1280,7 @@ fn check_rc_pingpong(s: &Scenario) -> String {
             "{name}: {side}: no '{want}...' / '{iters} iters in ...' line: {lines:?}"
         );
     }
+    told_printed(s, &c, &sv);
     format!(
         "{name}: client QP {:#x} (PSN {:#x}) <-> server QP {:#x} (PSN {:#x}): {iters} SENDs each way from the \
          printed PSNs",

@@ -117,16 +117,22 @@ fn message_name(code: u8, third: &'static str) -> &'static str {
     }
 }
 
-/// The path MTU code of REQ (IBTA 9.6.1: 1 = 256 bytes ... 5 = 4096 bytes).
+/// The path MTU codes of REQ (IBTA 9.6.1): code, bytes, as Wireshark names it.
+const PATH_MTUS: [(u8, u32, &str); 5] = [
+    (1, 256, "256"),
+    (2, 512, "512"),
+    (3, 1024, "1024"),
+    (4, 2048, "2048"),
+    (5, 4096, "4096"),
+];
+
+/// The path MTU in bytes of a REQ's path MTU code.
+pub fn path_mtu_bytes(code: u8) -> Option<u32> {
+    PATH_MTUS.iter().find(|m| m.0 == code).map(|m| m.1)
+}
+
 fn mtu_name(code: u8) -> Option<&'static str> {
-    Some(match code {
-        1 => "256",
-        2 => "512",
-        3 => "1024",
-        4 => "2048",
-        5 => "4096",
-        _ => return None,
-    })
+    PATH_MTUS.iter().find(|m| m.0 == code).map(|m| m.2)
 }
 
 /// The static rate code of a path (Linux `enum ib_rate`).
