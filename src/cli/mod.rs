@@ -17,7 +17,7 @@ use rocescope::analysis;
 use rocescope::capture;
 use rocescope::dissect::{self, Style};
 use rocescope::pipeline;
-use rocescope::report::Condition;
+use rocescope::report::{Condition, Listing};
 use rocescope::source::{LiveConfig, printout};
 use rocescope::tui;
 use values::{
@@ -243,6 +243,8 @@ pub struct AnalyzeArgs {
     pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub expect: ExpectFlag,
+    #[command(flatten)]
+    pub listing: ListingFlags,
 }
 
 impl AnalyzeArgs {
@@ -257,7 +259,29 @@ impl AnalyzeArgs {
             fail_on: self.fail_on.conditions(),
             progress: !self.no_progress,
             plot: self.plot.clone(),
+            listing: self.listing.listing(),
         })
+    }
+}
+
+/// Which flows a report lists in full: `--report-flows`, `--all-flows`.
+#[derive(Args, Debug, Clone)]
+pub struct ListingFlags {
+    /// List every flow with trouble and the N busiest others in full; add up the rest (`other_flows`).
+    #[arg(long, value_name = "N", default_value_t = Listing::DEFAULT_FLOWS)]
+    pub report_flows: usize,
+    /// List every flow (the JSON is then written flow by flow, never held whole in memory).
+    #[arg(long, conflicts_with = "report_flows")]
+    pub all_flows: bool,
+}
+
+impl ListingFlags {
+    fn listing(&self) -> Listing {
+        if self.all_flows {
+            Listing::All
+        } else {
+            Listing::Top(self.report_flows)
+        }
     }
 }
 
@@ -319,6 +343,8 @@ pub struct CaptureArgs {
     pub analysis: AnalysisFlags,
     #[command(flatten)]
     pub fail_on: FailOnFlag,
+    #[command(flatten)]
+    pub listing: ListingFlags,
     /// Show the capture in the terminal UI as it runs (the same as `rocescope tui -i IFACE`): space pauses
     /// the display, w saves the frames.
     #[arg(long, conflicts_with_all = ["json", "command", "fail_on", "quiet"])]
@@ -349,6 +375,7 @@ impl CaptureArgs {
             quiet: self.quiet,
             json: self.json,
             fail_on: self.fail_on.conditions(),
+            listing: self.listing.listing(),
             tui: self.tui,
         }
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use rocescope::pipeline::{self, ReadSide};
-use rocescope::report::{self, Condition, Report};
+use rocescope::report::{self, Condition, Listing, Report};
 use rocescope::source::FileSource;
 use rocescope::tui::{data, plot};
 
@@ -26,6 +26,8 @@ pub struct Config {
     pub progress: bool,
     /// Also write SVG plots into this directory.
     pub plot: Option<PathBuf>,
+    /// Which flows the report lists in full.
+    pub listing: Listing,
 }
 
 pub fn run(cfg: &Config) -> ExitCode {
@@ -66,7 +68,7 @@ fn analyze(cfg: &Config) -> Result<Report, String> {
     if let Some(bar) = bar.0 {
         bar.finish_and_clear();
     }
-    let mut report = Report::build(&run.engine, source.name());
+    let mut report = Report::build_listing(&run.engine, source.name(), cfg.listing);
     if let Some(e) = run.error {
         report.cut_short(e.to_string());
     }

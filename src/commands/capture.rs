@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use rocescope::capture;
-use rocescope::report::Condition;
+use rocescope::report::{Condition, Listing};
 
 use super::fail;
 
@@ -19,6 +19,8 @@ pub struct Config {
     pub quiet: bool,
     pub json: bool,
     pub fail_on: Vec<Condition>,
+    /// Which flows the report lists in full.
+    pub listing: Listing,
     /// The live terminal UI instead of the status line and the report.
     pub tui: bool,
 }
@@ -122,9 +124,10 @@ mod live {
             eprintln!("rocescope: {e}");
         }
         let command = wrapped.map(|mut w| w.report(&ended.engine));
-        let mut report = Report::build(
+        let mut report = Report::build_listing(
             &ended.engine,
             &format!("live capture on {}", cfg.session.live.interface),
+            cfg.listing,
         );
         let write_error = ended.stats.stopped_by == StoppedBy::WriteError;
         report.capture_stats = Some(CaptureStats {

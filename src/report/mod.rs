@@ -4,12 +4,14 @@ pub mod capture;
 pub mod connections;
 mod detail;
 pub mod format;
+pub mod listing;
 pub mod rank;
 pub mod story;
 pub mod text;
 pub mod verdict;
 
-pub use verdict::{Condition, Status, Verdict};
+pub use listing::Listing;
+pub use verdict::{Condition, FlowTotals, Status, Verdict};
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
@@ -26,7 +28,13 @@ use parsers::opcode::Opcode;
 pub struct Report {
     pub capture: Capture,
     pub config: ConfigUsed,
+    /// The flows listed in full (by id; all of them, or those a `Listing` picks).
     pub flows: Vec<FlowReport>,
+    /// What the flows not listed add up to, when some are not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_flows: Option<listing::OtherFlows>,
+    /// What every flow adds up to: what the verdict counts.
+    pub flow_totals: FlowTotals,
     /// The connections the CM handshakes and the hosts' printouts name (docs/json.md).
     pub connections: Vec<connections::ConnectionReport>,
     pub pfc: Vec<PriorityReport>,
@@ -268,15 +276,20 @@ fn rnr_ms(code: usize) -> String {
 }
 
 impl Report {
+    /// The report of every flow.
     pub fn build(engine: &Engine, file: &str) -> Report {
+        Report::build_listing(engine, file, Listing::All)
+    }
+
+    /// The report, with the flows `listing` picks in full.
+    pub fn build_listing(engine: &Engine, file: &str, listing: Listing) -> Report {
         let t = &engine.totals;
         let first = t.first_ts.unwrap_or(0);
-        let paused: Vec<bool> = engine.pause.iter().map(|p| p.xoff > 0).collect();
-        let flows: Vec<FlowReport> = engine
-            .flows
+        let paused = paused_priorities(engine);
+        let ids = listing::listed(engine, listing);
+        let flows: Vec<FlowReport> = ids
             .iter()
-            .enumerate()
-            .map(|(id, f)| flow_report(engine, id as u32, f, &paused))
+            .map(|&id| flow_report(engine, id, &engine.flows[id as usize], &paused))
             .collect();
         let priority = |i: usize, p: &crate::analysis::PriorityPause| PriorityReport {
             priority: i as u8,
@@ -337,6 +350,8 @@ impl Report {
                 cnp_window_us: engine.cfg.cnp_window_nanos / 1000,
             },
             flows,
+            other_flows: listing::others(engine, &ids),
+            flow_totals: FlowTotals::of(engine),
             connections: connections::build(engine),
             pfc,
             link_pause,
@@ -355,6 +370,14 @@ impl Report {
         };
         report.judge(&[]);
         report
+    }
+
+    /// The report of flow `id`, when it is listed.
+    pub fn flow(&self, id: u32) -> Option<&FlowReport> {
+        self.flows
+            .binary_search_by_key(&id, |f| f.id)
+            .ok()
+            .and_then(|at| self.flows.get(at))
     }
 
     /// The conditions that are present.
@@ -379,6 +402,11 @@ impl Report {
     pub fn exit_status(&self) -> u8 {
         self.verdict.exit_status
     }
+}
+
+/// The priorities PFC paused (an XOFF was seen), for each flow's `paused_priority`.
+fn paused_priorities(engine: &Engine) -> Vec<bool> {
+    engine.pause.iter().map(|p| p.xoff > 0).collect()
 }
 
 fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: &[bool]) -> FlowReport {

@@ -53,7 +53,7 @@ fn capture(out: &mut impl Write, r: &Report) -> io::Result<()> {
         c.roce_frames,
         c.other_frames,
         c.duration_s,
-        r.flows.len(),
+        r.flow_totals.flows,
         c.malformed,
         c.icrc_bad,
         c.icrc_unverifiable
@@ -108,6 +108,22 @@ fn flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
         }
         writeln!(out, " {:>13}", lat(&f.latency_us))?;
     }
+    if let Some(o) = &r.other_flows {
+        let roles: Vec<String> = o
+            .by_role
+            .iter()
+            .map(|(role, s)| format!("{} {role}", s.flows))
+            .collect();
+        writeln!(
+            out,
+            "  ... and {} more flows without trouble ({}; {} packets, {} bytes): --report-flows N or \
+             --all-flows lists them",
+            o.sum.flows,
+            roles.join(", "),
+            o.sum.packets,
+            o.sum.bytes
+        )?;
+    }
     Ok(())
 }
 
@@ -158,7 +174,7 @@ fn events(out: &mut impl Write, r: &Report) -> io::Result<()> {
     )?;
     let start = r.capture.first_time.unwrap_or(0.0);
     for e in r.events.iter().take(EVENTS_SHOWN) {
-        let flow = e.flow.and_then(|id| r.flows.get(id as usize));
+        let flow = e.flow.and_then(|id| r.flow(id));
         let place = match flow {
             Some(f) => format!("#{} {} → {} QP 0x{:06x}", f.id, f.src, f.dst, f.dest_qp),
             None => "-".to_string(),

@@ -2,8 +2,8 @@
 //! it (`--fail-on`): the verdict line and the exit status tell one story.
 use serde::Serialize;
 
-use super::{FlowReport, Report};
-use crate::analysis::Diagnosis;
+use super::Report;
+use crate::analysis::{Diagnosis, Engine};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
@@ -112,16 +112,43 @@ impl Condition {
     }
 }
 
+/// What every flow adds up to (listed in the report or not): what the verdict counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct FlowTotals {
+    pub flows: u64,
+    pub gap_events: u64,
+    pub missing: u64,
+    pub naks: u64,
+    pub rnr_naks: u64,
+    pub retransmitted: u64,
+    pub ce: u64,
+    pub cnp: u64,
+}
+
+impl FlowTotals {
+    pub fn of(engine: &Engine) -> FlowTotals {
+        let mut t = FlowTotals {
+            flows: engine.flows.len() as u64,
+            ..FlowTotals::default()
+        };
+        for f in &engine.flows {
+            t.gap_events += f.psn.gap_events;
+            t.missing += f.psn.missing;
+            t.naks += f.resp.naks.total();
+            t.rnr_naks += f.resp.rnr_naks;
+            t.retransmitted += f.psn.retransmitted;
+            t.ce += f.ecn[3];
+            t.cnp += f.cnp;
+        }
+        t
+    }
+}
+
 /// The conditions present, each with the words the verdict says of it.
 fn findings(r: &Report, d: &Diagnosis) -> Vec<(Condition, String)> {
-    let sum = |g: &dyn Fn(&FlowReport) -> u64| r.flows.iter().map(g).sum::<u64>();
-    let gaps = sum(&|f| f.psn.gap_events);
-    let missing = sum(&|f| f.psn.missing);
-    let naks = sum(&|f| f.naks.total());
-    let rnr = sum(&|f| f.rnr_naks);
-    let retx = sum(&|f| f.psn.retransmitted);
-    let ce = sum(&|f| f.ecn.ce);
-    let cnp = sum(&|f| f.cnp);
+    let t = &r.flow_totals;
+    let (gaps, missing, naks, rnr) = (t.gap_events, t.missing, t.naks, t.rnr_naks);
+    let (retx, ce, cnp) = (t.retransmitted, t.ce, t.cnp);
     let icrc = r.capture.icrc_bad;
     let malformed = r.capture.malformed;
     let all = [
@@ -243,8 +270,7 @@ fn story(
         Status::Fail => format!("FAIL: {}", parts.join(", ")),
         Status::Pass if parts.is_empty() => format!(
             "PASS: {} RoCE frames in {} flows, no gaps, NAKs, retransmissions, stalls or damage",
-            r.capture.roce_frames,
-            r.flows.len()
+            r.capture.roce_frames, r.flow_totals.flows
         ),
         Status::Pass => format!("PASS with congestion signals: {}", parts.join(", ")),
     };

@@ -114,8 +114,10 @@ fn together(r: &Report, ids: Vec<usize>) -> Vec<usize> {
         let c = r.flows[i]
             .connection
             .and_then(|c| r.connections.get(c as usize));
-        for p in c.iter().flat_map(|c| c.sides.iter().filter_map(|s| s.flow)) {
-            let p = p as usize;
+        for id in c.iter().flat_map(|c| c.sides.iter().filter_map(|s| s.flow)) {
+            let Ok(p) = r.flows.binary_search_by_key(&id, |f| f.id) else {
+                continue;
+            };
             if p < visible.len() && visible[p] && !std::mem::replace(&mut placed[p], true) {
                 out.push(p);
             }
@@ -365,8 +367,13 @@ impl Model {
         self.first_frame = first;
         self.loading = None;
         let visible = self.visible_flows();
+        let flows = self.report.as_ref().map_or(&[][..], |r| &r.flows[..]);
         self.flows.selected = keep_flow
-            .and_then(|id| visible.iter().position(|&i| i as u32 == id))
+            .and_then(|id| {
+                visible
+                    .iter()
+                    .position(|&i| flows.get(i).is_some_and(|f| f.id == id))
+            })
             .unwrap_or(self.flows.selected)
             .min(visible.len().saturating_sub(1));
         if let Some(live) = &mut self.live {
@@ -435,9 +442,9 @@ impl Model {
 
     /// The flow under the cursor in the flows view.
     pub fn selected_flow(&self) -> Option<u32> {
-        self.visible_flows()
-            .get(self.flows.selected)
-            .map(|&i| i as u32)
+        let r = self.report.as_ref()?;
+        let at = *self.visible_flows().get(self.flows.selected)?;
+        r.flows.get(at).map(|f| f.id)
     }
 
     /// The events shown (indices into `report.events`): the severity and text filters applied.
@@ -464,7 +471,7 @@ impl Model {
         let (Some(r), Some(d)) = (&self.report, &self.detail) else {
             return Vec::new();
         };
-        let pair = r.flows.get(d.flow as usize).and_then(|f| f.paired_with);
+        let pair = r.flow(d.flow).and_then(|f| f.paired_with);
         r.events
             .iter()
             .enumerate()

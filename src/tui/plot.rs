@@ -148,7 +148,9 @@ fn bps(v: f64) -> String {
 
 /// PSN vs time for one flow, and its throughput over its life.
 pub fn flow_svg(report: &Report, s: &FlowSeries) -> String {
-    let f = &report.flows[s.flow as usize];
+    let Some(f) = report.flow(s.flow) else {
+        return String::new();
+    };
     let h = TOP + PSN_H + GAP + THR_H + 40.0;
     let mut out = String::new();
     header(

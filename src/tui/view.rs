@@ -562,7 +562,7 @@ fn draw_flows(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area:
 
 fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area: Rect) {
     let Some(d) = &model.detail else { return };
-    let Some(f) = r.flows.get(d.flow as usize) else {
+    let Some(f) = r.flow(d.flow) else {
         return;
     };
     let events = model.detail_events();

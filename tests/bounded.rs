@@ -1,0 +1,137 @@
+//! Reports of captures with very many flows stay proportionate: a synthetic fabric (crates/synth) with and
+//! without thousands of one-packet flows mixed in (`noise_flows`: each an RC SEND from an address and to a QP
+//! of its own). The fabric's flows are reported exactly as without the noise, the noise is added up in
+//! `other_flows`, and the totals count every flow.
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const NOISE: u64 = 3000;
+const LISTED: usize = 50;
+
+fn capture(name: &str, noise_flows: u64) -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "rocescope-bounded-{}-{name}.pcap",
+        std::process::id()
+    ));
+    let params = synth::Params {
+        frames: 20_000,
+        qps: 8,
+        seed: 7,
+        noise_flows,
+        ..synth::Params::default()
+    };
+    let out = BufWriter::new(File::create(&path).unwrap());
+    synth::generate(&params, out).unwrap();
+    path
+}
+
+fn analyze(path: &Path, args: &[&str]) -> Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(["analyze", "--json"])
+        .arg(path)
+        .args(args)
+        .output()
+        .expect("run rocescope");
+    serde_json::from_slice(&o.stdout).expect("JSON")
+}
+
+/// A flow's figures without its ids (which the noise shifts).
+fn figures(f: &Value) -> Value {
+    let mut f = f.clone();
+    for k in ["id", "paired_with", "connection"] {
+        f.as_object_mut().unwrap().remove(k);
+    }
+    f
+}
+
+/// Loss, damage and congestion marks: what makes a flow listed whatever its size (docs/json.md).
+fn trouble(f: &Value) -> u64 {
+    let n = |v: &Value| v.as_u64().unwrap();
+    let naks: u64 = f["naks"].as_object().unwrap().values().map(n).sum();
+    n(&f["psn"]["gap_events"])
+        + n(&f["psn"]["missing"])
+        + n(&f["psn"]["retransmitted"])
+        + naks
+        + n(&f["rnr_naks"])
+        + n(&f["implied_naks"])
+        + n(&f["icrc_bad"])
+        + n(&f["malformed"])
+        + n(&f["ecn"]["ce"])
+        + n(&f["cnp"])
+        + n(&f["ce_without_cnp"])
+}
+
+fn key(f: &Value) -> (String, String, u64) {
+    (
+        f["src"].as_str().unwrap().to_string(),
+        f["dst"].as_str().unwrap().to_string(),
+        f["dest_qp"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn a_scan_among_a_fabric_is_added_up() {
+    let (clean, noisy) = (capture("clean", 0), capture("noisy", NOISE));
+    let want = analyze(&clean, &[]);
+    let got = analyze(&noisy, &["--report-flows", &LISTED.to_string()]);
+    let fabric = want["flows"].as_array().unwrap();
+    assert!(
+        fabric.len() < LISTED,
+        "the fabric has {} flows",
+        fabric.len()
+    );
+    let listed = got["flows"].as_array().unwrap();
+    // Every fabric flow listed, with the figures it has without the noise.
+    for f in fabric {
+        let g = listed
+            .iter()
+            .find(|g| key(g) == key(f))
+            .unwrap_or_else(|| panic!("flow {:?} not listed", key(f)));
+        assert_eq!(figures(g), figures(f), "flow {:?}", key(f));
+    }
+    // Listed: every flow with trouble (loss, damage or congestion marks), then the LISTED busiest others
+    // (the rest of the fabric, then noise of one packet each).
+    let troubled = fabric.iter().filter(|f| trouble(f) > 0).count();
+    assert_eq!(listed.len(), troubled + LISTED);
+    let total = fabric.len() as u64 + NOISE;
+    assert_eq!(got["flow_totals"]["flows"], total);
+    let other = &got["other_flows"];
+    let rest = total - listed.len() as u64;
+    assert_eq!(other["flows"], rest);
+    assert_eq!(other["packets"], rest, "one packet each");
+    assert_eq!(other["by_role"]["requester"]["flows"], rest);
+    // Each noise flow has an address of its own: the first 1000 pairs by pair, the rest in other_pairs.
+    assert_eq!(other["by_pair"].as_array().unwrap().len(), 1000);
+    assert_eq!(other["other_pairs"]["flows"], rest - 1000);
+    let frames = got["capture"]["roce_frames"].as_u64().unwrap();
+    let listed_packets: u64 = listed.iter().map(|f| f["packets"].as_u64().unwrap()).sum();
+    assert_eq!(listed_packets + other["packets"].as_u64().unwrap(), frames);
+    // The verdict counts every flow: the noise adds no trouble.
+    assert_eq!(got["verdict"]["problems"], want["verdict"]["problems"]);
+    assert_eq!(
+        got["flow_totals"]["gap_events"],
+        want["flow_totals"]["gap_events"]
+    );
+    // --all-flows lists them all.
+    let all = analyze(&noisy, &["--all-flows"]);
+    assert_eq!(all["flows"].as_array().unwrap().len() as u64, total);
+    assert!(all.get("other_flows").is_none());
+    // The text says how many it did not list.
+    let text = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .arg("analyze")
+        .arg(&noisy)
+        .args(["--report-flows", &LISTED.to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("... and {rest} more flows without trouble")),
+        "{text}"
+    );
+    let _ = std::fs::remove_file(clean);
+    let _ = std::fs::remove_file(noisy);
+}
