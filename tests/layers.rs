@@ -170,6 +170,7 @@ fn top_level_modules_point_one_way() {
         upward.is_empty(),
         "edges against the layer order: {upward:?}"
     );
-    // The check sees the edges it should: the pipeline feeds the engine, the report reads it.
+    // The check sees the edges it should: the pipeline feeds the engine, the report reads it and the host.
     assert!(g["pipeline"].contains("analysis") && g["report"].contains("analysis"));
+    assert!(g["report"].contains("host") && g["capture"].contains("host"));
 }

@@ -52,7 +52,8 @@ mod live {
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
     use rocescope::analysis::Engine;
-    use rocescope::capture::session::{Session, Watcher};
+    use rocescope::capture::session::{Nic, Session, Watcher};
+    use rocescope::host::counters::{Delta, Deltas, Snapshot};
     use rocescope::report::capture::{CaptureStats, CommandReport, StoppedBy};
     use rocescope::report::format::per_second;
     use rocescope::report::{self, Report};
@@ -113,6 +114,7 @@ mod live {
             last: Counts::default(),
             last_at: Instant::now(),
             start: Instant::now(),
+            last_nic: None,
         };
         let ended = live.run(until, None, status)?;
         if ended.watcher.shown && tty {
@@ -127,6 +129,11 @@ mod live {
             &format!("live capture on {}", cfg.session.live.interface),
         );
         let write_error = ended.stats.stopped_by == StoppedBy::WriteError;
+        report.counters = Some(
+            ended
+                .nic
+                .counters(&ended.engine, ended.stats.dropped + ended.stats.if_dropped),
+        );
         report.capture_stats = Some(CaptureStats {
             command: command.clone(),
             ..ended.stats
@@ -316,6 +323,8 @@ mod live {
         last: Counts,
         last_at: Instant,
         start: Instant,
+        /// The NIC's counters at the last look.
+        last_nic: Option<Snapshot>,
     }
 
     impl Watcher for StatusLine {
@@ -327,12 +336,15 @@ mod live {
             Duration::from_secs(1)
         }
 
-        fn look(&mut self, engine: &Engine, stats: &CaptureStats) -> ControlFlow<()> {
+        fn look(&mut self, engine: &Engine, stats: &CaptureStats, nic: &Nic) -> ControlFlow<()> {
             if !self.on {
                 return ControlFlow::Continue(());
             }
             let now = Instant::now();
-            let line = self.line(engine, stats, now);
+            let mut line = self.line(engine, stats, now);
+            let since = self.last_nic.as_ref().unwrap_or(nic.start);
+            line.push_str(&nic_moved(since, nic.now));
+            self.last_nic = Some(nic.now.clone());
             if self.tty {
                 eprint!("\r\x1b[K{line}");
             } else {
@@ -349,6 +361,33 @@ mod live {
                     engine.announce(&x);
                 }
             }
+        }
+    }
+
+    /// The status line's NIC part: what each RDMA port counted since the last look.
+    fn nic_moved(a: &Snapshot, b: &Snapshot) -> String {
+        let d = Deltas::between(a, b, false);
+        let ports: Vec<String> = d
+            .ports
+            .iter()
+            .filter(|p| !p.hw_counters.is_empty() || !p.counters.is_empty())
+            .map(|p| {
+                let moved: Vec<String> = p
+                    .hw_counters
+                    .iter()
+                    .chain(&p.counters)
+                    .map(|(n, v)| match v {
+                        Delta::Rose(v) => format!("{n} +{v}"),
+                        Delta::Reset(_) => format!("{n} reset"),
+                    })
+                    .collect();
+                format!("{}/{}: {}", p.device, p.port, moved.join(", "))
+            })
+            .collect();
+        if ports.is_empty() {
+            String::new()
+        } else {
+            format!(" | NIC {}", ports.join("; "))
         }
     }
 
