@@ -487,30 +487,38 @@ sc_doctor() {
     return $r
 }
 # counters and the capture side by side under loss: netem drops 3% of eth0's egress (rxe0's requests, before the
-# wire and before eth0's capture point); `rocescope counters --interval 0.5 --json` runs meanwhile (counters.jsonl,
-# stopped with SIGINT: its last line is the whole run's deltas); `rocescope capture -i eth0 -q --json -- rocescope
-# gen loopback ... --op write -s 4096 -n 64 --depth 4` captures in the guest, where the counters are (capture.json:
-# its report with `counters`; gen.json: gen's report, which capture passes to standard error). rxe's hw_counters
-# before and after (counters_now) and netem's statistics (netem_clear, after the scenario) are in the log.
+# wire and before eth0's capture point); `rocescope counters` runs meanwhile, as JSON (--interval 0.25:
+# counters.jsonl, its last line the whole run's deltas) and as text (--interval 0.5: counters.txt), both stopped
+# with SIGINT; `rocescope capture -i eth0 -q --json -- rocescope gen loopback ... --op write -s 4096 -n 128
+# --depth 4` captures in the guest, where the counters are (capture.json: its report with `counters`; gen.json:
+# gen's report, which capture passes to standard error); then the same with -n 16 as text (capture.txt: gen's
+# report, then the capture's). rxe's hw_counters before and after (counters_now) and netem's statistics
+# (netem_clear, after the scenario) are in the log.
 sc_counters_loss() {
-    local R=/usr/local/bin/rocescope D=/tmp/ret r=0 c
+    local R=/usr/local/bin/rocescope D=/tmp/ret r=0 c t G
     [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    G="$R gen loopback -d rxe0 --peer-device rxe1 --op write -s 4096 --depth 4"
     mkdir -p $D
     netem eth0 loss 3% || return 1
     counters_now before
-    echo "+ $R counters --interval 0.5 --json &"
-    $R counters --interval 0.5 --json > $D/counters.jsonl 2> $D/counters.log &
+    echo "+ $R counters --interval 0.25 --json & $R counters --interval 0.5 &"
+    $R counters --interval 0.25 --json > $D/counters.jsonl 2> $D/counters.log &
     c=$!
-    echo "+ $R capture -i eth0 -q --json -- $R gen loopback -d rxe0 --peer-device rxe1 --op write -s 4096 -n 64 --depth 4 --json"
-    timeout 120 $R capture -i eth0 -q --json -- $R gen loopback -d rxe0 --peer-device rxe1 --op write -s 4096 -n 64 \
-        --depth 4 --json > $D/capture.json 2> $D/gen.json
+    $R counters --interval 0.5 > $D/counters.txt 2>&1 &
+    t=$!
+    echo "+ $R capture -i eth0 -q --json -- $G -n 128 --json"
+    timeout 120 $R capture -i eth0 -q --json -- $G -n 128 --json > $D/capture.json 2> $D/gen.json
     echo "capture: exit $?"
-    kill -INT $c
+    kill -INT $c $t
     wait $c
     echo "counters: exit $?" >> $D/counters.log
+    wait $t
     counters_now after
-    cat $D/counters.log
-    for f in counters.jsonl counters.log capture.json gen.json; do lab_return $D/$f || r=1; done
+    echo "+ $R capture -i eth0 -q -- $G -n 16"
+    timeout 120 $R capture -i eth0 -q -- $G -n 16 > $D/capture.txt 2>&1
+    echo "exit $?" >> $D/capture.txt
+    cat $D/counters.log $D/counters.txt $D/capture.txt
+    for f in counters.jsonl counters.log counters.txt capture.json gen.json capture.txt; do lab_return $D/$f || r=1; done
     rm -rf $D
     return $r
 }
