@@ -93,6 +93,17 @@ pub struct NicSpan {
 }
 
 impl NicSpan {
+    /// The counters now, at the end of the capture.
+    fn end(layout: Layout, start: Snapshot, interface: String) -> NicSpan {
+        let end = Snapshot::take(&Root::live(), &layout);
+        NicSpan {
+            layout,
+            start,
+            end,
+            interface,
+        }
+    }
+
     pub fn counters(&self, engine: &Engine, dropped: u64) -> NicCounters {
         counters::build(
             engine,
@@ -245,18 +256,12 @@ impl Session {
             .take()
             .or_else(|| run.error.as_ref().map(|e| e.to_string()));
         let stats = reading.stats(&base, stopped_by, error.clone());
-        let end = Snapshot::take(&Root::live(), &self.layout);
         Ok(Ended {
             engine: run.engine,
             stats,
             error,
             watcher: run.engine_side.watcher,
-            nic: NicSpan {
-                layout: self.layout,
-                start: self.nic_start,
-                end,
-                interface: self.cfg.live.interface,
-            },
+            nic: NicSpan::end(self.layout, self.nic_start, self.cfg.live.interface),
         })
     }
 }

@@ -53,7 +53,7 @@ mod live {
 
     use rocescope::analysis::Engine;
     use rocescope::capture::session::{Nic, Session, Watcher};
-    use rocescope::host::counters::{Delta, Deltas, Snapshot};
+    use rocescope::host::counters::{Deltas, Snapshot};
     use rocescope::report::capture::{CaptureStats, CommandReport, StoppedBy};
     use rocescope::report::format::per_second;
     use rocescope::report::{self, Report};
@@ -376,10 +376,7 @@ mod live {
                     .hw_counters
                     .iter()
                     .chain(&p.counters)
-                    .map(|(n, v)| match v {
-                        Delta::Rose(v) => format!("{n} +{v}"),
-                        Delta::Reset(_) => format!("{n} reset"),
-                    })
+                    .map(|(n, v)| format!("{n} {v}"))
                     .collect();
                 format!("{}/{}: {}", p.device, p.port, moved.join(", "))
             })

@@ -126,12 +126,7 @@ fn text(out: &mut dyn Write, l: &Line) -> io::Result<()> {
     };
     writeln!(out, "--- {:.2} s ({what} {:.2} s)", l.time_s, l.interval_s)?;
     let fmt = |m: &std::collections::BTreeMap<String, Delta>| -> Vec<String> {
-        m.iter()
-            .map(|(n, d)| match d {
-                Delta::Rose(v) => format!("{n} +{v}"),
-                Delta::Reset(_) => format!("{n} reset"),
-            })
-            .collect()
+        m.iter().map(|(n, d)| format!("{n} {d}")).collect()
     };
     let mut moved = false;
     for p in &l.deltas.ports {

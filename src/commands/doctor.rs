@@ -120,6 +120,20 @@ fn port(out: &mut dyn Write, e: &Examination, d: &Device, p: &Port) -> io::Resul
             _ => " (not in sysfs; libibverbs not asked)".to_string(),
         }
     )?;
+    gids(out, e, d, p)?;
+    for n in &p.netdevs {
+        netdev(out, n)?;
+    }
+    writeln!(
+        out,
+        "    counters: {} hw_counters, {} port counters (the findings name those that indicate trouble)",
+        p.hw_counters.len(),
+        p.counters.len()
+    )
+}
+
+/// The GID table's first entries and the RoCE v2 indices.
+fn gids(out: &mut dyn Write, e: &Examination, d: &Device, p: &Port) -> io::Result<()> {
     let listed: Vec<String> = p
         .gids
         .iter()
@@ -158,15 +172,7 @@ fn port(out: &mut dyn Write, e: &Examination, d: &Device, p: &Port) -> io::Resul
             idx(i.roce_v2_ipv6)
         )?;
     }
-    for n in &p.netdevs {
-        netdev(out, n)?;
-    }
-    writeln!(
-        out,
-        "    counters: {} hw_counters, {} port counters (the findings name those that indicate trouble)",
-        p.hw_counters.len(),
-        p.counters.len()
-    )
+    Ok(())
 }
 
 fn netdev(out: &mut dyn Write, n: &Netdev) -> io::Result<()> {

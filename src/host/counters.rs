@@ -192,6 +192,16 @@ pub enum Delta {
     Reset(&'static str),
 }
 
+/// `+N`, or `reset`: how the text reports write a delta.
+impl std::fmt::Display for Delta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Delta::Rose(v) => write!(f, "+{v}"),
+            Delta::Reset(_) => write!(f, "reset"),
+        }
+    }
+}
+
 fn diff_maps(
     a: &BTreeMap<String, u64>,
     b: &BTreeMap<String, u64>,

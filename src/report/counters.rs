@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::analysis::Engine;
 use crate::analysis::flow::Flow;
-use crate::host::counters::{Delta, Deltas, Layout, NetdevDeltas, Snapshot};
+use crate::host::counters::{Delta, Deltas, Layout, NetdevDeltas, PortPlace, Snapshot};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct NicCounters {
@@ -227,7 +227,9 @@ pub fn build(
     interface: &str,
     dropped: u64,
 ) -> NicCounters {
-    let deltas = Deltas::between(start, end, true);
+    // every counter for the relations (one that stayed at 0 is held too), what moved for the listing
+    let all = Deltas::between(start, end, true);
+    let moved = Deltas::between(start, end, false);
     let seen: Vec<IpAddr> = engine
         .flows
         .iter()
@@ -236,64 +238,58 @@ pub fn build(
     let mut ports = Vec::new();
     let mut relations = Vec::new();
     for place in &layout.ports {
-        let why = if interface == "any" || place.netdevs.iter().any(|n| n == interface) {
-            "interface"
-        } else if place.addresses.iter().any(|a| seen.contains(a)) {
-            "address"
-        } else {
+        let Some(why) = why(place, interface, &seen) else {
             continue;
         };
-        let Some(d) = deltas
+        for (counter, holds, figure, what) in RULES {
+            if let Some(Delta::Rose(nic)) = all.port(&place.device, place.port, counter) {
+                let capture = sum(engine, &place.addresses, figure);
+                relations.push(relation(place, counter, nic, capture, holds, what, dropped));
+            }
+        }
+        let Some(d) = moved
             .ports
             .iter()
             .find(|d| d.device == place.device && d.port == place.port)
         else {
             continue;
         };
-        for (counter, holds, figure, what) in RULES {
-            let Some(Delta::Rose(nic)) = deltas.port(&place.device, place.port, counter) else {
-                continue;
-            };
-            let capture = sum(engine, &place.addresses, figure);
-            relations.push(relation(place, counter, nic, capture, holds, what, dropped));
-        }
-        let moved = d.hw_counters.iter().chain(&d.counters);
         ports.push(PortCounters {
             device: place.device.clone(),
             port: place.port,
             netdevs: place.netdevs.clone(),
             addresses: place.addresses.iter().map(IpAddr::to_string).collect(),
             why,
-            deltas: moved
-                .filter(|(_, v)| **v != Delta::Rose(0))
+            deltas: d
+                .hw_counters
+                .iter()
+                .chain(&d.counters)
                 .map(|(n, v)| (n.clone(), *v))
                 .collect(),
         });
     }
-    let netdevs = deltas
-        .netdevs
-        .into_iter()
-        .filter(|n| n.netdev == interface)
-        .map(|n| NetdevDeltas {
-            statistics: n
-                .statistics
-                .into_iter()
-                .filter(|(_, v)| *v != Delta::Rose(0))
-                .collect(),
-            ethtool: n
-                .ethtool
-                .into_iter()
-                .filter(|(_, v)| *v != Delta::Rose(0))
-                .collect(),
-            ..n
-        })
-        .collect();
     NicCounters {
         interval_s: end.at.duration_since(start.at).as_secs_f64(),
         disagreements: relations.iter().filter(|r| !r.holds).count(),
         ports,
-        netdevs,
+        netdevs: moved
+            .netdevs
+            .into_iter()
+            .filter(|n| n.netdev == interface)
+            .collect(),
         relations,
+    }
+}
+
+/// Why a port is in the report: it sits on the capture interface (or the capture is on `any`), or the
+/// capture saw its address; `None`: it is not.
+fn why(place: &PortPlace, interface: &str, seen: &[IpAddr]) -> Option<&'static str> {
+    if interface == "any" || place.netdevs.iter().any(|n| n == interface) {
+        Some("interface")
+    } else if place.addresses.iter().any(|a| seen.contains(a)) {
+        Some("address")
+    } else {
+        None
     }
 }
 
@@ -320,7 +316,7 @@ fn sum(engine: &Engine, addresses: &[IpAddr], figure: Figure) -> u64 {
 }
 
 fn relation(
-    place: &crate::host::counters::PortPlace,
+    place: &PortPlace,
     counter: &'static str,
     nic: u64,
     capture: u64,
@@ -363,33 +359,10 @@ fn relation(
 }
 
 impl NicCounters {
-    /// The text report's section.
-    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
-        if self.ports.is_empty() {
-            return writeln!(
-                out,
-                "NIC counters: none (no RDMA port on the capture interface or at an address it saw)"
-            );
-        }
-        writeln!(
-            out,
-            "NIC counters over the capture ({:.3} s): {}",
-            self.interval_s,
-            match (self.relations.len(), self.disagreements) {
-                (0, _) => "no counter to hold against the capture".to_string(),
-                (n, 0) => format!("all {n} relations hold"),
-                (n, d) => format!("{d} of {n} relations do NOT hold"),
-            }
-        )?;
+    /// What each port counted, a line each.
+    fn ports_text(&self, out: &mut dyn Write) -> io::Result<()> {
         for p in &self.ports {
-            let moved: Vec<String> = p
-                .deltas
-                .iter()
-                .map(|(n, d)| match d {
-                    Delta::Rose(v) => format!("{n} +{v}"),
-                    Delta::Reset(_) => format!("{n} reset"),
-                })
-                .collect();
+            let moved: Vec<String> = p.deltas.iter().map(|(n, d)| format!("{n} {d}")).collect();
             writeln!(
                 out,
                 "  {}/{} ({}, {}): {}",
@@ -408,6 +381,28 @@ impl NicCounters {
                 }
             )?;
         }
+        Ok(())
+    }
+
+    /// The text report's section.
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        if self.ports.is_empty() {
+            return writeln!(
+                out,
+                "NIC counters: none (no RDMA port on the capture interface or at an address it saw)"
+            );
+        }
+        writeln!(
+            out,
+            "NIC counters over the capture ({:.3} s): {}",
+            self.interval_s,
+            match (self.relations.len(), self.disagreements) {
+                (0, _) => "no counter to hold against the capture".to_string(),
+                (n, 0) => format!("all {n} relations hold"),
+                (n, d) => format!("{d} of {n} relations do NOT hold"),
+            }
+        )?;
+        self.ports_text(out)?;
         for r in &self.relations {
             writeln!(
                 out,

@@ -107,30 +107,7 @@ fn align4(n: usize) -> usize {
 /// payload; an NLMSG_ERROR with a code is the error.
 fn rtnetlink(kind: u16, flags: u16, body: &[u8]) -> io::Result<Vec<(u16, Vec<u8>)>> {
     let fd = socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE)?;
-    let len = NLMSG_HDR + body.len();
-    let mut msg = Vec::with_capacity(len);
-    msg.extend_from_slice(&(len as u32).to_ne_bytes());
-    msg.extend_from_slice(&kind.to_ne_bytes());
-    msg.extend_from_slice(&(flags | libc::NLM_F_REQUEST as u16).to_ne_bytes());
-    msg.extend_from_slice(&1u32.to_ne_bytes());
-    msg.extend_from_slice(&0u32.to_ne_bytes());
-    msg.extend_from_slice(body);
-    // SAFETY: msg is a valid buffer of msg.len() bytes; the kernel is the destination (a zeroed address).
-    let sent = unsafe {
-        let mut to: libc::sockaddr_nl = std::mem::zeroed();
-        to.nl_family = libc::AF_NETLINK as u16;
-        libc::sendto(
-            fd.as_raw_fd(),
-            msg.as_ptr().cast(),
-            msg.len(),
-            0,
-            (&to as *const libc::sockaddr_nl).cast(),
-            std::mem::size_of::<libc::sockaddr_nl>() as u32,
-        )
-    };
-    if sent < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    send(&fd, kind, flags, body)?;
     let mut out = Vec::new();
     let mut file = File::from(fd);
     let mut buf = vec![0u8; 1 << 16];
@@ -158,10 +135,11 @@ fn rtnetlink(kind: u16, flags: u16, body: &[u8]) -> io::Result<Vec<(u16, Vec<u8>
                     let code = payload
                         .get(..4)
                         .map_or(0, |c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]));
-                    if code != 0 {
-                        return Err(io::Error::from_raw_os_error(-code));
-                    }
-                    return Ok(out);
+                    return if code != 0 {
+                        Err(io::Error::from_raw_os_error(-code))
+                    } else {
+                        Ok(out)
+                    };
                 }
                 t => out.push((t, payload.to_vec())),
             }
@@ -171,6 +149,35 @@ fn rtnetlink(kind: u16, flags: u16, body: &[u8]) -> io::Result<Vec<(u16, Vec<u8>
             at += align4(mlen);
         }
     }
+}
+
+/// The request: a netlink header (`kind`, `flags` and NLM_F_REQUEST, sequence 1), then `body`, to the kernel.
+fn send(fd: &OwnedFd, kind: u16, flags: u16, body: &[u8]) -> io::Result<()> {
+    let len = NLMSG_HDR + body.len();
+    let mut msg = Vec::with_capacity(len);
+    msg.extend_from_slice(&(len as u32).to_ne_bytes());
+    msg.extend_from_slice(&kind.to_ne_bytes());
+    msg.extend_from_slice(&(flags | libc::NLM_F_REQUEST as u16).to_ne_bytes());
+    msg.extend_from_slice(&1u32.to_ne_bytes());
+    msg.extend_from_slice(&0u32.to_ne_bytes());
+    msg.extend_from_slice(body);
+    // SAFETY: msg is a valid buffer of msg.len() bytes; the kernel is the destination (a zeroed address).
+    let sent = unsafe {
+        let mut to: libc::sockaddr_nl = std::mem::zeroed();
+        to.nl_family = libc::AF_NETLINK as u16;
+        libc::sendto(
+            fd.as_raw_fd(),
+            msg.as_ptr().cast(),
+            msg.len(),
+            0,
+            (&to as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as u32,
+        )
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The (type, value) attributes of a netlink payload from `from` on.
@@ -313,6 +320,19 @@ mod tests {
             "a length below the header"
         );
         assert!(attrs(&p, 100).is_empty());
+    }
+
+    /// The loopback interface, on every Linux: index 1, 127.0.0.1/8, no DCB.
+    #[test]
+    fn netlink_answers_for_the_loopback() {
+        let a = addresses(1).unwrap();
+        assert!(a.iter().any(|x| x == "127.0.0.1/8"), "{a:?}");
+        assert!(
+            matches!(pfc("lo"), Pfc::NotExposed { .. }),
+            "{:?}",
+            pfc("lo")
+        );
+        assert!(matches!(pfc("nosuch0"), Pfc::NotExposed { .. }));
     }
 
     #[test]

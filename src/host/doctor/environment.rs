@@ -145,53 +145,52 @@ pub fn provider_findings(
         ));
         return;
     }
-    for d in devices {
-        let at = At {
-            device: Some(&d.name),
-            port: None,
-        };
-        let listed = match &mtus.listed {
-            Some(Listed::Devices(n)) => Some(n),
-            _ => None,
-        };
-        let unlisted = listed.filter(|n| !n.contains(&d.name));
-        let served = d.provider.is_none() || d.provider_library.is_some();
-        if served && unlisted.is_none() {
-            continue;
-        }
-        let p = d.provider.as_deref().unwrap_or("its");
-        let mut evidence = format!(
-            "{} for driver {}: {}",
-            libs.root.show(&format!("etc/libibverbs.d/{p}.driver")),
-            d.driver.as_deref().unwrap_or("?"),
-            if d.provider_library.is_some() {
-                "present, with its library".to_string()
-            } else {
-                format!("missing, or no lib{p}-rdmav*.so beside libibverbs")
-            }
-        );
-        if let Some(n) = unlisted {
-            evidence.push_str(&format!(
-                "; libibverbs lists {}",
-                if n.is_empty() {
-                    "no device".to_string()
-                } else {
-                    n.join(", ")
-                }
-            ));
-        }
-        out.push(at.finding(
-            Severity::Error,
-            Layer::Provider,
-            "no_provider",
-            evidence,
-            format!(
-                "libibverbs has no provider for {}: applications do not see the device",
-                d.name
-            ),
-            format!(
-                "install ibverbs-providers (it has the {p} provider), or check /etc/libibverbs.d"
-            ),
-        ));
+    let listed = match &mtus.listed {
+        Some(Listed::Devices(n)) => Some(n.as_slice()),
+        _ => None,
+    };
+    out.extend(devices.iter().filter_map(|d| no_provider(libs, listed, d)));
+}
+
+/// A device whose provider library is missing, or that libibverbs does not list (`listed`, when asked).
+fn no_provider(libs: &Libraries, listed: Option<&[String]>, d: &rdma::Device) -> Option<Finding> {
+    let unlisted = listed.filter(|n| !n.contains(&d.name));
+    let served = d.provider.is_none() || d.provider_library.is_some();
+    if served && unlisted.is_none() {
+        return None;
     }
+    let p = d.provider.as_deref().unwrap_or("its");
+    let mut evidence = format!(
+        "{} for driver {}: {}",
+        libs.root.show(&format!("etc/libibverbs.d/{p}.driver")),
+        d.driver.as_deref().unwrap_or("?"),
+        if d.provider_library.is_some() {
+            "present, with its library".to_string()
+        } else {
+            format!("missing, or no lib{p}-rdmav*.so beside libibverbs")
+        }
+    );
+    if let Some(n) = unlisted {
+        let names = if n.is_empty() {
+            "no device".to_string()
+        } else {
+            n.join(", ")
+        };
+        evidence.push_str(&format!("; libibverbs lists {names}"));
+    }
+    let at = At {
+        device: Some(&d.name),
+        port: None,
+    };
+    Some(at.finding(
+        Severity::Error,
+        Layer::Provider,
+        "no_provider",
+        evidence,
+        format!(
+            "libibverbs has no provider for {}: applications do not see the device",
+            d.name
+        ),
+        format!("install ibverbs-providers (it has the {p} provider), or check /etc/libibverbs.d"),
+    ))
 }

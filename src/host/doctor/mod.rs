@@ -127,13 +127,14 @@ impl Examination {
     /// any device), 1 with a finding of severity error, else 0.
     pub fn exit_status(&self) -> u8 {
         let has = |c: &str| self.findings.iter().any(|f| f.code == c);
+        let environment = NO_RDMA_CODES[..3].iter().any(|c| has(c));
         let unserved = !self.devices.is_empty()
             && self.devices.iter().all(|d| {
                 self.findings.iter().any(|f| {
                     f.code == "no_provider" && f.device.as_deref() == Some(d.name.as_str())
                 })
             });
-        if has("no_rdma_subsystem") || has("no_devices") || has("no_libibverbs") || unserved {
+        if environment || unserved {
             NO_RDMA
         } else if self.findings.iter().any(|f| f.severity == Severity::Error) {
             1
@@ -194,26 +195,29 @@ pub fn examine(root: &Root, only: Option<&str>) -> Result<Examination, String> {
     host.kernel_log = signals::kernel_log(root, &devices, &mut findings);
     findings.extend(scan.unread.iter().map(signals::unread));
     findings.sort_by_key(|f| f.severity);
-    let gid_index = devices
-        .iter()
-        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
-        .map(|(d, p)| {
-            let (v4, v6) = rdma::roce_v2_indices(&p.gids);
-            (
-                format!("{}/{}", d.name, p.port),
-                GidIndex {
-                    roce_v2_ipv4: v4,
-                    roce_v2_ipv6: v6,
-                },
-            )
-        })
-        .collect();
+    let gid_index = gid_index(&devices);
     Ok(Examination {
         host,
         devices,
         findings,
         gid_index,
     })
+}
+
+/// Each port's RoCE v2 GID indices, by "DEV/PORT".
+fn gid_index(devices: &[rdma::Device]) -> BTreeMap<String, GidIndex> {
+    devices
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .map(|(d, p)| {
+            let (v4, v6) = rdma::roce_v2_indices(&p.gids);
+            let index = GidIndex {
+                roce_v2_ipv4: v4,
+                roce_v2_ipv6: v6,
+            };
+            (format!("{}/{}", d.name, p.port), index)
+        })
+        .collect()
 }
 
 /// A device with its provider library, its ports' MTUs and netdevs.

@@ -194,6 +194,26 @@ fn gids(at: &At, base: &str, p: &rdma::Port, out: &mut Vec<Finding>) {
         ));
         return;
     }
+    index0(at, base, p, v4, out);
+    if v4.is_none() {
+        let n = p.netdevs.first().map_or("the netdev", |n| n.name.as_str());
+        out.push(at.finding(
+            Severity::Warning,
+            Layer::Gid,
+            "no_ipv4_gid",
+            format!("{base}/gids: no RoCE v2 GID with an IPv4-mapped address (::ffff:a.b.c.d)"),
+            format!(
+                "RoCE v2 over IPv4 is impossible on this port: {n} has no IPv4 address (the kernel makes a GID \
+                 for each address of the netdev)"
+            ),
+            format!("ip addr add A/N dev {n} (the GID appears at once)"),
+        ));
+    }
+}
+
+/// GID index 0, the tools' default: RoCE v1 or empty (a warning), or the IPv6 link-local GID while the
+/// IPv4 one (index `v4`) is elsewhere (a note).
+fn index0(at: &At, base: &str, p: &rdma::Port, v4: Option<u32>, out: &mut Vec<Finding>) {
     let first = p.gids.iter().find(|g| g.index == 0);
     let use_v2 = v4.or_else(|| p.gids.iter().find(|g| g.is_v2()).map(|g| g.index));
     let idx = use_v2.map_or("N".to_string(), |i| i.to_string());
@@ -228,20 +248,6 @@ fn gids(at: &At, base: &str, p: &rdma::Port, out: &mut Vec<Finding>) {
         )),
         _ => {}
     }
-    if v4.is_none() {
-        let n = p.netdevs.first().map_or("the netdev", |n| n.name.as_str());
-        out.push(at.finding(
-            Severity::Warning,
-            Layer::Gid,
-            "no_ipv4_gid",
-            format!("{base}/gids: no RoCE v2 GID with an IPv4-mapped address (::ffff:a.b.c.d)"),
-            format!(
-                "RoCE v2 over IPv4 is impossible on this port: {n} has no IPv4 address (the kernel makes a GID \
-                 for each address of the netdev)"
-            ),
-            format!("ip addr add A/N dev {n} (the GID appears at once)"),
-        ));
-    }
 }
 
 /// The netdev: down (when the port did not say so), its VLAN's parent, its speed, its neighbours, its
@@ -254,6 +260,47 @@ fn netdev(
     port_down: bool,
     out: &mut Vec<Finding>,
 ) {
+    link(at, root, p, n, port_down, out);
+    for nb in n.neighbours.iter().filter(|nb| nb.state == "incomplete") {
+        out.push(at.finding(
+            Severity::Warning,
+            Layer::Netdev,
+            "neighbour_incomplete",
+            format!("{}: {} on {} incomplete (no MAC)", root.show("proc/net/arp"), nb.address, n.name),
+            format!(
+                "{} does not answer ARP on {}: RoCE connections to it cannot resolve its MAC (rdma_cm: \
+                 address resolution times out)",
+                nb.address, n.name
+            ),
+            format!(
+                "check that {0} is up and on {1}'s subnet and VLAN (ping -I {1} {0})",
+                nb.address, n.name
+            ),
+        ));
+    }
+    let gid_addrs: Vec<IpAddr> = p.gids.iter().filter_map(rdma::Gid::ip).collect();
+    for a in &n.addresses {
+        let ip: Option<IpAddr> = a.split('/').next().and_then(|s| s.parse().ok());
+        if let Some(IpAddr::V4(v4)) = ip
+            && !gid_addrs.contains(&IpAddr::V4(v4))
+        {
+            out.push(at.finding(
+                Severity::Warning,
+                Layer::Gid,
+                "address_without_gid",
+                format!("{} has {a} (netlink); no GID of the port holds it", n.name),
+                format!("RoCE v2 cannot use {v4}: the GID table has no entry for it"),
+                format!(
+                    "delete and add the address again (ip addr del {a} dev {0}; ip addr add {a} dev {0})",
+                    n.name
+                ),
+            ));
+        }
+    }
+}
+
+/// The link: down (when the port did not say so), its VLAN's parent down, no speed.
+fn link(at: &At, root: &Root, p: &rdma::Port, n: &Netdev, port_down: bool, out: &mut Vec<Finding>) {
     let dir = root.show(&format!("sys/class/net/{}", n.name));
     let op = n.operstate.as_deref().unwrap_or("");
     let is_down = |s: &str| matches!(s, "down" | "lowerlayerdown" | "notpresent");
@@ -273,8 +320,10 @@ fn netdev(
             },
         ));
     }
-    if let Some(v) = &n.vlan
-        && v.parent_operstate.as_deref().is_some_and(is_down)
+    if let Some(v) = n
+        .vlan
+        .as_ref()
+        .filter(|v| v.parent_operstate.as_deref().is_some_and(is_down))
     {
         out.push(at.finding(
             Severity::Error,
@@ -300,44 +349,11 @@ fn netdev(
             Severity::Note,
             Layer::Netdev,
             "speed_unknown",
-            format!(
-                "{dir}/speed: unknown (-1 or unreadable); port rate: {}",
-                p.rate.as_deref().unwrap_or("?")
-            ),
+            format!("{dir}/speed: unknown (-1 or unreadable); port rate: {}", p.rate.as_deref().unwrap_or("?")),
             "the driver reports no link speed: the port's rate is a default, not the link's (ib_core assumes \
              1000 Mb/s and logs 'speed is unknown')",
             "none for a virtual NIC (virtio, veth); on hardware, check the link (ethtool IF)",
         ));
-    }
-    for nb in n.neighbours.iter().filter(|nb| nb.state == "incomplete") {
-        out.push(at.finding(
-            Severity::Warning,
-            Layer::Netdev,
-            "neighbour_incomplete",
-            format!("{}: {} on {} incomplete (no MAC)", root.show("proc/net/arp"), nb.address, n.name),
-            format!(
-                "{} does not answer ARP on {}: RoCE connections to it cannot resolve its MAC (rdma_cm: \
-                 address resolution times out)",
-                nb.address, n.name
-            ),
-            format!("check that {} is up and on {}'s subnet and VLAN (ping -I {} {})", nb.address, n.name, n.name, nb.address),
-        ));
-    }
-    let gid_addrs: Vec<IpAddr> = p.gids.iter().filter_map(rdma::Gid::ip).collect();
-    for a in &n.addresses {
-        let ip: Option<IpAddr> = a.split('/').next().and_then(|s| s.parse().ok());
-        if let Some(IpAddr::V4(v4)) = ip
-            && !gid_addrs.contains(&IpAddr::V4(v4))
-        {
-            out.push(at.finding(
-                Severity::Warning,
-                Layer::Gid,
-                "address_without_gid",
-                format!("{} has {a} (netlink); no GID of the port holds it", n.name),
-                format!("RoCE v2 cannot use {v4}: the GID table has no entry for it"),
-                format!("delete and add the address again (ip addr del {a} dev {0}; ip addr add {a} dev {0})", n.name),
-            ));
-        }
     }
 }
 

@@ -254,53 +254,47 @@ pub fn kernel_log(root: &Root, devices: &[rdma::Device], out: &mut Vec<Finding>)
                 .flat_map(|p| p.netdevs.iter().map(|n| n.name.clone()))
         })
         .collect();
-    let dev = |q: &klog::Quoted| {
-        devices
-            .iter()
-            .find(|d| q.text.contains(d.name.as_str()))
-            .map(|d| d.name.as_str())
-    };
     for q in klog::quoted(&lines, &netdevs) {
-        let (sev, code, meaning) = if q.link_down {
-            (
-                Severity::Note,
-                "link_down_logged",
-                "a RoCE netdev's link went down since boot",
-            )
-        } else if q.level <= 3 {
-            (
-                Severity::Warning,
-                "kernel_log_error",
-                "the kernel's RDMA stack reported an error since boot",
-            )
-        } else {
-            (
-                Severity::Note,
-                "kernel_log_warning",
-                "the kernel's RDMA stack warned since boot",
-            )
-        };
-        let times = if q.count > 1 {
-            format!(" ({} times, last at {:.3} s)", q.count, q.last_s)
-        } else {
-            String::new()
-        };
-        out.push(
-            At {
-                device: dev(&q),
-                port: None,
-            }
-            .finding(
-                sev,
-                Layer::KernelLog,
-                code,
-                format!("kernel log at {:.3} s{times}: \"{}\"", q.first_s, q.text),
-                meaning,
-                "read the message: it names the device and the cause; the device's state now is checked above",
-            ),
-        );
+        let device = devices.iter().find(|d| q.text.contains(d.name.as_str()));
+        out.push(quote(&q, device.map(|d| d.name.as_str())));
     }
     format!("{} lines read", lines.len())
+}
+
+/// A kernel log message as a finding, about `device` when it names one.
+fn quote(q: &klog::Quoted, device: Option<&str>) -> Finding {
+    let (sev, code, meaning) = if q.link_down {
+        (
+            Severity::Note,
+            "link_down_logged",
+            "a RoCE netdev's link went down since boot",
+        )
+    } else if q.level <= 3 {
+        (
+            Severity::Warning,
+            "kernel_log_error",
+            "the kernel's RDMA stack reported an error since boot",
+        )
+    } else {
+        (
+            Severity::Note,
+            "kernel_log_warning",
+            "the kernel's RDMA stack warned since boot",
+        )
+    };
+    let times = if q.count > 1 {
+        format!(" ({} times, last at {:.3} s)", q.count, q.last_s)
+    } else {
+        String::new()
+    };
+    At { device, port: None }.finding(
+        sev,
+        Layer::KernelLog,
+        code,
+        format!("kernel log at {:.3} s{times}: \"{}\"", q.first_s, q.text),
+        meaning,
+        "read the message: it names the device and the cause; the device's state now is checked above",
+    )
 }
 
 /// A file that should have given a value and did not.
