@@ -422,4 +422,55 @@ mod live {
             line
         }
     }
+
+    #[cfg(test)]
+    mod tests {
+        use std::time::Instant;
+
+        use rocescope::host::counters::{PortValues, Snapshot};
+
+        fn snap(v: &[(&str, &str, u64)]) -> Snapshot {
+            let mut ports: Vec<PortValues> = Vec::new();
+            for (dev, name, x) in v {
+                let p = match ports.iter_mut().find(|p| p.device == *dev) {
+                    Some(p) => p,
+                    None => {
+                        ports.push(PortValues {
+                            device: dev.to_string(),
+                            port: 1,
+                            hw_counters: Default::default(),
+                            counters: Default::default(),
+                        });
+                        ports.last_mut().unwrap()
+                    }
+                };
+                p.hw_counters.insert(name.to_string(), *x);
+            }
+            Snapshot {
+                at: Instant::now(),
+                ports,
+                netdevs: Vec::new(),
+            }
+        }
+
+        /// The status line's NIC part: what each port counted since the last look; nothing when none moved.
+        #[test]
+        fn the_status_line_names_what_moved() {
+            let a = snap(&[
+                ("rxe0", "sent_pkts", 10),
+                ("rxe0", "rcvd_pkts", 4),
+                ("rxe1", "rcvd_pkts", 9),
+            ]);
+            let b = snap(&[
+                ("rxe0", "sent_pkts", 130),
+                ("rxe0", "rcvd_pkts", 4),
+                ("rxe1", "rcvd_pkts", 129),
+            ]);
+            assert_eq!(
+                super::nic_moved(&a, &b),
+                " | NIC rxe0/1: sent_pkts +120; rxe1/1: rcvd_pkts +120"
+            );
+            assert_eq!(super::nic_moved(&b, &b), "");
+        }
+    }
 }
