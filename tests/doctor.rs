@@ -1031,3 +1031,72 @@ fn the_recorded_lab_tree_is_healthy() {
         );
     }
 }
+
+/// What `rocescope counters` and the capture read: the layout of a tree's ports and two snapshots of it,
+/// the counters changed in between by the test.
+#[test]
+fn counter_snapshots_of_a_tree_move_as_the_files_do() {
+    use rocescope::host::Root;
+    use rocescope::host::counters::{Delta, Deltas, Layout, Snapshot};
+    let t = healthy_rxe("snapshots");
+    let root = Root::recorded(t.path()).unwrap();
+    let e = Layout::find(&root, Some("mlx5_0")).unwrap_err();
+    assert_eq!(
+        e,
+        "no RDMA device 'mlx5_0' (devices here: rxe0, rxe1); give one of them with -d, or none for all"
+    );
+    let layout = Layout::find(&root, None).unwrap();
+    let places: Vec<(String, Vec<String>, Vec<String>)> = layout
+        .ports
+        .iter()
+        .map(|p| {
+            (
+                p.device.clone(),
+                p.netdevs.clone(),
+                p.addresses.iter().map(|a| a.to_string()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [
+            (
+                "rxe0".to_string(),
+                vec!["eth0".to_string()],
+                vec![
+                    "fe80::5054:ff:fe12:3401".to_string(),
+                    "10.0.0.1".to_string()
+                ]
+            ),
+            (
+                "rxe1".to_string(),
+                vec!["eth1".to_string()],
+                vec![
+                    "fe80::5054:ff:fe12:3402".to_string(),
+                    "10.0.0.2".to_string()
+                ]
+            ),
+        ]
+    );
+    let a = Snapshot::take(&root, &layout);
+    let c = "sys/class/infiniband/rxe0/ports/1/hw_counters";
+    t.file(&format!("{c}/sent_pkts"), "120\n")
+        .file(&format!("{c}/rcvd_seq_err"), "not a number\n")
+        .file("sys/class/net/eth0/statistics/rx_packets", "7\n");
+    let b = Snapshot::take(&root, &layout);
+    let d = Deltas::between(&a, &b, false);
+    assert_eq!(d.port("rxe0", 1, "sent_pkts"), Some(Delta::Rose(120)));
+    assert_eq!(
+        d.port("rxe0", 1, "rcvd_seq_err"),
+        None,
+        "not a number: left out"
+    );
+    assert_eq!(d.ports[1].hw_counters.len(), 0, "rxe1: nothing moved");
+    assert_eq!(
+        d.netdevs[0].statistics.get("rx_packets"),
+        Some(&Delta::Rose(7))
+    );
+    t.file(&format!("{c}/sent_pkts"), "5\n");
+    let d = Deltas::between(&b, &Snapshot::take(&root, &layout), false);
+    assert_eq!(d.port("rxe0", 1, "sent_pkts"), Some(Delta::Reset("reset")));
+}
