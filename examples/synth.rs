@@ -43,6 +43,10 @@ struct Args {
     /// The CNP window the truth counts "CE without CNP" with (as `rocescope analyze --cnp-window-us`).
     #[arg(long, default_value_t = 1000)]
     cnp_window_us: u64,
+    /// One-packet flows to mix in (each an RC SEND from an address and to a QP of its own), for memory
+    /// benchmarks; not in the truth.
+    #[arg(long, default_value_t = 0)]
+    noise_flows: u64,
     /// Output capture.
     #[arg(long)]
     out: PathBuf,
@@ -62,6 +66,7 @@ fn run(args: &Args) -> Result<(), String> {
         mtu: args.mtu,
         hosts: args.hosts,
         cnp_window_us: args.cnp_window_us,
+        noise_flows: args.noise_flows,
         ..synth::Params::default()
     };
     params.check()?;

@@ -3,14 +3,16 @@
 
 usage: lab/make_testdata.py [SCENARIO...]
     (default: write send read atomic write_loss write_ecn send_rnr gen_wrong_qpn gen_responder_killed
-    gen_no_receive; --readme: none, only expected.tsv and README.md are written again)
+    gen_no_receive conn_rping conn_write_cm conn_reject conn_write conn_rc_pingpong; --readme: none, only
+    expected.tsv and README.md are written again)
 
 Takes lab/out/<scenario>/cable.pcap and perftest.log (from `lab/run ...`) of the scenarios named, as
 testdata/lab/<name>.pcap and .log (the gen_* failure scenarios lose their prefix: wrong_qpn.pcap, ...), checks
 every ICRC with lab/icrc_check.py (refuses on any failure), then writes expected.tsv and README.md for every
 capture of the list above that is in testdata/lab/ (those not named are taken as they are there), with the
-expected values from lab/expected.py and, for the failure captures, the facts from lab/failure_facts.py
-(tshark fields + Python and the scenario's log; rocescope is not involved).
+expected values from lab/expected.py and, for the failure captures, the facts from lab/failure_facts.py, for the
+connection captures (conn_*) those from lab/conn_facts.py (tshark fields + Python and the scenario's log;
+rocescope is not involved).
 """
 import os
 import re
@@ -23,10 +25,14 @@ ROOT = os.path.dirname(LAB)
 DEST = os.path.join(ROOT, "testdata", "lab")
 sys.path.insert(0, LAB)
 import expected  # noqa: E402
+import conn_facts  # noqa: E402
 import failure_facts  # noqa: E402
 
 DEFAULT = ["write", "send", "read", "atomic", "write_loss", "write_ecn", "send_rnr", "gen_wrong_qpn",
-           "gen_responder_killed", "gen_no_receive"]
+           "gen_responder_killed", "gen_no_receive", "conn_rping", "conn_write_cm", "conn_reject", "conn_write",
+           "conn_rc_pingpong"]
+# the connection captures (issue 12): facts from conn_facts.py
+CONNECTIONS = ["conn_rping", "conn_write_cm", "conn_reject", "conn_write", "conn_rc_pingpong"]
 # the failure captures: testdata name of the scenario
 FAILURES = {"gen_wrong_qpn": "wrong_qpn", "gen_responder_killed": "responder_killed",
             "gen_no_receive": "no_receive"}
@@ -82,6 +88,36 @@ WHAT = {
                   "a PSN sequence error NAK (0x60) carrying the PSN it expects (the RNR-NAK'd one). After the RNR "
                   "timer rxe0 sends from that PSN again; 3 retries (--rnr-retry 3), so 4 RNR NAKs in all, then the "
                   "first SEND completes with IBV_WC_RNR_RETRY_EXC_ERR and the requester is silent. No ACK.",
+    "conn_rping": "An RDMA CM connection (`rping`, librdmacm's example; the RDMA CM's TCP port space, port 7174): the "
+                  "client (10.0.0.1, rxe0) connects to the server (10.0.0.2, rxe1) with REQ, REP and RTU (CM MADs "
+                  "on QP 1: RoCEv2 UD_SEND_ONLY frames to destination QP 1), then 4 pings of 64 bytes: each is the "
+                  "client's SEND (its buffer's address and R_Key), the server's RDMA READ of it, the server's SEND, "
+                  "the client's SEND, the server's RDMA WRITE and the server's SEND, each request acknowledged; then "
+                  "the client disconnects: DREQ and DREP. Both sides are requesters. rxe1's QP numbers were moved on "
+                  "before (`qpn_skew`), so that the two ends' QPNs differ.",
+    "conn_write_cm": "perftest over RDMA CM (`ib_write_bw -R`): the client makes two RC connections to the server, "
+                     "each with REQ, REP and RTU: first perftest's own exchange (its parameters, SENDs both ways, "
+                     "and more SENDs after the test), then the test's QP (16 RDMA WRITEs of 4096 bytes, First/Middle/"
+                     "Last at path MTU 1024, one ACK per message); at the end both connections are disconnected "
+                     "(DREQs from both sides, DREPs). perftest prints the QPNs of the test's QPs, and PSNs that "
+                     "those QPs do NOT use: the CM chose the starting PSNs (in the REQ and the REP).",
+    "conn_reject": "Two RDMA CM connection attempts to ports nobody listens on: rping's client to port 7999, then "
+                   "`ib_write_bw -R`'s to port 18541. Each REQ is answered by a REJ from ib_cm on rxe1: reason 8 "
+                   "(invalid service ID: no listener for the REQ's service ID), message rejected 0 (the REQ), "
+                   "local communication ID 0 (no connection was made on that side). No REP, no RTU, no data; both "
+                   "clients fail (rping exit 255, `cma event RDMA_CM_EVENT_REJECTED, error 8`; perftest exit 1, "
+                   "`Unexpected CM event bl blka 8`).",
+    "conn_write": "perftest without CM (`ib_write_bw`, its out-of-band exchange over TCP on 127.0.0.1, not on the "
+                  "cable), the client run under the project's own live capture (`rocescope capture -i eth0 -q -w "
+                  "own.pcapng --json -- ib_write_bw ...`: issue scenario 5): 16 RDMA WRITEs of 4096 bytes, one ACK "
+                  "per message, no loss. With no CM on the cable, what perftest printed is the only record of the "
+                  "connection: each side's QPN and the PSN its own requests start with (the `local address` line; "
+                  "the peer's as `remote address`). rxe1's QP numbers were moved on before (`qpn_skew`).",
+    "conn_rc_pingpong": "`ibv_rc_pingpong` (rdma-core's example, out-of-band exchange over TCP on 127.0.0.1): 8 "
+                        "round trips of 1024 bytes, a SEND each way per iteration, each acknowledged; QP timeout 14 "
+                        "(fixed in the tool). It prints its own QPN and first PSN and the peer's in one line each, "
+                        "in its own format (`  local address:  LID 0x0000, QPN 0x000011, PSN 0x2b7c8d, GID "
+                        "::ffff:10.0.0.1`). rxe1's QP numbers were moved on before (`qpn_skew`).",
 }
 
 
@@ -141,6 +177,8 @@ def main(argv):
         r["scenario"] = s
         if s in FAILURES:
             r["facts"] = failure_facts.markdown(failure_facts.facts(pcap, open(logfile).read()))
+        if s in CONNECTIONS:
+            r["conn_facts"] = conn_facts.markdown(conn_facts.facts(pcap, open(logfile).read()))
         results.append(r)
 
     with open(os.path.join(DEST, "expected.tsv"), "w") as f:
@@ -170,13 +208,30 @@ def main(argv):
       "echo, 64 data bytes of 0x5a): its request and reply are the capture's last two frames, so that the "
       "capture shows the requester silent from its last frame until then. Their sections give the facts a "
       "diagnosis must agree with, derived from tshark and the scenario's log by `lab/failure_facts.py`.\n")
+    w("The connection captures (`conn_rping`, `conn_write_cm`, `conn_reject`, `conn_write`, `conn_rc_pingpong`, "
+      "lab scenarios of the same names) are for a connection table: RDMA CM connections (rping, `ib_write_bw -R`) "
+      "with their handshake on the cable (REQ, REP, RTU, DREQ, DREP: MADs to QP 1 in RoCEv2 UD_SEND_ONLY frames), "
+      "two connection attempts rejected (REJ), and connections made out of band (perftest without CM under "
+      "`rocescope capture`, `ibv_rc_pingpong`), whose only record is what the tools printed. Their sections give "
+      "the facts a connection analysis must agree with, derived from tshark and the scenario's log by "
+      "`lab/conn_facts.py`: per connection the CM frames, each side's QPN and the starting PSN it announced, the "
+      "REQ's path MTU, retry and RNR retry counts and ACK timeout, the QPNs the data went to, the first request "
+      "PSN each way against the announced one, and what the tools printed. How to read a starting PSN: Linux's "
+      "ib_cm (and so rxe) takes the one a side announces as the PSN its own receive queue expects first, so the "
+      "PEER sends with it: the passive side's (server's) first request PSN is the REQ's starting PSN, the active "
+      "side's (client's) the REP's. perftest and ibv_rc_pingpong without CM print, as `local address`, the PSN "
+      "their own requests start with.\n")
     w(f"Regenerate: `lab/setup && lab/run all && EXTRA_BINARIES=$PWD/target/debug/rocescope lab/run info "
-      f"gen_wrong_qpn gen_responder_killed gen_no_receive && lab/make_testdata.py` (loss, ECN marks, RNR NAKs and "
+      f"gen_wrong_qpn gen_responder_killed gen_no_receive && EXTRA_BINARIES=$PWD/target/debug/rocescope lab/run "
+      f"info {' '.join(CONNECTIONS)} && lab/make_testdata.py` (loss, ECN marks, RNR NAKs and "
       f"the timing of a kill are random, so a new run gives other counts; the values below belong to these "
       f"files; `info` goes first because it takes the IPv6 chatter of link-up; `lab/make_testdata.py SCENARIO...` "
       f"replaces only the captures named). Total size: {total / 1000:.0f} kB.\n")
     w("## Versions\n")
     w("- guest: " + "; ".join(versions))
+    conn_versions = next((r["log"][0] for r in results if r["scenario"] in CONNECTIONS), None)
+    if conn_versions and conn_versions != versions:
+        w("- guest, for the connection captures: " + "; ".join(conn_versions))
     w(f"- host: {qemu_ver}; captures checked with {tshark_ver}")
     w("- every perftest command ran with `-F -x 1 -u 17`: no CPU-frequency check, GID index 1 (the RoCEv2 "
       "IPv4-mapped GID ::ffff:10.0.0.x), QP timeout 17 (4.096 us * 2^17, about 0.5 s; rxe's retransmit timer "
@@ -219,7 +274,11 @@ def main(argv):
         for c in cmds:
             if c.startswith("/usr/sbin/tc -s"):
                 continue
-            w(c.replace("server: ", "").replace("client: ", "") + ("    # server, responder" if c.startswith("server") else "    # client, requester" if c.startswith("client") else ""))
+            if r["scenario"] in CONNECTIONS:
+                note = {"server": "    # server (rxe1, 10.0.0.2)", "client": "    # client (rxe0, 10.0.0.1)"}
+            else:
+                note = {"server": "    # server, responder", "client": "    # client, requester"}
+            w(c.replace("server: ", "").replace("client: ", "") + note.get(c.split(":")[0], ""))
         w("```\n")
         syn = ", ".join(f"0x{s:02x}: {c}" for s, c in sorted(r["syndromes"].items())) or "none"
         w(f"- {r['frames']} frames, {r['udp4791']} UDP-4791 (RoCEv2), {r['size']} bytes")
@@ -242,7 +301,7 @@ def main(argv):
             w(f"  - {q['src']} -> {dst}, dest QP 0x{qp:06x}: {q['frames']} frames ({', '.join(kind)}), "
               f"first PSN 0x{q['first_psn']:06x} ({q['first_psn']}), last PSN 0x{q['last_psn']:06x} "
               f"({q['last_psn']})")
-        if local:
+        if local and r["scenario"] not in CONNECTIONS:
             parts = []
             for side, dev in (("client", "rxe0"), ("server", "rxe1")):
                 if side in local:
@@ -255,6 +314,14 @@ def main(argv):
               "`infiniband.aeth.msn`; gen's report, error line and exit status and rxe's hw_counters from the "
               "`.log`; times are `frame.time_relative`, seconds from the capture's first frame):\n")
             w(r["facts"])
+        if r.get("conn_facts"):
+            w("")
+            w("Facts (tshark fields `frame.number`, `frame.time_relative`, `ip.src`, `ip.dst`, "
+              "`infiniband.bth.destqp`, `infiniband.bth.opcode`, `infiniband.bth.psn`, `infiniband.mad.attributeid` "
+              "and the `infiniband.cm.*` fields of each CM message; the tools' printouts and exit statuses from the "
+              "`.log`; times are `frame.time_relative`, seconds from the capture's first frame; \"requests\": every "
+              "opcode but the READ responses, ACKNOWLEDGE and ATOMIC ACKNOWLEDGE):\n")
+            w(r["conn_facts"])
         w("")
     with open(os.path.join(DEST, "README.md"), "w") as f:
         f.write("\n".join(out))

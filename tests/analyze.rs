@@ -11,7 +11,7 @@ fn dir() -> PathBuf {
 }
 
 /// The event kinds of the diagnosis: a capture's `diagnosis` gives the exact count of each (0 when absent).
-const DIAGNOSIS: [&str; 10] = [
+const DIAGNOSIS: [&str; 16] = [
     "stall",
     "no_response",
     "timeout_retransmission",
@@ -22,6 +22,12 @@ const DIAGNOSIS: [&str; 10] = [
     "msn_regression",
     "read_response_mismatch",
     "new_epoch",
+    "connection",
+    "disconnect",
+    "cm_reject",
+    "cm_timeout",
+    "unexpected_qp",
+    "start_psn_mismatch",
 ];
 
 /// Expected events (kind, frame, figures of `detail`) and the exact count of every diagnosis kind.
@@ -147,7 +153,7 @@ fn flow_key(f: &Value) -> (String, String, u64) {
 
 fn compare(name: &str, got: &Value, want: &Value) -> Vec<String> {
     let mut errors = Vec::new();
-    for section in ["capture", "config", "verdict", "pfc"] {
+    for section in ["capture", "config", "verdict", "pfc", "connections"] {
         if let Some(w) = want.get(section) {
             check(&got[section], w, section, &mut errors);
         }
@@ -234,6 +240,13 @@ fn hand_worked_figures() {
 #[test]
 fn hand_worked_diagnosis() {
     hand_worked(&dir().with_file_name("diagnosis"), 17);
+}
+
+/// CM handshakes and the data path after them (examples/make_testdata/connections.rs): the connection
+/// table, its events and the verdict, worked out by hand.
+#[test]
+fn hand_worked_connections() {
+    hand_worked(&dir().with_file_name("connections"), 8);
 }
 
 #[test]

@@ -215,3 +215,111 @@ fn usage_errors_exit_2() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// tshark's Info column of rdma_cm.pcap's QP 1 frames, in order, and the values `tshark -V` shows for the
+/// first REQ: communication ID 0x64c0c56d, local QPN 0x3d, starting PSN 0x7cc204, service ID
+/// 0x0000000001064853 (destination port 0x4853).
+#[test]
+fn cm_mads_are_shown_by_their_message() {
+    let file = public("rdma_cm.pcap");
+    let out = stdout(&rocescope(&[
+        "dissect",
+        "--qp",
+        "1",
+        file.to_str().unwrap(),
+    ]));
+    let names: Vec<&str> = out
+        .lines()
+        .map(|l| {
+            l.split(" CM ")
+                .nth(1)
+                .unwrap_or(l)
+                .split(' ')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ConnectRequest",
+            "ConnectReply",
+            "ReadyToUse",
+            "ConnectRequest",
+            "ConnectReply",
+            "ReadyToUse",
+            "DisconnectRequest",
+            "DisconnectRequest",
+            "DisconnectReply",
+            "DisconnectReply",
+            "DisconnectRequest",
+            "DisconnectReply",
+        ]
+    );
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.ends_with(
+            "QP=0x000001 CM ConnectRequest comm 0x64c0c56d QPN 0x00003d PSN 8176132 (0x7cc204) \
+             → service 0x0000000001064853 port 18515"
+        ),
+        "{first}"
+    );
+}
+
+/// A REJ (reason 8 is "Invalid Service ID", IBTA table 107) and a MAD cut to 100 bytes, built here and read
+/// from standard input.
+#[test]
+fn a_reject_and_a_damaged_mad() {
+    use parsers::builder::RoceFrame;
+    use parsers::cm::{CmMessage, Rej};
+    use parsers::mad::Mad;
+    use parsers::savefile::{Resolution, pcap_file_header, pcap_record};
+
+    let rej = Rej {
+        local_comm_id: 1,
+        remote_comm_id: 2,
+        reason: 8,
+        ..Rej::default()
+    };
+    let good = RoceFrame::gsi(&Mad::cm_send(9, CmMessage::Rej(rej))).build();
+    let mut short = RoceFrame::gsi(&Mad::cm_send(9, CmMessage::Rej(rej)));
+    short.payload.truncate(100);
+    let short = short.build();
+    let mut pcap = Vec::new();
+    pcap_file_header(&mut pcap, Resolution::Micros, 65535, 1);
+    for (i, frame) in [good, short].iter().enumerate() {
+        pcap_record(
+            &mut pcap,
+            Resolution::Micros,
+            i as u64,
+            frame,
+            frame.len() as u32,
+        );
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(["dissect", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&pcap).unwrap();
+    let out = stdout(&child.wait_with_output().unwrap());
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].ends_with(
+            "QP=0x000001 CM ConnectReject comm 0x00000001 → 0x00000002 rejects REQ: \
+             Invalid Service ID (reason 8)"
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].ends_with(
+            "QP=0x000001 UD_SEND_ONLY PSN=0 srcQP=0x000001 qkey=0x80010000 payload=100 \
+             [malformed: MAD truncated: needs 256 bytes, 100 present]"
+        ),
+        "{}",
+        lines[1]
+    );
+}

@@ -225,3 +225,57 @@ fn a_log_without_addresses_is_refused() {
         "{err}"
     );
 }
+
+/// Every CM capture of the public corpus: one connection per REQ communication ID (tshark's
+/// `infiniband.cm.req`), in order, with the REQ's QPN as the active side's and the REQ's starting PSN as the
+/// PSN the passive side sends from, and the wire matching the handshake.
+#[test]
+fn the_corpus_handshakes_are_held_against_their_data() {
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/public");
+    let Ok(dir) = std::fs::read_dir(&corpus) else {
+        eprintln!("no corpus at {}: skipped", corpus.display());
+        return;
+    };
+    let mut checked = 0;
+    for path in dir.flatten().map(|e| e.path()) {
+        let fields = [
+            "infiniband.cm.req",
+            "infiniband.cm.req.localqpn",
+            "infiniband.cm.req.startpsn",
+        ];
+        let o = Command::new("tshark")
+            .arg("-r")
+            .arg(&path)
+            .args(["-Y", "infiniband.cm.req", "-T", "fields"])
+            .args(fields.iter().flat_map(|f| ["-e", f]))
+            .output()
+            .expect("run tshark");
+        let mut reqs: Vec<(u64, u64, u64)> = Vec::new();
+        for line in String::from_utf8_lossy(&o.stdout).lines() {
+            let v: Vec<u64> = line
+                .split('\t')
+                .map(|x| u64::from_str_radix(x.trim_start_matches("0x"), 16).unwrap())
+                .collect();
+            if !reqs.iter().any(|r| r.0 == v[0]) {
+                reqs.push((v[0], v[1], v[2]));
+            }
+        }
+        if reqs.is_empty() {
+            continue;
+        }
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let o = rocescope(&["analyze", "--json", path.to_str().unwrap()]);
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let got = r["connections"].as_array().unwrap();
+        assert_eq!(got.len(), reqs.len(), "{file}: {got:?}");
+        for (c, (_, qpn, passive_psn)) in got.iter().zip(&reqs) {
+            assert_eq!(c["origin"], "cm", "{file}");
+            assert_eq!(c["sides"][0]["qpn"], *qpn, "{file}: {c}");
+            assert_eq!(c["sides"][1]["start_psn"], *passive_psn, "{file}: {c}");
+            assert_eq!(c["matched"], true, "{file}: {c}");
+        }
+        checked += 1;
+    }
+    // 15 corpus captures carry CM MADs (tshark -Y infiniband.mad), every one a REQ.
+    assert_eq!(checked, 15);
+}

@@ -292,6 +292,8 @@ fn expected_diagnosis(name: &str) -> Vec<(&'static str, u64)> {
             vec![("ack_out_of_window", 1), ("psn_reuse", 1), ("stall", 1)]
         }
         "Frame_req_and_response_htons_bytes.pcapng" => vec![("new_epoch", 1)],
+        // Two clients connecting to ports nobody listens on: two REJs (testdata/lab/README.md).
+        "testdata/lab/conn_reject.pcap" => vec![("cm_reject", 2)],
         // The lab's failures (testdata/lab/README.md; the_lab_failures_are_told).
         "testdata/lab/wrong_qpn.pcap" => vec![
             ("no_response", 1),

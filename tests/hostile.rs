@@ -102,7 +102,14 @@ impl<'a> parsers::Visitor<'a> for Sink {
 fn mutated_captures_never_panic() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let mut files = Vec::new();
-    for dir in ["edge", "analysis", "public", "lab"] {
+    for dir in [
+        "edge",
+        "analysis",
+        "diagnosis",
+        "connections",
+        "public",
+        "lab",
+    ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {

@@ -33,7 +33,7 @@ use rocescope::source::FileSource;
 use serde_json::Value;
 
 mod lab_support;
-use lab_support::{analyze_json, run_lab, tail};
+use lab_support::{analyze_json, analyze_json_with, run_lab, tail};
 
 /// The frames of a capture file (Ethernet), in file order.
 fn frames(path: &Path) -> Vec<Vec<u8>> {
@@ -465,7 +465,19 @@ fn check_capture(lab_out: &Path, case: &Case) -> String {
     )
     .unwrap_or_else(|e| panic!("{name}: capture.json is not JSON: {e}"));
     let host = analyze_json(&sc.join("cable.pcap"));
-    let own_rep = analyze_json(&sc.join("own.pcapng"));
+    // The live report holds the connection the wrapped perftest printed; analyze learns it from the same
+    // printout (client.log).
+    let client_log = sc.join("client.log");
+    let own_rep = analyze_json_with(
+        &sc.join("own.pcapng"),
+        &["--expect", client_log.to_str().unwrap()],
+    );
+    assert_eq!(
+        cap["connections"].as_array().map(Vec::len),
+        Some(1),
+        "{name}: the connection perftest printed: {}",
+        cap["connections"]
+    );
     assert_eq!(
         comparable(&cap),
         comparable(&own_rep),

@@ -36,7 +36,14 @@ fn captures() -> Vec<String> {
             }
         }
     };
-    for sub in ["analysis", "diagnosis", "edge", "lab", "public"] {
+    for sub in [
+        "analysis",
+        "connections",
+        "diagnosis",
+        "edge",
+        "lab",
+        "public",
+    ] {
         add(
             &root().join("testdata").join(sub),
             &format!("testdata/{sub}"),

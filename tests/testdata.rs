@@ -282,7 +282,18 @@ fn lab_captures_match_their_tshark_counts() {
             n(retransmitted),
             "{file}"
         );
-        let clean = n(naks) + n(rnr) + n(retransmitted) == 0;
+        // A connection tshark shows rejected (REJ) fails the verdict too.
+        let rejects = Command::new("tshark")
+            .arg("-r")
+            .arg(dir.join(file))
+            .args(["-Y", "infiniband.cm.rej.reason"])
+            .output()
+            .expect("run tshark")
+            .stdout
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count() as u64;
+        let clean = n(naks) + n(rnr) + n(retransmitted) + rejects == 0;
         assert_eq!(
             r["verdict"]["status"],
             if clean { "pass" } else { "fail" },
@@ -297,5 +308,5 @@ fn lab_captures_match_their_tshark_counts() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 10);
+    assert_eq!(checked, 15);
 }

@@ -15,7 +15,7 @@ use super::analysis::{AB, write};
 use super::{Capture, payload};
 
 /// A frame of no RoCE flow (UDP to port 53 between other hosts), to let the capture go on.
-fn other() -> Vec<u8> {
+pub(crate) fn other() -> Vec<u8> {
     let mut f = RoceFrame::new(0x04);
     f.udp_dst = 53;
     if let parsers::builder::Net::V4(ip) = &mut f.net {

@@ -20,6 +20,7 @@ use parsers::xrceth::Xrceth;
 use serde_json::{Value, json};
 
 mod analysis;
+mod connections;
 mod diagnosis;
 
 /// 2026-01-01T00:00:00Z in microseconds: the captures' time origin.
@@ -599,5 +600,9 @@ fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/diagnosis");
     fs::create_dir_all(&dir).expect("create testdata/diagnosis");
     diagnosis::write_all(&dir);
+    println!("wrote {}", dir.display());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/connections");
+    fs::create_dir_all(&dir).expect("create testdata/connections");
+    connections::write_all(&dir);
     println!("wrote {}", dir.display());
 }

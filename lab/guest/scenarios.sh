@@ -4,7 +4,10 @@
 #       runs the perftest TOOL as server on rxe1 and client on rxe0 (RoCEv2 GID index 1, out-of-band
 #       exchange over 127.0.0.1) and prints both command lines and outputs.
 #   netem DEV ARGS...   adds a root netem qdisc on DEV (removed after the scenario)
-#   PT_WRAP="PROGRAM ARGS --"   (set before perf_pair) runs the client command under PROGRAM
+#   PT_WRAP="PROGRAM ARGS --"   (set before perf_pair) runs the client command under PROGRAM; PT_JSON=FILE moves
+#                       the client output's JSON report (from a line "{" on) to FILE
+#   conn_pair LISTEN "SERVER" "CLIENT"   any server/client pair (rping, ibv_rc_pingpong, perftest -R); cm_rules adds
+#                       the policy rules RDMA CM needs here (removed after the scenario)
 #   lab_return FILE     sends FILE back to the host: lab/out/<scenario>/<basename> (gzip + base64 on the data
 #                       channel between "@@@ LAB-FILE name size md5" and "@@@ LAB-FILE-END name" lines)
 # The client (rxe0, 10.0.0.1, eth0) is the requester; the host-side capture is taken on eth0's cable end.
@@ -273,6 +276,159 @@ sc_gen_paced() { gen_run --op write -s 4096 --duration 1 --rate 500; }
 # pacing under the fabric check: 4096-byte WRITEs at 200 messages/s for 1 s with --capture eth0 (PASS, exit 0);
 # returns gen.json / gen.log
 sc_gen_paced_check() { gen_run --op write -s 4096 --duration 1 --rate 200 --capture eth0; }
+# Connections (issue 12): the RDMA CM handshake (REQ, REP, RTU, REJ, DREQ, DREP: MADs on QP 1, RoCEv2 UD SEND
+# ONLY frames on the cable) and the QPNs and PSNs the tools print, for a connection table to be checked against.
+# The rdma_cm user-space tools need rdma_ucm (/dev/infiniband/rdma_cm) and librdmacm (lab/build-initramfs), and two
+# more policy rules in this one-guest topology (cm_rules, removed after the scenario):
+#  - pref 98 `oif eth1 from 10.0.0.2 to 10.0.0.1 lookup 101`: the passive side checks a REQ with a FIB lookup from
+#    its address to the client's with oif = the receiving netdev and no iif (rdma_cm's validate_net_dev), which
+#    the `iif lo` rules of lab/guest/init do not match: without it rdma_cm rejects every REQ (REJ reason 28,
+#    consumer defined) and the server never sees it;
+#  - pref 99 `iif lo to 10.0.0.2 lookup 100`: a client that resolves 10.0.0.2 with no source address (perftest -R
+#    does, whatever --source_ip says) gets eth0 and rxe0 instead of the local route, which would bind it to rxe1
+#    and keep its traffic inside rxe1 (nothing on the cable).
+# rping binds its client to 10.0.0.1 with -I. The CM picks the QPs' starting PSNs (perftest -R prints PSNs of its
+# own that the QPs do not use) and their ACK timeout (the REQ's primary local ACK timeout, 19: perftest 4.5 -R sets
+# no ACK timeout option, so -u does not apply).
+CM_RULES=""
+cm_rules() {
+    [ "$LAB_ROLE" = single ] || return 0
+    echo "+ /usr/sbin/ip rule add pref 98 oif eth1 from 10.0.0.2 to 10.0.0.1 lookup 101"
+    /usr/sbin/ip rule add pref 98 oif eth1 from 10.0.0.2 to 10.0.0.1 lookup 101 || return 1
+    CM_RULES="98"
+    echo "+ /usr/sbin/ip rule add pref 99 iif lo to 10.0.0.2 lookup 100"
+    /usr/sbin/ip rule add pref 99 iif lo to 10.0.0.2 lookup 100 || return 1
+    CM_RULES="98 99"
+}
+cm_rules_clear() {
+    for p in $CM_RULES; do /usr/sbin/ip rule del pref "$p"; done
+    CM_RULES=""
+}
+wait_tcp_listen() {   # wait_tcp_listen PORT: until a TCP socket (IPv4 or IPv6) listens on PORT (10 s at most)
+    local i=0
+    until listening "$1"; do
+        i=$((i + 1)); [ $i -lt 100 ] || { echo "nothing listens on TCP port $1"; return 1; }
+        sleep 0.1
+    done
+}
+wait_cm_listen() {   # wait_cm_listen PORT: until an RDMA CM id listens on PORT (10 s at most)
+    local i=0
+    until /usr/bin/rdma res show cm_id 2>/dev/null | grep "state LISTEN" | grep -q ":$1 "; do
+        i=$((i + 1)); [ $i -lt 100 ] || { echo "no RDMA CM id listens on port $1"; return 1; }
+        sleep 0.1
+    done
+}
+# conn_pair LISTEN "SERVER COMMAND" "CLIENT COMMAND": the server in the background until it listens (LISTEN:
+# tcp:PORT, a TCP socket, or cm:PORT, an RDMA CM id), then the client (60 s at most), then the server's end (10 s at
+# most); prints both command lines, then "--- server output (exit N)" and "--- client output (exit N)" with each
+# one's output (kept in /tmp/server.log and /tmp/client.log; the exit statuses in CONN_SRC and CONN_CRC); returns 0
+# when both exited 0
+CONN_SRC=""; CONN_CRC=""
+conn_pair() {
+    local listen=$1 scmd=$2 ccmd=$3 spid src crc n=0
+    echo "+ server: $scmd"
+    echo "+ client: $ccmd"
+    $scmd > /tmp/server.log 2>&1 &
+    spid=$!
+    case $listen in
+        cm:*) wait_cm_listen "${listen#cm:}" ;;
+        tcp:*) wait_tcp_listen "${listen#tcp:}" ;;
+    esac || { kill $spid; wait $spid; echo "--- server output"; cat /tmp/server.log; return 1; }
+    timeout 60 $ccmd > /tmp/client.log 2>&1
+    crc=$?
+    while kill -0 $spid 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    kill -0 $spid 2>/dev/null && { echo "server still running: killing it"; kill $spid; }
+    wait $spid
+    src=$?
+    echo "--- server output (exit $src)"; cat /tmp/server.log
+    echo "--- client output (exit $crc)"; cat /tmp/client.log
+    CONN_SRC=$src; CONN_CRC=$crc
+    [ $crc -eq 0 ] && [ $src -eq 0 ]
+}
+# qpn_skew DEV N: DEV hands out its next N QP numbers to a program that exits (ibv_srq_pingpong -q N, killed
+# while it waits for its client), so that the two ends of the next connection get different QPNs (rxe numbers QPs
+# per device, upwards; rxe0 and rxe1 otherwise stay in step in this guest, and both ends would have the same QPN).
+# The conn_* scenarios with a server call it first.
+qpn_skew() {
+    local pid
+    echo "+ ibv_srq_pingpong -d $1 -g 1 -q $2 -p 18529 & (killed once it listens: $1's QPNs move on by $2)"
+    ibv_srq_pingpong -d "$1" -g 1 -q "$2" -p 18529 > /tmp/skew.log 2>&1 &
+    pid=$!
+    wait_tcp_listen 18529 || { kill $pid; cat /tmp/skew.log; return 1; }
+    kill $pid
+    wait $pid
+    return 0
+}
+# rping (librdmacm's example): server on rxe1's address, client bound to rxe0's (-I), 4 pings of 64 bytes, the data
+# checked on both sides (-V), printed by the client (-v). One RC connection: REQ, REP, RTU, then per ping the client's
+# SEND (its buffer's address and R_Key), the server's RDMA READ of it, the server's SEND, the client's SEND, the
+# server's RDMA WRITE, the server's SEND; then DREQ and DREP (the client disconnects). rping's client exits 255 now
+# and then after all its pings (1 run in 4 here) with "rdma_get_cm_event: Bad file descriptor": its CM event thread
+# still reads the event channel that the main thread destroys as it ends (rdma-core 44) and calls exit(-1); the
+# traffic is complete, and the scenario takes that exit as a success, with all the pings printed.
+sc_conn_rping() {
+    cm_rules || return 1
+    qpn_skew rxe1 2 || return 1
+    conn_pair cm:7174 "rping -s -a 10.0.0.2 -p 7174 -C 4 -S 64 -V" \
+        "rping -c -a 10.0.0.2 -I 10.0.0.1 -p 7174 -C 4 -S 64 -v -V" && return 0
+    [ "$CONN_SRC" = 0 ] && [ "$CONN_CRC" = 255 ] && grep -qx 'rdma_get_cm_event: Bad file descriptor' /tmp/client.log \
+        && [ "$(grep -c '^ping data: rdma-ping-' /tmp/client.log)" = 4 ] \
+        && echo "rping's client: exit 255 after its 4 pings, its CM event thread's teardown race: taken as a success"
+}
+# ib_write_bw with RDMA CM (-R): the server listens on every device (0.0.0.0), the client connects to 10.0.0.2. Two
+# RC connections, each with its REQ, REP and RTU: perftest's own exchange (SENDs both ways, then more after the
+# test) and the test's QP (the WRITEs); then DREQs and DREPs for both.
+sc_conn_write_cm() {
+    cm_rules || return 1
+    qpn_skew rxe1 2 || return 1
+    conn_pair cm:18540 "ib_write_bw -R -d rxe1 $PT_COMMON -s 4096 -n 16 -p 18540" \
+        "ib_write_bw -R -d rxe0 $PT_COMMON -s 4096 -n 16 -p 18540 10.0.0.2"
+}
+# A REQ to a port nobody listens on: rping's client to port 7999, then ib_write_bw -R's to port 18541; ib_cm on rxe1
+# finds no listener for the service ID and answers each with a REJ (reason 8, invalid service ID). Succeeds when
+# both clients fail (rping: exit 255; perftest: exit 1).
+sc_conn_reject() {
+    local r=0 c
+    cm_rules || return 1
+    echo "+ client: rping -c -a 10.0.0.2 -I 10.0.0.1 -p 7999 -C 1 -S 64 -v (no server)"
+    timeout 30 rping -c -a 10.0.0.2 -I 10.0.0.1 -p 7999 -C 1 -S 64 -v > /tmp/client.log 2>&1
+    c=$?
+    echo "--- client output (exit $c)"; cat /tmp/client.log
+    [ $c -ne 0 ] || { echo "rping connected to a port without a server"; r=1; }
+    echo "+ client: ib_write_bw -R -d rxe0 $PT_COMMON -s 4096 -n 16 -p 18541 10.0.0.2 (no server)"
+    timeout 30 ib_write_bw -R -d rxe0 $PT_COMMON -s 4096 -n 16 -p 18541 10.0.0.2 > /tmp/client.log 2>&1
+    c=$?
+    echo "--- client output (exit $c)"; cat /tmp/client.log
+    [ $c -ne 0 ] || { echo "ib_write_bw connected to a port without a server"; r=1; }
+    return $r
+}
+# perftest without CM (its out-of-band exchange over TCP on 127.0.0.1, the QPNs and PSNs it prints are the ones its
+# QPs use) under the project's own live capture (issue scenario 5, as capture_perf; needs EXTRA_BINARIES): the client
+# runs as `rocescope capture -i eth0 -q -w own.pcapng --json -- ib_write_bw ...`; rocescope's JSON report goes to
+# capture.json (returned), not into the log; returns capture.json and own.pcapng
+sc_conn_write() {
+    local r
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    qpn_skew rxe1 2 || return 1
+    mkdir -p /tmp/ret
+    PT_WRAP="/usr/local/bin/rocescope capture -i eth0 -q -w /tmp/ret/own.pcapng --json --"
+    PT_JSON=/tmp/ret/capture.json
+    perf_pair ib_write_bw "-s 4096 -n 16"
+    r=$?
+    PT_WRAP=""; PT_JSON=""
+    lab_return /tmp/ret/capture.json || r=1
+    lab_return /tmp/ret/own.pcapng || r=1
+    rm -rf /tmp/ret
+    return $r
+}
+# ibv_rc_pingpong (rdma-core's example; out-of-band exchange over TCP on 127.0.0.1): 8 round trips of 1024 bytes
+# (one SEND each way per iteration); it prints its own QPN and PSN ("  local address:  LID 0x0000, QPN 0x000011, PSN
+# 0x2b7c8d, GID ::ffff:10.0.0.1") and its peer's ("  remote address: ..."); its QP timeout is 14 (~67 ms, fixed)
+sc_conn_rc_pingpong() {
+    qpn_skew rxe1 2 || return 1
+    conn_pair tcp:18545 "ibv_rc_pingpong -d rxe1 -g 1 -s 1024 -n 8 -p 18545" \
+        "ibv_rc_pingpong -d rxe0 -g 1 -s 1024 -n 8 -p 18545 127.0.0.1"
+}
 # no traffic: devices, GIDs, and the --version of every extra binary (lab/build-initramfs EXTRA_BINARIES)
 # gen server / gen client against peers that lie (busybox nc plays the other end on 127.0.0.1; needs
 # EXTRA_BINARIES): a "server" answering with a line that is not a gen message, one whose welcome claims an
@@ -568,6 +724,10 @@ perf_pair() {
     [ -n "${PT_WRAP:-}" ] && echo "+ client wrapped: $PT_WRAP $ccmd"
     timeout 120 ${PT_WRAP:-} $ccmd > /tmp/client.log 2>&1
     crc=$?
+    if [ -n "${PT_JSON:-}" ]; then   # the wrapper's JSON report ("{" alone on a line, on): to PT_JSON, not the log
+        awk -v j="$PT_JSON" '/^\{$/ { f = 1 } { if (f) print > j; else print }' /tmp/client.log > /tmp/client.txt
+        mv /tmp/client.txt /tmp/client.log
+    fi
     n=0
     while kill -0 $spid 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
     kill -0 $spid 2>/dev/null && { echo "server still running: killing it"; kill $spid; }
@@ -616,6 +776,7 @@ run_scenario() {
     r=$?
     sleep 0.6   # let trailing ACKs/retransmissions finish (QP timeout ~0.5 s)
     netem_clear >&3 2>&1
+    cm_rules_clear >&3 2>&1
     marker "$idx" 1
     counters > /tmp/c1
     {
@@ -686,3 +847,4 @@ sc_lab_updown() {
     rm -rf $D
     return $r
 }
+

@@ -49,3 +49,18 @@ pub(crate) fn mac(i: In) -> Res<[u8; 6]> {
 pub(crate) fn put_u24(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_be_bytes()[1..]);
 }
+
+/// The next `n` bytes as a slice (variable-length data fields: private data, reject information).
+pub(crate) fn bytes<'a>(n: usize) -> impl Fn(In<'a>) -> Res<'a, In<'a>> {
+    move |i: In<'a>| match i.split_at_checked(n) {
+        Some((taken, rest)) => Ok((rest, taken)),
+        None => Err(nom::Err::Error(Error::new(i, ErrorKind::Eof))),
+    }
+}
+
+/// Appends `data` as a field of exactly `len` bytes: cut if longer, zero-filled if shorter.
+pub(crate) fn put_field(out: &mut Vec<u8>, data: &[u8], len: usize) {
+    let kept = data.get(..len).unwrap_or(data);
+    out.extend_from_slice(kept);
+    out.extend(core::iter::repeat_n(0u8, len - kept.len()));
+}

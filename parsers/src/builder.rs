@@ -1,6 +1,7 @@
 //! Builders of whole frames from header values, for tests, test captures and benchmarks.
 //! Lengths, checksum, pad and ICRC are filled in unless a test overrides them to make damage.
 use crate::bth::Bth;
+use crate::deth::Deth;
 use crate::ethernet::{self, EthernetHeader};
 use crate::frame::ExtHeaders;
 use crate::grh::{self, Grh};
@@ -8,7 +9,8 @@ use crate::icrc::{self, NetHeader};
 use crate::ipv4::{self, Ipv4Header};
 use crate::ipv6::Ipv6Header;
 use crate::mac_control::MacControl;
-use crate::opcode::Headers;
+use crate::mad::{self, Mad};
+use crate::opcode::{self, Headers};
 use crate::udp::{self, UdpHeader};
 use crate::vlan::VlanTag;
 
@@ -80,6 +82,22 @@ impl RoceFrame {
             pad: None,
             icrc: None,
         }
+    }
+
+    /// A UD SEND_ONLY to QP 1 carrying `mad`, as the GSI sends CM messages: DETH with QP 1's Q_Key
+    /// 0x80010000 and source QP 1; addresses and the rest as [`RoceFrame::new`]. For example
+    /// `RoceFrame::gsi(&Mad::cm_send(tid, CmMessage::Rtu(rtu))).build()`.
+    pub fn gsi(mad: &Mad) -> RoceFrame {
+        let mut frame = RoceFrame::new(opcode::UD_SEND_ONLY);
+        frame.bth.dest_qp = mad::GSI_QP;
+        frame.ext.deth = Some(Deth {
+            q_key: mad::GSI_QKEY,
+            reserved: 0,
+            src_qp: mad::GSI_QP,
+        });
+        frame.payload = Vec::with_capacity(Mad::LEN);
+        mad.emit(&mut frame.payload);
+        frame
     }
 
     /// The same frame over IPv6 between two addresses.

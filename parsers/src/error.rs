@@ -26,6 +26,10 @@ pub enum Layer {
     Cnp,
     Payload,
     Icrc,
+    /// The management datagram a UD SEND to QP 1 carries.
+    Mad,
+    /// The Communication Management message inside a MAD.
+    Cm,
 }
 
 impl Layer {
@@ -53,6 +57,8 @@ impl Layer {
             Layer::Cnp => "CNP",
             Layer::Payload => "payload",
             Layer::Icrc => "ICRC",
+            Layer::Mad => "MAD",
+            Layer::Cm => "CM",
         }
     }
 }

@@ -3,6 +3,7 @@
 use crate::aeth::Aeth;
 use crate::atomic::{AtomicAckEth, AtomicEth};
 use crate::bth::Bth;
+use crate::cm::CmMessage;
 use crate::cnp::Cnp;
 use crate::deth::Deth;
 use crate::error::{Layer, Malformed, MalformedKind};
@@ -15,7 +16,8 @@ use crate::imm::{Ieth, ImmDt};
 use crate::ipv4::{self, Ipv4Header};
 use crate::ipv6::{self, Ipv6Header};
 use crate::mac_control::MacControl;
-use crate::opcode::Headers;
+use crate::mad::{self, Mad};
+use crate::opcode::{Headers, Transport};
 use crate::rdeth::Rdeth;
 use crate::reth::Reth;
 use crate::sll::{self, SllHeader};
@@ -158,6 +160,31 @@ pub struct Roce<'a> {
     pub icrc_deferred: Option<IcrcCover>,
 }
 
+impl<'a> Roce<'a> {
+    /// A UD SEND to QP 1, the General Services Interface: its payload is a MAD.
+    pub fn is_gsi(&self) -> bool {
+        self.bth.dest_qp == mad::GSI_QP && self.bth.op().transport() == Transport::Ud
+    }
+
+    /// The MAD of a GSI packet, parsed from the payload when asked (`None` for every other packet, so the
+    /// per-packet path does not pay for it). Reads the payload's bytes: a detached frame has none.
+    pub fn mad(&self) -> Option<Result<Mad<'a>, Malformed>> {
+        let on_wire = self.payload_len.filter(|_| self.is_gsi())?;
+        let cut = self.payload.len() < on_wire.min(Mad::LEN);
+        Some(
+            Mad::parse(self.payload)
+                .map(|(m, _)| m)
+                .map_err(|m| match m.kind {
+                    // The MAD was whole on the wire: only the capture's snap length cut it.
+                    MalformedKind::Truncated { needed, available } if cut && needed <= on_wire => {
+                        Malformed::new(m.layer, MalformedKind::CutBySnaplen { needed, available })
+                    }
+                    _ => m,
+                }),
+        )
+    }
+}
+
 /// A parsed frame: every layer that parsed, and the damage if parsing stopped early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Frame<'a> {
@@ -255,6 +282,12 @@ impl<'a> Frame<'a> {
             (None, Some(g)) => Some(g.0.dscp),
             _ => None,
         }
+    }
+
+    /// The Communication Management message a GSI packet carries (parsed from the payload when asked).
+    pub fn cm(&self) -> Option<CmMessage<'a>> {
+        let mad = self.roce?.mad()?.ok()?;
+        mad.cm().copied()
     }
 
     /// Lists every header and field in wire order, then rocescope's own verdicts on the frame.
@@ -361,6 +394,9 @@ fn visit_transport<'a>(r: &Roce<'a>, mut at: usize, v: &mut impl Visitor<'a>) {
             "Pad",
             Value::Uint(r.bth.pad_count.into()),
         ));
+        if let Some(Ok(mad)) = r.mad() {
+            mad.visit(at, v);
+        }
     }
     if let Some(status) = r.icrc_status {
         let icrc_at = at + r.payload_len.unwrap_or(0) + usize::from(r.bth.pad_count);
@@ -760,5 +796,9 @@ fn walk_transport<'a>(
         }
         None => roce.icrc_status = Some(IcrcStatus::Unverifiable),
     }
-    Ok(())
+    // The MAD is the last layer of a GSI packet; every other packet skips this at the first compare.
+    match roce.mad() {
+        Some(Err(m)) => Err(m),
+        _ => Ok(()),
+    }
 }

@@ -52,6 +52,8 @@ pub enum Position {
 pub struct Opcode(pub u8);
 
 pub const CNP: u8 = 0x81;
+/// What the GSI sends its MADs with.
+pub const UD_SEND_ONLY: u8 = 0x60 | rc::SEND_ONLY;
 
 /// The RC opcodes by name (the transport bits are 0: the UC, RD, UD and XRC opcodes are these plus 0x20,
 /// 0x40, 0x60 and 0xA0).

@@ -213,7 +213,7 @@ fn ipv4_options_frame() {
     assert_eq!((ip.header_len, ip.dscp, ip.ecn, ip.ttl), (24, 26, 3, 63));
     assert_eq!(f.udp.unwrap().src_port, 53249);
     let r = f.roce.unwrap();
-    assert_eq!((r.bth.opcode, r.bth.dest_qp, r.bth.psn), (0x64, 1, 7));
+    assert_eq!((r.bth.opcode, r.bth.dest_qp, r.bth.psn), (0x64, 2, 7));
     assert_eq!(
         r.ext.deth,
         Some(Deth {

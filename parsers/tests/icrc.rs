@@ -65,7 +65,7 @@ fn known_answers() -> Vec<(&'static str, Vec<u8>, u32)> {
         (
             "hand-built IPv4 options UD",
             hex(IPV4_OPTIONS_UD),
-            0x22FC_FE7C,
+            0xA6A7_642F,
         ),
     ]
 }
@@ -131,7 +131,7 @@ fn compute_directly() {
     let o = hex(IPV4_OPTIONS_UD);
     assert_eq!(
         icrc::compute(NetHeader::Ipv4(&o[14..38]), Some(&o[38..46]), &o[46..70]),
-        0x22FC_FE7C
+        0xA6A7_642F
     );
 }
 

@@ -7,6 +7,7 @@
 //! names the PSN it expects to receive, IBTA 12.7.2 and 12.7.12; every CM capture of the public corpus
 //! shows it so); a printed PSN is the printing side's own send PSN.
 use parsers::frame::Addr;
+use rustc_hash::FxHashMap;
 
 use super::events::{Event, Kind};
 use super::flow::FlowKey;
@@ -119,10 +120,14 @@ pub struct Connection {
     pub flows: [Option<u32>; 2],
     /// The first request PSN each direction carried, and its frame.
     pub first_request: [Option<(u32, u64)>; 2],
+    /// CM: the flow of its REQ (to QP 1), for its events before any data flows.
+    pub cm_flow: Option<u32>,
+    /// A printout of the same QPs as a CM connection, which gives it way (its index).
+    pub superseded_by: Option<u32>,
 }
 
 impl Connection {
-    fn new(origin: Origin, sides: [Side; 2]) -> Connection {
+    pub(super) fn new(origin: Origin, sides: [Side; 2]) -> Connection {
         Connection {
             origin,
             sides,
@@ -137,7 +142,18 @@ impl Connection {
             handshake: Handshake::default(),
             flows: [None; 2],
             first_request: [None; 2],
+            cm_flow: None,
+            superseded_by: None,
         }
+    }
+
+    /// The same two QPs as `sides`, either way round (a side without an address matches any).
+    pub(super) fn same_qps(&self, sides: &[Side; 2]) -> bool {
+        let same = |a: &Side, b: &Side| {
+            a.qpn == b.qpn && (a.addr.is_none() || b.addr.is_none() || a.addr == b.addr)
+        };
+        (same(&self.sides[0], &sides[0]) && same(&self.sides[1], &sides[1]))
+            || (same(&self.sides[0], &sides[1]) && same(&self.sides[1], &sides[0]))
     }
 
     /// The flow key of direction `dir` (side `dir` to the other), when both addresses are known.
@@ -172,6 +188,8 @@ impl Connection {
 #[derive(Debug, Default)]
 pub struct Connections {
     pub list: Vec<Connection>,
+    /// CM connections by the active side's address and local communication ID.
+    pub(super) by_comm: FxHashMap<(Addr, u32), u32>,
     /// Handshakes not kept (past [`CONNECTIONS_KEPT`]).
     pub dropped: u64,
     /// Some connection has a side without an address: every RC flow is a candidate for it.
@@ -179,7 +197,7 @@ pub struct Connections {
 }
 
 impl Connections {
-    fn push(&mut self, c: Connection) -> Option<u32> {
+    pub(super) fn push(&mut self, c: Connection) -> Option<u32> {
         if self.list.len() >= CONNECTIONS_KEPT {
             self.dropped += 1;
             return None;
@@ -220,13 +238,23 @@ impl Engine {
         }
         let mut c = Connection::new(Origin::Printout, sides);
         c.mtu = x.mtu;
-        if let Some(id) = self.connections.push(c) {
+        // The handshake of these QPs came first: it is what they were set up with.
+        c.superseded_by = self
+            .connections
+            .list
+            .iter()
+            .position(|cm| {
+                cm.origin == Origin::Cm && cm.handshake.rep.is_some() && cm.same_qps(&sides)
+            })
+            .map(|i| i as u32);
+        let superseded = c.superseded_by.is_some();
+        if let Some(id) = self.connections.push(c).filter(|_| !superseded) {
             self.link_connection(id);
         }
     }
 
     /// Connection `id` now knows both QPNs: its flows, those there already and those to come, are its.
-    fn link_connection(&mut self, id: u32) {
+    pub(super) fn link_connection(&mut self, id: u32) {
         let c = &self.connections.list[id as usize];
         let keys = [c.key(0), c.key(1)];
         for (dir, key) in keys.into_iter().enumerate() {
@@ -318,12 +346,12 @@ impl Engine {
         }
     }
 
-    fn connection_event(&mut self, id: u32, frame: u64, ts: u64, kind: Kind) {
+    pub(super) fn connection_event(&mut self, id: u32, frame: u64, ts: u64, kind: Kind) {
         if kind.severity() == super::events::Severity::Error {
             self.diagnosis.connections += 1;
         }
         let c = &self.connections.list[id as usize];
-        let flow = c.flows.iter().flatten().next().copied();
+        let flow = c.flows.iter().flatten().next().copied().or(c.cm_flow);
         self.events.push(Event {
             ts_nanos: ts,
             flow,
@@ -364,7 +392,7 @@ impl Engine {
                 .connections
                 .list
                 .iter()
-                .position(|c| c.between(f.key.src, f.key.dst))
+                .position(|c| c.superseded_by.is_none() && c.between(f.key.src, f.key.dst))
             else {
                 continue;
             };

@@ -496,7 +496,8 @@ impl fmt::Display for Kind {
             ),
             Kind::CmReject { connection, reason } => write!(
                 f,
-                "connection #{connection} rejected: REJ reason {reason} ({})",
+                "connection #{connection} rejected: REJ reason {reason}, {} ({})",
+                parsers::cm::reject_reason_name(reason).unwrap_or("unassigned"),
                 crate::analysis::connections::reject_meaning(reason)
             ),
             Kind::CmTimeout {

@@ -62,8 +62,8 @@ pub struct Responses {
     pub duplicate_acks: u64,
     pub naks: NakCounts,
     pub rnr_naks: u64,
-    /// RNR NAKs by timer code (IBTA encoding, 0-31).
-    pub rnr_timers: [u64; 32],
+    /// RNR NAKs by timer code (IBTA encoding, 0-31): (code, count), a few codes per flow.
+    pub rnr_timers: Vec<(u8, u64)>,
     pub read_responses: u64,
     pub atomic_acks: u64,
     /// READ response packets whose PSN skipped ahead within a response.

@@ -5,6 +5,7 @@ pub mod connections;
 pub mod diagnosis;
 pub mod events;
 pub mod flow;
+mod handshake;
 pub mod psn;
 mod requests;
 mod responses;
@@ -318,6 +319,9 @@ impl Engine {
         }
         if ecn == 3 {
             self.ce_marked(id, ts, number);
+        }
+        if let (Some(m), Some(src), Some(dst)) = (frame.cm(), frame.src(), frame.dst()) {
+            self.cm(id, number, ts, src, dst, &m);
         }
         if op.is_request() {
             self.request(id, number, ts, frame)

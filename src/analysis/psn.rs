@@ -17,28 +17,36 @@ fn ends_at((read_psn, len): (u32, u32), next: u32, mtu: Option<u32>) -> bool {
 }
 
 /// Which request PSNs were seen, for the last `WINDOW` PSNs up to the highest: enough to tell a
-/// go-back-N duplicate from the first copy of a PSN that had been missing, in bounded memory.
-#[derive(Debug, Clone)]
+/// go-back-N duplicate from the first copy of a PSN that had been missing, in bounded memory. A flow whose
+/// PSNs all fall within 128 of its first keeps them in 16 inline bytes; the 512-byte window is allocated
+/// when one falls outside (most flows of a scan or a short connection never need it).
+#[derive(Debug, Clone, Default)]
 pub struct SeenWindow {
-    bits: Box<[u64; Self::WORDS]>,
+    bits: Bits,
     /// The highest PSN marked so far.
     top: u32,
     started: bool,
 }
 
-impl Default for SeenWindow {
+#[derive(Debug, Clone)]
+enum Bits {
+    /// PSNs `base` to `base` + 127, bit i for `base` + i.
+    Small { base: u32, bits: u128 },
+    /// PSN p at bit p % WINDOW.
+    Full(Box<[u64; SeenWindow::WORDS]>),
+}
+
+impl Default for Bits {
     fn default() -> Self {
-        SeenWindow {
-            bits: Box::new([0; Self::WORDS]),
-            top: 0,
-            started: false,
-        }
+        Bits::Small { base: 0, bits: 0 }
     }
 }
 
 impl SeenWindow {
     pub const WINDOW: u32 = 4096;
     const WORDS: usize = (Self::WINDOW / 64) as usize;
+    /// How far before its first PSN the inline bits reach (a resend of requests sent before the capture).
+    const SMALL_BEHIND: u32 = 32;
 
     fn slot(psn: u32) -> (usize, u64) {
         let i = psn % Self::WINDOW;
@@ -50,25 +58,61 @@ impl SeenWindow {
         if !self.started {
             self.started = true;
             self.top = psn;
-            let (w, b) = Self::slot(psn);
-            self.bits[w] |= b;
+            let base = add(psn, Self::SMALL_BEHIND.wrapping_neg());
+            self.bits = Bits::Small {
+                base,
+                bits: 1 << Self::SMALL_BEHIND,
+            };
             return false;
         }
+        if let Bits::Small { base, bits } = &mut self.bits {
+            let at = diff(psn, *base);
+            if (0..128).contains(&at) {
+                // Every PSN marked lies in the inline range: a bit set is a PSN seen, as in the full window.
+                let bit = 1u128 << at;
+                let seen = *bits & bit != 0;
+                *bits |= bit;
+                if diff(psn, self.top) > 0 {
+                    self.top = psn;
+                }
+                return seen;
+            }
+            self.bits = Bits::Full(Self::spread(*base, *bits));
+        }
+        self.mark_full(psn)
+    }
+
+    /// The inline bits at their places in the full window.
+    fn spread(base: u32, bits: u128) -> Box<[u64; Self::WORDS]> {
+        let mut full = Box::new([0u64; Self::WORDS]);
+        for i in (0..128).filter(|i| bits & (1u128 << i) != 0) {
+            let (w, b) = Self::slot(add(base, i));
+            if let Some(word) = full.get_mut(w) {
+                *word |= b;
+            }
+        }
+        full
+    }
+
+    fn mark_full(&mut self, psn: u32) -> bool {
+        let Bits::Full(bits) = &mut self.bits else {
+            return false;
+        };
         let ahead = diff(psn, self.top);
         if ahead > 0 {
             // Clear the slots between the old top and the new one: they have not been seen.
             let steps = (ahead as u32).min(Self::WINDOW);
             for k in 1..=steps {
                 let (w, b) = Self::slot(add(self.top, k));
-                self.bits[w] &= !b;
+                bits[w] &= !b;
             }
             self.top = psn;
         } else if -ahead >= Self::WINDOW as i32 {
             return true;
         }
         let (w, b) = Self::slot(psn);
-        let seen = self.bits[w] & b != 0;
-        self.bits[w] |= b;
+        let seen = bits[w] & b != 0;
+        bits[w] |= b;
         seen
     }
 }
@@ -347,6 +391,56 @@ impl RequestPsns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A window that is full from the start: what the inline bits must answer like.
+    fn full_window() -> SeenWindow {
+        SeenWindow {
+            bits: Bits::Full(Box::new([0; SeenWindow::WORDS])),
+            ..SeenWindow::default()
+        }
+    }
+
+    fn mark_full_from_start(w: &mut SeenWindow, psn: u32) -> bool {
+        if !w.started {
+            w.started = true;
+            w.top = psn;
+        }
+        w.mark_full(psn)
+    }
+
+    /// The inline bits and their spread into the full window answer exactly as a full window does, for
+    /// sequences that stay within the inline range, leave it forward or backward, and wrap the PSN space.
+    #[test]
+    fn small_window_answers_as_the_full_one() {
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % u64::from(n)) as u32
+        };
+        for start in [0, 1000, 0xff_ffc0] {
+            for spread in [40, 130, 300, 9000] {
+                let (mut small, mut full) = (SeenWindow::default(), full_window());
+                let mut small_was_used = false;
+                for i in 0..400 {
+                    let psn = add(start, next(spread)).wrapping_sub(spread / 4) & 0xff_ffff;
+                    let (a, b) = (small.mark(psn), mark_full_from_start(&mut full, psn));
+                    assert_eq!(a, b, "start {start} spread {spread} mark {i} of PSN {psn}");
+                    small_was_used |= matches!(small.bits, Bits::Small { .. }) && i > 0;
+                }
+                assert!(
+                    small_was_used || spread > 128,
+                    "start {start} spread {spread}"
+                );
+                assert_eq!(small.top, full.top);
+            }
+        }
+        // A one-packet flow allocates nothing.
+        let mut w = SeenWindow::default();
+        w.mark(7);
+        assert!(matches!(w.bits, Bits::Small { .. }));
+    }
 
     #[test]
     fn gap_then_go_back_n() {

@@ -50,7 +50,7 @@ impl Engine {
             Step::Retransmit { .. } => Class::Retransmission,
             Step::First | Step::InOrder | Step::Reuse { .. } => Class::Request,
         };
-        self.step_events(id, number, ts, bth.psn, step);
+        self.step_events(id, number, ts, bth.psn, step, reliable);
         if pending {
             self.first_request(id, number, ts, bth.psn);
         }
@@ -92,9 +92,10 @@ impl Engine {
         class
     }
 
-    /// The events of a request's PSN step: a gap, a go-back-N (and, with no NAK to explain it, a timeout
-    /// retransmission), a reuse of a READ's PSN.
-    fn step_events(&mut self, id: u32, number: u64, ts: u64, psn: u32, step: Step) {
+    /// The events of a request's PSN step: a gap, and for a reliable transport (RC, XRC) a go-back-N (and,
+    /// with no NAK to explain it, a timeout retransmission) or a reuse of a READ's PSN. UC and UD requesters
+    /// never resend: a PSN seen again there is a copy, not a timer.
+    fn step_events(&mut self, id: u32, number: u64, ts: u64, psn: u32, step: Step, reliable: bool) {
         let event = |kind| Event {
             ts_nanos: ts,
             flow: Some(id),
@@ -106,7 +107,7 @@ impl Engine {
                 let after = psn::add(expected, u32::MAX);
                 self.events.push(event(Kind::PsnGap { missing, after }));
             }
-            Step::Retransmit { rewind: true, .. } => {
+            Step::Retransmit { rewind: true, .. } if reliable => {
                 let f = &mut self.flows[id as usize];
                 f.rc.went_back = Some((psn, ts));
                 let behind = (-psn::diff(psn, f.psn.next)) as u32;
@@ -132,7 +133,7 @@ impl Engine {
             Step::Reuse {
                 read_psn,
                 read_psns,
-            } => self.violation(event(Kind::PsnReuse {
+            } if reliable => self.violation(event(Kind::PsnReuse {
                 psn,
                 read_psn,
                 read_psns,

@@ -88,7 +88,11 @@ impl Engine {
     ) {
         let r = &mut self.flows[id as usize].resp;
         r.rnr_naks += 1;
-        r.rnr_timers[usize::from(aeth.syndrome & 31)] += 1;
+        let code = aeth.syndrome & 31;
+        match r.rnr_timers.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, n)) => *n += 1,
+            None => r.rnr_timers.push((code, 1)),
+        }
         if r.rnr_naks == 1 {
             r.first_rnr_ts = ts;
             r.first_rnr_frame = number;

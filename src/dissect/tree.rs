@@ -46,9 +46,18 @@ impl<'a, W: Write> Visitor<'a> for Tree<'_, W> {
     }
 }
 
+/// Byte fields longer than this are cut in the tree (as Wireshark does); JSON has them whole.
+const TREE_BYTES: usize = 32;
+
 fn write_field(out: &mut impl Write, f: &Field) -> io::Result<()> {
     write!(out, "    {}: ", f.label)?;
-    write_value(out, &f.value)?;
+    match f.value {
+        Value::Bytes(b) if b.len() > TREE_BYTES => {
+            write_value(out, &Value::Bytes(b.get(..TREE_BYTES).unwrap_or(b)))?;
+            write!(out, "… ({} bytes)", b.len())?;
+        }
+        ref value => write_value(out, value)?,
+    }
     if let Some(m) = f.meaning {
         write!(out, " ({m})")?;
     }

@@ -28,6 +28,8 @@ pub struct ConnectionReport {
     pub matched: bool,
     /// What did not match, in words.
     pub mismatches: Vec<String>,
+    /// What else is worth knowing, in words (a host that printed other PSNs than the handshake set).
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -79,13 +81,15 @@ fn between(a: Option<Seen>, b: Option<Seen>) -> Option<f64> {
     Some(b?.first_ts.saturating_sub(a?.first_ts) as f64 / 1e9)
 }
 
-/// The report of every connection of `engine`.
+/// The report of every connection of `engine` (a printout of the same QPs as a handshake is the
+/// handshake's).
 pub fn build(engine: &Engine) -> Vec<ConnectionReport> {
     engine
         .connections
         .list
         .iter()
         .enumerate()
+        .filter(|(_, c)| c.superseded_by.is_none())
         .map(|(id, c)| connection(engine, id as u32, c))
         .collect()
 }
@@ -129,7 +133,38 @@ fn connection(engine: &Engine, id: u32, c: &Connection) -> ConnectionReport {
         handshake,
         matched: mismatches.is_empty(),
         mismatches,
+        notes: printed_otherwise(engine, id, c),
     }
+}
+
+/// The PSNs a host printed for the QPs of CM connection `c`, where they differ from the handshake's:
+/// perftest -R prints PSNs of its own that its QPs do not use.
+fn printed_otherwise(engine: &Engine, id: u32, c: &Connection) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in engine
+        .connections
+        .list
+        .iter()
+        .filter(|p| p.superseded_by == Some(id))
+    {
+        for printed in p.sides {
+            let Some(side) = c.sides.iter().find(|s| s.qpn == printed.qpn) else {
+                continue;
+            };
+            if let (Some(shown), Some(set)) = (printed.start_psn, side.start_psn)
+                && shown != set
+            {
+                out.push(format!(
+                    "the host printed PSN {} for QP 0x{:06x}; the handshake set {} (perftest -R prints PSNs its \
+                     QPs do not use)",
+                    Shown(shown),
+                    printed.qpn,
+                    Shown(set)
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// What the wire contradicts of connection `c`: a first PSN other than announced, data toward a QPN no
@@ -174,15 +209,20 @@ fn mismatches(engine: &Engine, id: u32, c: &Connection) -> Vec<String> {
 pub fn write_text(out: &mut impl Write, list: &[ConnectionReport]) -> io::Result<()> {
     writeln!(out, "Connections")?;
     for c in list {
-        let side = |s: &SideReport| {
+        // Before a REP, the passive side is its address and the port asked for.
+        let unanswered = c.handshake.as_ref().is_some_and(|h| h.rep.is_none());
+        let side = |s: &SideReport, passive: bool| {
+            let addr = s.address.as_deref().unwrap_or("?");
+            if passive && unanswered {
+                return match c.port {
+                    Some(p) => format!("{addr} port {p}"),
+                    None => addr.to_string(),
+                };
+            }
             let psn = s
                 .start_psn
                 .map_or(String::new(), |p| format!(" PSN {}", Shown(p)));
-            format!(
-                "{} QP 0x{:06x}{psn}",
-                s.address.as_deref().unwrap_or("?"),
-                s.qpn
-            )
+            format!("{addr} QP 0x{:06x}{psn}", s.qpn)
         };
         let origin = match c.origin {
             Origin::Cm => "CM",
@@ -193,8 +233,8 @@ pub fn write_text(out: &mut impl Write, list: &[ConnectionReport]) -> io::Result
             "  #{} {origin} {}: {} ⇄ {}",
             c.id,
             c.state.words(),
-            side(&c.sides[0]),
-            side(&c.sides[1])
+            side(&c.sides[0], false),
+            side(&c.sides[1], true)
         )?;
         if let Some(m) = c.mtu {
             write!(out, ", MTU {m}")?;
@@ -213,6 +253,9 @@ pub fn write_text(out: &mut impl Write, list: &[ConnectionReport]) -> io::Result
                     crate::analysis::connections::reject_meaning(r)
                 )?;
             }
+        }
+        for n in &c.notes {
+            write!(out, " ({n})")?;
         }
         match (c.matched, c.state) {
             (true, State::Established | State::Disconnected) => {

@@ -104,6 +104,7 @@ pub fn of(k: &Kind) -> Map<String, Value> {
         } => json!({"connection": connection, "qpns": qpns, "mtu": mtu}),
         Kind::Disconnect { connection, qpns } => json!({"connection": connection, "qpns": qpns}),
         Kind::CmReject { connection, reason } => json!({"connection": connection, "reason": reason,
+            "name": parsers::cm::reject_reason_name(reason),
             "meaning": crate::analysis::connections::reject_meaning(reason)}),
         Kind::CmTimeout {
             connection,

@@ -447,9 +447,7 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: &[bool]) -> FlowRepor
             .resp
             .rnr_timers
             .iter()
-            .enumerate()
-            .filter(|(_, n)| **n > 0)
-            .map(|(code, n)| (rnr_ms(code), *n))
+            .map(|&(code, n)| (rnr_ms(usize::from(code)), n))
             .collect(),
         read_responses: f.resp.read_responses,
         atomic_acks: f.resp.atomic_acks,

@@ -96,7 +96,13 @@ impl<'r> Story<'r> {
             "implied_nak",
             "new_epoch",
         ];
-        self.flow.paired_with.is_some() && self.mine.iter().all(|e| ANSWERS.contains(&e.kind))
+        // Notes (a connection established, a disconnect) tell nothing of trouble.
+        self.flow.paired_with.is_some()
+            && self
+                .mine
+                .iter()
+                .filter(|e| e.severity > Severity::Note)
+                .all(|e| ANSWERS.contains(&e.kind))
     }
 
     /// The requester ran out of retries or RNR retries.

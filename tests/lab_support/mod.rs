@@ -72,9 +72,15 @@ pub fn run_logged(mut cmd: Command, what: &str, log: &Path, limit: Duration) -> 
 }
 
 pub fn analyze_json(path: &Path) -> Value {
+    analyze_json_with(path, &[])
+}
+
+/// `rocescope analyze --json PATH ARGS...` (e.g. `--expect LOG`).
+pub fn analyze_json_with(path: &Path, args: &[&str]) -> Value {
     let o = Command::new(bin())
         .args(["analyze", "--json"])
         .arg(path)
+        .args(args)
         .output()
         .expect("run rocescope analyze");
     assert!(

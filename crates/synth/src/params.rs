@@ -22,6 +22,10 @@ pub struct Params {
     pub cnp_window_us: u64,
     /// Time of the first frame, nanoseconds since the Unix epoch.
     pub start_ns: u64,
+    /// One-packet flows mixed in (a scan, a misbehaving sender on a mirror port): each an RC SEND from an
+    /// address of its own to a QP of its own, spread evenly among the simulated frames (after them, when
+    /// there are none). Not in the truth, and not counted in `frames`.
+    pub noise_flows: u64,
 }
 
 impl Default for Params {
@@ -38,6 +42,7 @@ impl Default for Params {
             cnp_window_us: 1000,
             // 2026-01-01T00:00:00Z
             start_ns: 1_767_225_600_000_000_000,
+            noise_flows: 0,
         }
     }
 }

@@ -239,11 +239,11 @@ fe80000000000000025056fffea7129f fe80000000000000025056fffea77d03\
 1100ffff0000002b0000ffff 2e000005 389414ba";
 
 /// RoCEv2 over IPv4 with IHL 6 (Router Alert option 94 04 00 00), TOS 0x6b (DSCP 26, CE), id 0x1234,
-/// DF, TTL 63; UDP 53249 -> 4791; UD SEND_ONLY to QP 1, PSN 7, DETH Q_Key 0x1234abcd source QP 0xabc,
-/// payload de ad be ef, ICRC bytes 22 fc fe 7c.
+/// DF, TTL 63; UDP 53249 -> 4791; UD SEND_ONLY to QP 2 (not QP 1, whose payload must be a 256-byte MAD),
+/// PSN 7, DETH Q_Key 0x1234abcd source QP 0xabc, payload de ad be ef, ICRC bytes a6 a7 64 2f.
 pub const IPV4_OPTIONS_UD: &str = "020000000002020000000001 0800 466b003c123440003f1110ba\
-c0a80101c0a80102 94040000 d00112b700240000 6400ffff0000000100000007 1234abcd00000abc\
-deadbeef 22fcfe7c";
+c0a80101c0a80102 94040000 d00112b700240000 6400ffff0000000200000007 1234abcd00000abc\
+deadbeef a6a7642f";
 
 // ---------------------------------------------------------------------------------------------------
 // The opcode table, written from the IBTA Vol. 1 opcode list (BTH OpCode field) and the packet header

@@ -178,7 +178,7 @@ pub fn generate<W: Write>(p: &Params, out: W) -> io::Result<Truth> {
     p.check().map_err(io::Error::other)?;
     let mut sim = Sim::new(p, out)?;
     sim.run()?;
-    sim.capture.flush()?;
+    sim.capture.flush(p.start_ns)?;
     Ok(sim.truth())
 }
 
@@ -280,7 +280,7 @@ impl<'p, W: Write> Sim<'p, W> {
             conns,
             heap: BinaryHeap::new(),
             seq: 0,
-            capture: Capture::new(out)?,
+            capture: Capture::new(out, p.frames, p.noise_flows)?,
             builder: FrameBuilder::new(p.hosts, pattern),
             losses: 0,
             responded: 0,
