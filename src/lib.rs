@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod capture;
 pub mod dissect;
+pub mod host;
 pub mod pipeline;
 pub mod report;
 pub mod source;

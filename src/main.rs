@@ -26,6 +26,8 @@ fn main() -> ExitCode {
             Ok(c) => commands::tui::run(&c),
             Err(e) => commands::fail(e),
         },
+        Command::Doctor(a) => commands::doctor::run(&a.config()),
+        Command::Counters(a) => commands::counters::run(&a.config()),
         #[cfg(all(feature = "rdma", target_os = "linux"))]
         Command::Gen(cmd) => generator::main(cmd.into()),
         #[cfg(all(feature = "rdma", target_os = "linux"))]

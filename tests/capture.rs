@@ -379,6 +379,19 @@ fn loopback_reports_exactly_the_roce_packets() {
     assert!(s["received"].as_u64().unwrap() >= 6, "{s}");
     assert_eq!(s["dropped"], 0);
     assert_eq!(r["verdict"]["status"], "fail");
+    // The NIC's counters beside the capture: this machine has no RDMA port (the lab tests the others).
+    let n = &r["counters"];
+    if !std::path::Path::new("/sys/class/infiniband").exists() {
+        assert_eq!(n["ports"], serde_json::json!([]), "{n}");
+        assert_eq!(
+            (
+                n["relations"].as_array().map(Vec::len),
+                n["disagreements"].as_u64()
+            ),
+            (Some(0), Some(0))
+        );
+    }
+    assert!(n["interval_s"].as_f64().unwrap() > 0.0, "{n}");
 }
 
 /// A veth pair: capture in one namespace while the other sends; `-w FILE.pcapng` holds the same frames.

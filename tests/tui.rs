@@ -1242,3 +1242,48 @@ fn flows_view_groups_a_connections_directions() {
         screen(&lines)
     );
 }
+
+/// The live header says whether the NIC's counters agree with the capture so far (the snapshot's
+/// `counters`), and says nothing without a relation to hold (no RDMA port here).
+#[test]
+fn the_live_header_says_whether_the_nic_agrees() {
+    use rocescope::report::counters::{Holds, NicCounters, Relation};
+    let (snaps, _ring) = live_replay(LOSSY, 1000, &[]);
+    let relation = |counter, nic, capture| Relation {
+        device: "rxe0".into(),
+        port: 1,
+        counter,
+        nic,
+        capture,
+        capture_figure: "RoCE packets from its addresses",
+        relation: Holds::Equal,
+        holds: nic == capture,
+        meaning: None,
+    };
+    let header = |relations: Vec<Relation>| {
+        let mut r = Report::build(&Engine::new(Default::default()), "live capture on lo");
+        r.capture_stats = snaps[0].0.capture_stats.clone();
+        r.counters = Some(NicCounters {
+            interval_s: 1.0,
+            ports: Vec::new(),
+            netdevs: Vec::new(),
+            disagreements: relations.iter().filter(|r| !r.holds).count(),
+            relations,
+        });
+        let mut m = Model::new_live("lo", true);
+        update(&mut m, Msg::Resize(120, 40));
+        update(&mut m, Msg::Snapshot(Arc::new(r), 0));
+        render(&m)[1].clone()
+    };
+    let h = header(vec![
+        relation("sent_pkts", 9, 8),
+        relation("rcvd_pkts", 3, 3),
+    ]);
+    assert!(h.contains("NIC: 1 of 2 differ"), "{h}");
+    let h = header(vec![
+        relation("sent_pkts", 8, 8),
+        relation("rcvd_pkts", 3, 3),
+    ]);
+    assert!(h.contains("NIC agrees (2)"), "{h}");
+    assert!(!header(Vec::new()).contains("NIC"));
+}

@@ -559,6 +559,126 @@ sc_info() {
     true
 }
 
+# rocescope doctor and counters (needs EXTRA_BINARIES=.../rocescope).
+# doctor_run TAG ARGS...: `rocescope doctor ARGS --json` into doctor-TAG.json (its exit status in doctor-TAG.exit)
+# and the text form into doctor-TAG.txt ("exit N" last), all returned.
+doctor_run() {
+    local t=$1 r
+    shift
+    /usr/local/bin/rocescope doctor "$@" --json > /tmp/ret/doctor-$t.json 2>&1
+    r=$?
+    echo "$r" > /tmp/ret/doctor-$t.exit
+    /usr/local/bin/rocescope doctor "$@" > /tmp/ret/doctor-$t.txt 2>&1
+    echo "exit $?" >> /tmp/ret/doctor-$t.txt
+    echo "+ rocescope doctor $* (exit $r)"; cat /tmp/ret/doctor-$t.txt
+    for f in json exit txt; do lab_return /tmp/ret/doctor-$t.$f || return 1; done
+}
+# port_state DEV WANT: waits (5 s at most) until DEV's port 1 is in state WANT ("4: ACTIVE", "1: DOWN")
+port_state() {
+    local i=0 s
+    while read -r s < /sys/class/infiniband/$1/ports/1/state && [ "$s" != "$2" ] && [ $i -lt 100 ]; do
+        sleep 0.05; i=$((i + 1))
+    done
+    echo "$1 port 1: $s"
+    [ "$s" = "$2" ]
+}
+# tree_copy FILE...: each file's content (cat: a sysfs attribute becomes a plain file) at /tmp/tree/FILE
+tree_copy() {
+    local f
+    for f in "$@"; do
+        [ -f "$f" ] || continue
+        [ -d "/tmp/tree${f%/*}" ] || mkdir -p "/tmp/tree${f%/*}"
+        cat "$f" > "/tmp/tree$f" 2>/dev/null || rm -f "/tmp/tree$f"
+    done
+}
+# host_tree: the trimmed tree doctor --root reads (testdata/host/rxe): rxe0/rxe1 and their ports (GID entries 0-7:
+# the other 1016 are empty), eth0/eth1, /proc/net/arp, the sysctls, the kernel log (dmesg -r), ibv_devinfo -v, the
+# provider's driver file; the libraries as empty files of their names. Returned as tree.tar.
+host_tree() {
+    local d i B
+    rm -rf /tmp/tree
+    for d in rxe0 rxe1; do
+        B=/sys/class/infiniband/$d
+        tree_copy $B/node_guid $B/node_type $B/node_desc $B/fw_ver $B/parent $B/sys_image_guid \
+            $B/ports/1/state $B/ports/1/phys_state $B/ports/1/link_layer $B/ports/1/rate $B/ports/1/cap_mask \
+            $B/ports/1/lid $B/ports/1/sm_lid $B/ports/1/hw_counters/* \
+            $B/ports/1/gid_attrs/types/0 $B/ports/1/gid_attrs/types/1 $B/ports/1/gid_attrs/ndevs/0 $B/ports/1/gid_attrs/ndevs/1
+        for i in 0 1 2 3 4 5 6 7; do tree_copy $B/ports/1/gids/$i; done
+    done
+    for d in eth0 eth1; do
+        B=/sys/class/net/$d
+        tree_copy $B/mtu $B/operstate $B/carrier $B/speed $B/flags $B/ifindex $B/address $B/type $B/statistics/*
+    done
+    tree_copy /proc/net/arp /proc/sys/net/ipv4/tcp_ecn /proc/sys/kernel/osrelease /etc/libibverbs.d/rxe.driver
+    for d in ib_core ib_uverbs rdma_rxe; do mkdir -p /tmp/tree/sys/module/$d; done
+    mkdir -p /tmp/tree/usr/lib/x86_64-linux-gnu/libibverbs /tmp/tree/dev
+    : > /tmp/tree/usr/lib/x86_64-linux-gnu/libibverbs.so.1
+    for f in /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so; do : > "/tmp/tree$f"; done
+    dmesg -r > /tmp/tree/dev/kmsg
+    ibv_devinfo -v > /tmp/tree/ibv_devinfo 2>&1
+    tar -C /tmp/tree -cf /tmp/ret/tree.tar . && lab_return /tmp/ret/tree.tar
+}
+# doctor on the healthy pair (and the tree it read), then broken two ways and mended: eth1 down (rxe1's port goes
+# DOWN), eth1 up again (the route of table 101 and the permanent neighbour that went with the link put back), eth0's
+# MTU at 1000 (below the 1104 that IB MTU 1024 needs on rxe: rxe0's active MTU drops to 512), back at 1500; doctor
+# after each. Returns tree.tar and doctor-{healthy,down,mtu,mended}.{json,exit,txt}.
+sc_doctor() {
+    local r=0 IP=/usr/sbin/ip
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p /tmp/ret
+    host_tree || r=1
+    doctor_run healthy || r=1
+    echo "+ ip link set eth1 down"; $IP link set eth1 down
+    port_state rxe1 "1: DOWN" || r=1
+    doctor_run down || r=1
+    echo "+ ip link set eth1 up (and table 101's route, eth1's neighbour)"; $IP link set eth1 up
+    $IP route replace 10.0.0.1/32 dev eth1 src 10.0.0.2 table 101
+    $IP neigh replace 10.0.0.1 lladdr 52:54:00:12:34:01 dev eth1 nud permanent
+    port_state rxe1 "4: ACTIVE" || r=1
+    echo "+ ip link set eth0 mtu 1000"; $IP link set eth0 mtu 1000
+    doctor_run mtu || r=1
+    echo "+ ip link set eth0 mtu 1500"; $IP link set eth0 mtu 1500
+    doctor_run mended || r=1
+    rm -rf /tmp/ret /tmp/tree
+    return $r
+}
+# counters and the capture side by side under loss: netem drops 3% of eth0's egress (rxe0's requests, before the
+# wire and before eth0's capture point); `rocescope counters` runs meanwhile, as JSON (--interval 0.25:
+# counters.jsonl, its last line the whole run's deltas) and as text (--interval 0.5: counters.txt), both stopped
+# with SIGINT; `rocescope capture -i eth0 -q --json -- rocescope gen loopback ... --op write -s 4096 -n 128
+# --depth 4` captures in the guest, where the counters are (capture.json: its report with `counters`; gen.json:
+# gen's report, which capture passes to standard error); then the same with -n 16 as text (capture.txt: gen's
+# report, then the capture's). rxe's hw_counters before and after (counters_now) and netem's statistics
+# (netem_clear, after the scenario) are in the log.
+sc_counters_loss() {
+    local R=/usr/local/bin/rocescope D=/tmp/ret r=0 c t G
+    [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    G="$R gen loopback -d rxe0 --peer-device rxe1 --op write -s 4096 --depth 4"
+    mkdir -p $D
+    netem eth0 loss 3% || return 1
+    counters_now before
+    echo "+ $R counters --interval 0.25 --json & $R counters --interval 0.5 &"
+    $R counters --interval 0.25 --json > $D/counters.jsonl 2> $D/counters.log &
+    c=$!
+    $R counters --interval 0.5 > $D/counters.txt 2>&1 &
+    t=$!
+    echo "+ $R capture -i eth0 -q --json -- $G -n 128 --json"
+    timeout 120 $R capture -i eth0 -q --json -- $G -n 128 --json > $D/capture.json 2> $D/gen.json
+    echo "capture: exit $?"
+    kill -INT $c $t
+    wait $c
+    echo "counters: exit $?" >> $D/counters.log
+    wait $t
+    counters_now after
+    echo "+ $R capture -i eth0 -q -- $G -n 16"
+    timeout 120 $R capture -i eth0 -q -- $G -n 16 > $D/capture.txt 2>&1
+    echo "exit $?" >> $D/capture.txt
+    cat $D/counters.log $D/counters.txt $D/capture.txt
+    for f in counters.jsonl counters.log counters.txt capture.json gen.json capture.txt; do lab_return $D/$f || r=1; done
+    rm -rf $D
+    return $r
+}
+
 # ---------------------------------------------------------------------------------------------------------
 NETEM_DEVS=""
 netem() {

@@ -178,6 +178,10 @@ pub struct RequestPsns {
     pub episodes: u64,
     /// New requests on PSNs a READ consumed.
     pub reused: u64,
+    /// Requests the responder found ahead of its expected PSN (out of sequence: it drops them) and behind
+    /// it (duplicates of requests it had taken), as an RC responder receiving exactly these requests would.
+    pub ahead_epsn: u64,
+    pub behind_epsn: u64,
 }
 
 impl RequestPsns {
@@ -214,6 +218,13 @@ impl RequestPsns {
             };
         }
         let taken = psn == self.epsn || self.epsn_read.is_some_and(|r| ends_at(r, psn, mtu));
+        if !taken && self.epsn_read.is_none() {
+            // What the responder makes of it: ahead of its expected PSN (out of sequence) or behind it
+            // (a duplicate of a request it had taken).
+            let d = diff(psn, self.epsn);
+            self.ahead_epsn += u64::from(d > 0);
+            self.behind_epsn += u64::from(d < 0);
+        }
         if taken {
             self.epsn = add(psn, width);
             self.epsn_read = unknown_read;
@@ -327,6 +338,8 @@ impl RequestPsns {
             duplicates: self.duplicates,
             episodes: self.episodes,
             reused: self.reused,
+            ahead_epsn: self.ahead_epsn,
+            behind_epsn: self.behind_epsn,
             ..RequestPsns::default()
         };
     }
@@ -494,6 +507,17 @@ mod tests {
             ),
             (1, 2, 4, 2, 1)
         );
+    }
+
+    /// What the responder counts (rxe's and mlx5's out-of-sequence and duplicate_request): 5 and 6 arrive
+    /// while it expects 3 (ahead), the go-back-N 3-6 is taken, then 6 and 7 again after 7 was taken (behind).
+    #[test]
+    fn the_responders_view_of_the_same_requests() {
+        let mut t = RequestPsns::default();
+        for psn in [1, 2, 5, 6, 3, 4, 5, 6, 7, 6, 7, 8] {
+            t.request(psn, Some(1), 0, None);
+        }
+        assert_eq!((t.ahead_epsn, t.behind_epsn), (2, 2));
     }
 
     #[test]

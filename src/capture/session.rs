@@ -13,8 +13,11 @@ use super::ring::{self, Ring};
 use super::writer::Writer;
 use super::{Config, Control, Request};
 use crate::analysis::{Classified, Engine};
+use crate::host::Root;
+use crate::host::counters::{Layout, Snapshot};
 use crate::pipeline::{self, EngineSide, ReadSide};
 use crate::report::capture::{CaptureStats, StoppedBy, Written};
+use crate::report::counters::{self, NicCounters};
 use crate::source::Packet;
 use crate::source::live::{DRAIN, LiveSource, PcapCounters};
 
@@ -38,9 +41,9 @@ pub trait Watcher: Send {
     fn first(&self) -> Duration {
         Duration::ZERO
     }
-    /// The analysis so far, with libpcap's counters and what `-w` wrote. `Break` stops the capture (the
-    /// TUI went away).
-    fn look(&mut self, engine: &Engine, stats: &CaptureStats) -> ControlFlow<()>;
+    /// The analysis so far, with libpcap's counters, what `-w` wrote and the NIC's counters now. `Break`
+    /// stops the capture (the TUI went away).
+    fn look(&mut self, engine: &Engine, stats: &CaptureStats, nic: &Nic) -> ControlFlow<()>;
 
     /// The capture is over, the end-of-capture pass comes next: what to hand the engine that was learnt
     /// meanwhile (the wrapped command's printout of its connections).
@@ -53,9 +56,76 @@ impl Watcher for () {
         Duration::from_secs(3600)
     }
 
-    fn look(&mut self, _engine: &Engine, _stats: &CaptureStats) -> ControlFlow<()> {
+    fn look(&mut self, _engine: &Engine, _stats: &CaptureStats, _nic: &Nic) -> ControlFlow<()> {
         ControlFlow::Continue(())
     }
+}
+
+/// The NIC's counters during a capture: the RDMA ports (and the capture interface's netdev) read at the
+/// start and now.
+pub struct Nic<'a> {
+    pub layout: &'a Layout,
+    pub start: &'a Snapshot,
+    pub now: &'a Snapshot,
+    pub interface: &'a str,
+}
+
+impl Nic<'_> {
+    /// Held against the engine's figures (`dropped`: libpcap's drops).
+    pub fn counters(&self, engine: &Engine, dropped: u64) -> NicCounters {
+        counters::build(
+            engine,
+            self.layout,
+            self.start,
+            self.now,
+            self.interface,
+            dropped,
+        )
+    }
+}
+
+/// The NIC's counters at the start and the end of a capture.
+pub struct NicSpan {
+    pub layout: Layout,
+    pub start: Snapshot,
+    pub end: Snapshot,
+    pub interface: String,
+}
+
+impl NicSpan {
+    /// The counters now, at the end of the capture.
+    fn end(layout: Layout, start: Snapshot, interface: String) -> NicSpan {
+        let end = Snapshot::take(&Root::live(), &layout);
+        NicSpan {
+            layout,
+            start,
+            end,
+            interface,
+        }
+    }
+
+    pub fn counters(&self, engine: &Engine, dropped: u64) -> NicCounters {
+        counters::build(
+            engine,
+            &self.layout,
+            &self.start,
+            &self.end,
+            &self.interface,
+            dropped,
+        )
+    }
+}
+
+/// The RDMA ports of this host and the capture interface, and their counters now (before the first
+/// frame).
+fn nic_start(interface: &str) -> (Layout, Snapshot) {
+    let root = Root::live();
+    let mut layout = Layout::find(&root, None).unwrap_or_default();
+    if interface != "any" {
+        layout.extra.push(interface.to_string());
+    }
+    let start = Snapshot::take(&root, &layout);
+    (layout, start)
 }
 
 /// How the session ended: the engine after its end-of-capture pass, the capture statistics with why it
@@ -65,6 +135,7 @@ pub struct Ended<W> {
     pub stats: CaptureStats,
     pub error: Option<String>,
     pub watcher: W,
+    pub nic: NicSpan,
 }
 
 /// An open capture, ready to run: opened (with its `-w` file) before anything else happens so that errors
@@ -74,6 +145,8 @@ pub struct Session {
     writer: Option<Writer>,
     ring: Option<Arc<Mutex<Ring>>>,
     cfg: Config,
+    layout: Layout,
+    nic_start: Snapshot,
 }
 
 impl Session {
@@ -97,11 +170,15 @@ impl Session {
                 &cfg.live.interface,
             )))
         });
+        // The counters' first reading: once the capture is open, before anything it watches starts.
+        let (layout, nic_start) = nic_start(&cfg.live.interface);
         Ok(Session {
             source,
             writer,
             ring,
             cfg: cfg.clone(),
+            layout,
+            nic_start,
         })
     }
 
@@ -163,6 +240,9 @@ impl Session {
             ring: self.ring.clone(),
             classes: Vec::new(),
             next_look: first_look,
+            layout: self.layout.clone(),
+            nic_start: self.nic_start.clone(),
+            interface: self.cfg.live.interface.clone(),
         };
         let run = pipeline::run(&mut self.source, &self.cfg.pipeline, &mut reading, looking)?;
         reading.finish(&mut self.source);
@@ -181,6 +261,7 @@ impl Session {
             stats,
             error,
             watcher: run.engine_side.watcher,
+            nic: NicSpan::end(self.layout, self.nic_start, self.cfg.live.interface),
         })
     }
 }
@@ -382,6 +463,9 @@ struct Looking<W> {
     /// How the frames of the current batch were counted, for the ring.
     classes: Vec<(u64, Classified)>,
     next_look: Instant,
+    layout: Layout,
+    nic_start: Snapshot,
+    interface: String,
 }
 
 impl<W: Watcher> EngineSide for Looking<W> {
@@ -411,7 +495,14 @@ impl<W: Watcher> EngineSide for Looking<W> {
                 ..self.base.clone()
             }
         };
-        if self.watcher.look(engine, &stats).is_break() {
+        let reading = Snapshot::take(&Root::live(), &self.layout);
+        let nic = Nic {
+            layout: &self.layout,
+            start: &self.nic_start,
+            now: &reading,
+            interface: &self.interface,
+        };
+        if self.watcher.look(engine, &stats, &nic).is_break() {
             lock(&self.shared).quit = true;
         }
         let every = self.watcher.every();

@@ -21,8 +21,8 @@ use rocescope::report::{Condition, Listing};
 use rocescope::source::{LiveConfig, printout};
 use rocescope::tui;
 use values::{
-    FailOn, OpcodeSet, parse_fail_on, parse_mtu, parse_opcode, parse_qpn, parse_secs, parse_size,
-    parse_speed,
+    FailOn, OpcodeSet, parse_fail_on, parse_interval, parse_mtu, parse_opcode, parse_qpn,
+    parse_secs, parse_size, parse_speed,
 };
 
 use crate::commands;
@@ -58,6 +58,66 @@ pub enum Command {
     /// Terminal UI over a capture file, or over a live capture (`-i IFACE`): flows, a flow's PSN chart and
     /// events, packets with their tree and hex.
     Tui(TuiArgs),
+    /// Read-only checks of every RDMA device and port (sysfs, procfs, netlink, the kernel log), layer by
+    /// layer, each finding with its evidence, its meaning and the fix. Exit 0: no error; 1: an error
+    /// finding; 4: no RDMA here.
+    Doctor(DoctorArgs),
+    /// The RDMA ports' hw_counters and their netdevs' statistics (per-priority pause frames included where
+    /// the driver has them) as deltas per interval, by the kernel's names; the whole run's at the end.
+    Counters(CountersArgs),
+}
+
+/// `rocescope doctor` options.
+#[derive(Args, Debug, Clone)]
+pub struct DoctorArgs {
+    /// Only this RDMA device (as /sys/class/infiniband names it).
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub device: Option<String>,
+    /// One JSON document (schema and finding codes in docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Read DIR/sys, DIR/proc, DIR/etc, DIR/dev/kmsg, ... instead of the running system's (a recorded tree;
+    /// DIR/ibv_devinfo and DIR/ethtool/IF stand for what only system calls give).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+}
+
+impl DoctorArgs {
+    pub fn config(&self) -> commands::doctor::Config {
+        commands::doctor::Config {
+            root: self.root.clone(),
+            device: self.device.clone(),
+            json: self.json,
+        }
+    }
+}
+
+/// `rocescope counters` options.
+#[derive(Args, Debug, Clone)]
+pub struct CountersArgs {
+    /// Only this RDMA device.
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub device: Option<String>,
+    /// Seconds between two readings (the deltas' interval).
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_interval)]
+    pub interval: f64,
+    /// Stop after N intervals (by default at Ctrl-C or SIGTERM).
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// One JSON object a line (JSON Lines): each interval's deltas, then the whole run's.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl CountersArgs {
+    pub fn config(&self) -> commands::counters::Config {
+        commands::counters::Config {
+            device: self.device.clone(),
+            interval: Duration::from_secs_f64(self.interval),
+            count: self.count,
+            json: self.json,
+        }
+    }
 }
 
 /// What is RoCE: `--port`.

@@ -57,6 +57,14 @@ pub fn parse_secs(s: &str) -> Result<f64, String> {
     }
 }
 
+/// An interval between readings: seconds, more than 0 (at least 10 ms).
+pub fn parse_interval(s: &str) -> Result<f64, String> {
+    match parse_secs(s)? {
+        v if v >= 0.01 => Ok(v),
+        _ => Err(format!("'{s}': the interval must be at least 0.01 seconds")),
+    }
+}
+
 /// A QP number: decimal or 0x-prefixed hex, 24 bits.
 pub fn parse_qpn(s: &str) -> Result<u32, String> {
     let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {

@@ -54,7 +54,8 @@ mod live {
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
     use rocescope::analysis::Engine;
-    use rocescope::capture::session::{Session, Watcher};
+    use rocescope::capture::session::{Nic, Session, Watcher};
+    use rocescope::host::counters::{Deltas, Snapshot};
     use rocescope::report::capture::{CaptureStats, CommandReport, StoppedBy};
     use rocescope::report::format::per_second;
     use rocescope::report::{self, Report};
@@ -115,6 +116,7 @@ mod live {
             last: Counts::default(),
             last_at: Instant::now(),
             start: Instant::now(),
+            last_nic: None,
         };
         let ended = live.run(until, None, status)?;
         if ended.watcher.shown && tty {
@@ -130,6 +132,11 @@ mod live {
             cfg.listing,
         );
         let write_error = ended.stats.stopped_by == StoppedBy::WriteError;
+        report.counters = Some(
+            ended
+                .nic
+                .counters(&ended.engine, ended.stats.dropped + ended.stats.if_dropped),
+        );
         report.capture_stats = Some(CaptureStats {
             command: command.clone(),
             ..ended.stats
@@ -319,6 +326,8 @@ mod live {
         last: Counts,
         last_at: Instant,
         start: Instant,
+        /// The NIC's counters at the last look.
+        last_nic: Option<Snapshot>,
     }
 
     impl Watcher for StatusLine {
@@ -330,12 +339,15 @@ mod live {
             Duration::from_secs(1)
         }
 
-        fn look(&mut self, engine: &Engine, stats: &CaptureStats) -> ControlFlow<()> {
+        fn look(&mut self, engine: &Engine, stats: &CaptureStats, nic: &Nic) -> ControlFlow<()> {
             if !self.on {
                 return ControlFlow::Continue(());
             }
             let now = Instant::now();
-            let line = self.line(engine, stats, now);
+            let mut line = self.line(engine, stats, now);
+            let since = self.last_nic.as_ref().unwrap_or(nic.start);
+            line.push_str(&nic_moved(since, nic.now));
+            self.last_nic = Some(nic.now.clone());
             if self.tty {
                 eprint!("\r\x1b[K{line}");
             } else {
@@ -352,6 +364,30 @@ mod live {
                     engine.announce(&x);
                 }
             }
+        }
+    }
+
+    /// The status line's NIC part: what each RDMA port counted since the last look.
+    fn nic_moved(a: &Snapshot, b: &Snapshot) -> String {
+        let d = Deltas::between(a, b, false);
+        let ports: Vec<String> = d
+            .ports
+            .iter()
+            .filter(|p| !p.hw_counters.is_empty() || !p.counters.is_empty())
+            .map(|p| {
+                let moved: Vec<String> = p
+                    .hw_counters
+                    .iter()
+                    .chain(&p.counters)
+                    .map(|(n, v)| format!("{n} {v}"))
+                    .collect();
+                format!("{}/{}: {}", p.device, p.port, moved.join(", "))
+            })
+            .collect();
+        if ports.is_empty() {
+            String::new()
+        } else {
+            format!(" | NIC {}", ports.join("; "))
         }
     }
 
@@ -387,6 +423,57 @@ mod live {
             self.last = counts;
             self.last_at = now;
             line
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use std::time::Instant;
+
+        use rocescope::host::counters::{PortValues, Snapshot};
+
+        fn snap(v: &[(&str, &str, u64)]) -> Snapshot {
+            let mut ports: Vec<PortValues> = Vec::new();
+            for (dev, name, x) in v {
+                let p = match ports.iter_mut().find(|p| p.device == *dev) {
+                    Some(p) => p,
+                    None => {
+                        ports.push(PortValues {
+                            device: dev.to_string(),
+                            port: 1,
+                            hw_counters: Default::default(),
+                            counters: Default::default(),
+                        });
+                        ports.last_mut().unwrap()
+                    }
+                };
+                p.hw_counters.insert(name.to_string(), *x);
+            }
+            Snapshot {
+                at: Instant::now(),
+                ports,
+                netdevs: Vec::new(),
+            }
+        }
+
+        /// The status line's NIC part: what each port counted since the last look; nothing when none moved.
+        #[test]
+        fn the_status_line_names_what_moved() {
+            let a = snap(&[
+                ("rxe0", "sent_pkts", 10),
+                ("rxe0", "rcvd_pkts", 4),
+                ("rxe1", "rcvd_pkts", 9),
+            ]);
+            let b = snap(&[
+                ("rxe0", "sent_pkts", 130),
+                ("rxe0", "rcvd_pkts", 4),
+                ("rxe1", "rcvd_pkts", 129),
+            ]);
+            assert_eq!(
+                super::nic_moved(&a, &b),
+                " | NIC rxe0/1: sent_pkts +120; rxe1/1: rcvd_pkts +120"
+            );
+            assert_eq!(super::nic_moved(&b, &b), "");
         }
     }
 }

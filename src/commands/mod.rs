@@ -2,7 +2,9 @@
 //! errors are one line on standard error.
 pub mod analyze;
 pub mod capture;
+pub mod counters;
 pub mod dissect;
+pub mod doctor;
 pub mod tui;
 
 use std::process::ExitCode;

@@ -49,6 +49,8 @@ pub fn start(iface: &str, mtu: Option<u32>) -> Result<Running, String> {
                 return Err(e);
             }
             let mut report = Report::build(&ended.engine, &source);
+            let dropped = ended.stats.dropped + ended.stats.if_dropped;
+            report.counters = Some(ended.nic.counters(&ended.engine, dropped));
             report.capture_stats = Some(ended.stats);
             Ok(report)
         })

@@ -1,17 +1,13 @@
 //! The pure parts of the generator: the path MTU and its limits, GID and work completion names, rates and
 //! pacing (PSN arithmetic is `parsers::psn`).
 use parsers::psn::PSN_MASK;
+pub use rocescope::host::rdma::mtu_bytes;
+use rocescope::host::rdma::{RXE_HEADERS, ib_mtu_for};
 
-/// rxe reserves this much of the netdev MTU for headers (RXE_MAX_HDR_LENGTH) when it derives a port's
-/// active MTU; a path MTU beyond that never reaches the wire.
-pub const RXE_MAX_HDR_LENGTH: u32 = 80;
-
-/// The largest InfiniBand path MTU that fits a network device MTU of `netdev_mtu` bytes, if any.
+/// The largest InfiniBand path MTU that fits a network device MTU of `netdev_mtu` bytes after rxe's header
+/// bytes, if any: a path MTU beyond it never reaches the wire.
 pub fn max_path_mtu_for_netdev(netdev_mtu: u32) -> Option<u32> {
-    let room = netdev_mtu.checked_sub(RXE_MAX_HDR_LENGTH)?;
-    [4096, 2048, 1024, 512, 256]
-        .into_iter()
-        .find(|&m| m <= room)
+    ib_mtu_for(netdev_mtu, RXE_HEADERS)
 }
 
 /// One end of the path, as far as the path MTU goes.
@@ -61,7 +57,7 @@ pub fn check_netdev_mtu(
                  wire and no completion would come",
                 netdev.unwrap_or("?"),
                 match limit {
-                    Some(l) => format!("at most {l} after {RXE_MAX_HDR_LENGTH} header bytes"),
+                    Some(l) => format!("at most {l} after {RXE_HEADERS} header bytes"),
                     None => "not even 256".to_string(),
                 }
             ));
@@ -74,11 +70,6 @@ pub fn check_netdev_mtu(
 /// at least 1: with 0, READs hang silently (no packet, no completion, the QP still in RTS).
 pub fn rd_atomic(depth: u32, a: u32, b: u32) -> u8 {
     depth.min(16).min(a).min(b).max(1) as u8
-}
-
-/// Path MTU in bytes for the verbs enum value (IBV_MTU_256 = 1 .. IBV_MTU_4096 = 5).
-pub fn mtu_bytes(enum_value: u32) -> Option<u32> {
-    (1..=5).contains(&enum_value).then(|| 128 << enum_value)
 }
 
 /// The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d).

@@ -2,6 +2,7 @@
 //! The JSON form is a stable interface, documented in docs/json.md.
 pub mod capture;
 pub mod connections;
+pub mod counters;
 mod detail;
 pub mod format;
 pub mod listing;
@@ -47,6 +48,10 @@ pub struct Report {
     /// Absent for a capture file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture_stats: Option<capture::CaptureStats>,
+    /// Live capture only: the NIC's counters over the capture, held against what the capture saw
+    /// (docs/json.md). Absent for a capture file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<counters::NicCounters>,
     /// The diagnosis' counts by condition (the verdict is judged again from them).
     #[serde(skip)]
     pub diagnosis: Diagnosis,
@@ -366,6 +371,7 @@ impl Report {
                 text: String::new(),
             },
             capture_stats: None,
+            counters: None,
             diagnosis: engine.diagnosis,
         };
         report.judge(&[]);

@@ -71,6 +71,9 @@ fn capture(out: &mut impl Write, r: &Report) -> io::Result<()> {
     if let Some(s) = &r.capture_stats {
         s.write_text(out)?;
     }
+    if let Some(c) = &r.counters {
+        c.write_text(out)?;
+    }
     Ok(())
 }
 

@@ -11,10 +11,11 @@ use super::model::{Model, Msg};
 use super::{SNAPSHOT_EVERY, Store, Work, color_wanted, session};
 use crate::analysis::Engine;
 use crate::capture::ring::Ring;
-use crate::capture::session::{Session, Watcher};
+use crate::capture::session::{Nic, Session, Watcher};
 use crate::capture::{self, Control, Request};
 use crate::report::Report;
 use crate::report::capture::{CaptureStats, StoppedBy};
+use crate::report::counters::NicCounters;
 
 /// The terminal UI over a live capture.
 pub fn run(cfg: &capture::Config) -> Result<(), String> {
@@ -56,10 +57,11 @@ struct Snapshots {
 }
 
 impl Snapshots {
-    fn send(&self, engine: &Engine, stats: CaptureStats) -> bool {
+    fn send(&self, engine: &Engine, stats: CaptureStats, nic: NicCounters) -> bool {
         let held = self.ring.lock().map_or(0, |r| r.len() as u64);
         let mut report = Report::build(engine, &self.source);
         report.capture_stats = Some(stats);
+        report.counters = Some(nic);
         self.tx
             .send(Work::Msg(Msg::Snapshot(Arc::new(report), held)))
             .is_ok()
@@ -71,8 +73,9 @@ impl Watcher for Snapshots {
         SNAPSHOT_EVERY
     }
 
-    fn look(&mut self, engine: &Engine, stats: &CaptureStats) -> ControlFlow<()> {
-        if self.send(engine, stats.clone()) {
+    fn look(&mut self, engine: &Engine, stats: &CaptureStats, nic: &Nic) -> ControlFlow<()> {
+        let counters = nic.counters(engine, stats.dropped + stats.if_dropped);
+        if self.send(engine, stats.clone(), counters) {
             ControlFlow::Continue(())
         } else {
             ControlFlow::Break(())
@@ -103,7 +106,10 @@ fn capture_thread(
     match live.run(until, Some(control), watcher) {
         Ok(ended) => {
             let w = ended.watcher;
-            w.send(&ended.engine, ended.stats);
+            let nic = ended
+                .nic
+                .counters(&ended.engine, ended.stats.dropped + ended.stats.if_dropped);
+            w.send(&ended.engine, ended.stats, nic);
             if let Some(e) = ended.error {
                 let _ = w.tx.send(Work::Msg(Msg::Error(e)));
             }

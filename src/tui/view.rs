@@ -194,6 +194,19 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
                 },
             ));
         }
+        if let Some(n) = r.counters.as_ref().filter(|n| !n.relations.is_empty()) {
+            // So far: frames in flight make a live disagreement transient; the final report judges.
+            l2.push(match n.disagreements {
+                0 => Span::styled(
+                    format!("  NIC agrees ({})", n.relations.len()),
+                    theme.fg(Color::Green),
+                ),
+                d => Span::styled(
+                    format!("  NIC: {d} of {} differ", n.relations.len()),
+                    theme.fg(Color::Yellow),
+                ),
+            });
+        }
         if r.pfc.is_empty() && r.link_pause.is_none() {
             l2.push(Span::raw("  PFC none"));
         }

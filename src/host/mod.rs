@@ -1,0 +1,157 @@
+//! The host side of a diagnosis, read-only: the RDMA devices and ports (sysfs), their netdevs (sysfs,
+//! procfs, netlink), congestion control, the kernel log, the NIC counters; `doctor` turns them into
+//! findings. Everything is read behind a [`Root`] (`/`, or a recorded tree for `--root`), every file as
+//! hostile input ([`read`]).
+pub mod calls;
+pub mod congestion;
+pub mod counters;
+pub mod doctor;
+pub mod klog;
+pub mod netdev;
+pub mod rdma;
+pub mod read;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use read::ReadError;
+pub use read::Root;
+
+/// Where a finding (or a file that could not be read) belongs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// The kernel's RDMA subsystem and the devices it has.
+    Kernel,
+    /// libibverbs and the provider library of a device.
+    Provider,
+    Device,
+    Port,
+    Mtu,
+    Gid,
+    Netdev,
+    Congestion,
+    KernelLog,
+    Counters,
+}
+
+impl Layer {
+    /// The name the JSON and the text give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Kernel => "kernel",
+            Layer::Provider => "provider",
+            Layer::Device => "device",
+            Layer::Port => "port",
+            Layer::Mtu => "mtu",
+            Layer::Gid => "gid",
+            Layer::Netdev => "netdev",
+            Layer::Congestion => "congestion",
+            Layer::KernelLog => "kernel_log",
+            Layer::Counters => "counters",
+        }
+    }
+}
+
+/// A file that should have given a value and did not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unread {
+    pub layer: Layer,
+    pub device: Option<String>,
+    pub port: Option<u32>,
+    pub path: String,
+    pub error: ReadError,
+}
+
+/// A pass over the root that remembers what it could not read.
+pub struct Scan<'r> {
+    pub root: &'r Root,
+    pub unread: Vec<Unread>,
+}
+
+impl<'r> Scan<'r> {
+    pub fn new(root: &'r Root) -> Scan<'r> {
+        Scan {
+            root,
+            unread: Vec::new(),
+        }
+    }
+
+    /// Remembers that `rel` could not be read.
+    pub fn unread(
+        &mut self,
+        rel: &str,
+        error: ReadError,
+        layer: Layer,
+        dev: Option<&str>,
+        port: Option<u32>,
+    ) {
+        self.unread.push(Unread {
+            layer,
+            device: dev.map(str::to_string),
+            port,
+            path: self.root.show(rel),
+            error,
+        });
+    }
+
+    /// A value file that should be there.
+    pub fn value(
+        &mut self,
+        rel: &str,
+        layer: Layer,
+        dev: Option<&str>,
+        port: Option<u32>,
+    ) -> Option<String> {
+        self.root
+            .text(rel)
+            .map_err(|e| self.unread(rel, e, layer, dev, port))
+            .ok()
+    }
+
+    /// A number file that should be there.
+    pub fn number(
+        &mut self,
+        rel: &str,
+        layer: Layer,
+        dev: Option<&str>,
+        port: Option<u32>,
+    ) -> Option<u64> {
+        self.root
+            .number(rel)
+            .map_err(|e| self.unread(rel, e, layer, dev, port))
+            .ok()
+    }
+
+    /// Every counter file of directory `dir` (none when it is not there), by name. `lifespan` is not a
+    /// counter: it is how long the kernel caches the values (milliseconds).
+    pub fn counters(&mut self, dir: &str, dev: &str, port: u32) -> BTreeMap<String, u64> {
+        let names = self.root.list(dir).unwrap_or_default();
+        names
+            .into_iter()
+            .filter(|n| n != "lifespan")
+            .filter_map(|n| {
+                let v = self.number(
+                    &format!("{dir}/{n}"),
+                    Layer::Counters,
+                    Some(dev),
+                    Some(port),
+                )?;
+                Some((n, v))
+            })
+            .collect()
+    }
+}
+
+/// The one line for a device that is not there.
+pub fn no_such_device(name: &str, names: &[String]) -> String {
+    format!(
+        "no RDMA device '{name}' (devices here: {}); give one of them with -d, or none for all",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    )
+}
