@@ -77,6 +77,10 @@ pub trait EngineSide: Send {
     /// A batch was ingested; `engine` holds the analysis so far.
     fn batch_done(&mut self, _engine: &Engine) {}
 
+    /// Flows were evicted (the engine's state is bounded): the flow ids counted so far change by `remap`
+    /// (old id -> new id, `None` for a flow that went).
+    fn renumbered(&mut self, _remap: &analysis::Remap) {}
+
     /// The last frame was ingested; the end-of-capture pass comes next. The place to hand the engine what
     /// was learnt meanwhile (a wrapped command's printout).
     fn ending(&mut self, _engine: &mut Engine) {}
@@ -274,6 +278,13 @@ struct Ingest<E> {
 }
 
 impl<E: EngineSide> Ingest<E> {
+    /// Flows were evicted by the frame just ingested: the side renumbers the ids it kept.
+    fn renumbered(&mut self) {
+        if let Some(remap) = self.engine.take_remap() {
+            self.side.renumbered(&remap);
+        }
+    }
+
     /// ICRC checks and ingestion of one batch, in capture order.
     fn batch(&mut self, batch: &mut Batch) -> ControlFlow<()> {
         let mut flow = ControlFlow::Continue(());
@@ -288,6 +299,7 @@ impl<E: EngineSide> Ingest<E> {
             };
             let frame = parse_frame(w.linktype, data, w.orig_len as usize, &self.parse);
             let classified = self.engine.ingest(w.number, w.ts_nanos, &frame);
+            self.renumbered();
             self.side.ingested(w.number, classified);
             if flow.is_continue() {
                 flow = self.side.frame(w.number, &packet, &frame, classified);
@@ -302,6 +314,7 @@ impl<E: EngineSide> Ingest<E> {
                 r.icrc_status = Some(cover.check(p.bytes.get(copies)));
             }
             let classified = self.engine.ingest(p.number, p.ts_nanos, &p.frame);
+            self.renumbered();
             self.side.ingested(p.number, classified);
         }
         self.side.batch_done(&self.engine);

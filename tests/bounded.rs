@@ -135,3 +135,37 @@ fn a_scan_among_a_fabric_is_added_up() {
     let _ = std::fs::remove_file(clean);
     let _ = std::fs::remove_file(noisy);
 }
+
+/// With the flow table capped below the noise (`--max-flows 500`), the least recently seen flows go: the
+/// noise (one packet each, old by the time the table fills), never the busy fabric, whose flows are reported
+/// exactly as without the noise; the evicted are added up, and the totals count every flow.
+#[test]
+fn a_capped_table_evicts_the_noise() {
+    let (clean, noisy) = (capture("clean-cap", 0), capture("noisy-cap", NOISE));
+    let want = analyze(&clean, &[]);
+    let got = analyze(&noisy, &["--max-flows", "500"]);
+    let fabric = want["flows"].as_array().unwrap();
+    let listed = got["flows"].as_array().unwrap();
+    for f in fabric {
+        let g = listed
+            .iter()
+            .find(|g| key(g) == key(f))
+            .unwrap_or_else(|| panic!("flow {:?} evicted", key(f)));
+        assert_eq!(figures(g), figures(f), "flow {:?}", key(f));
+    }
+    let total = fabric.len() as u64 + NOISE;
+    assert_eq!(got["flow_totals"]["flows"], total);
+    let evicted = &got["evicted"];
+    let kept = listed.len() as u64 + got["other_flows"]["flows"].as_u64().unwrap_or(0);
+    assert!(kept <= 500, "{kept} flows kept");
+    assert_eq!(evicted["flows"].as_u64().unwrap() + kept, total);
+    assert_eq!(
+        evicted["requesters"], evicted["flows"],
+        "the noise is requesters"
+    );
+    assert_eq!(evicted["packets"], evicted["flows"], "one packet each");
+    assert_eq!(evicted["with_trouble"], 0);
+    assert_eq!(got["verdict"]["problems"], want["verdict"]["problems"]);
+    let _ = std::fs::remove_file(clean);
+    let _ = std::fs::remove_file(noisy);
+}

@@ -98,6 +98,21 @@ impl<'a> parsers::Visitor<'a> for Sink {
     }
 }
 
+/// Every input a fuzzer once crashed on (testdata/fuzz/README.md says what each found).
+#[test]
+fn fuzz_findings_never_panic() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/fuzz");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "pcap") {
+            run(std::fs::read(&p).unwrap());
+            n += 1;
+        }
+    }
+    assert!(n >= 1);
+}
+
 #[test]
 fn mutated_captures_never_panic() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");

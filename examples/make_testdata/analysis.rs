@@ -128,7 +128,9 @@ fn gap_nak_go_back_n(dir: &Path) {
 }
 
 /// An empty receive queue: 12 RNR NAKs (timer code 14 = 1.28 ms) for one SEND, each followed by a resend,
-/// 15 ms apart, then the ACK.
+/// 15 ms apart, then the ACK. Events: RNR NAK events stop at the storm threshold (10), and a flow keeps the
+/// first 8 events of a kind and its newest: RNR NAKs at frames 2-16 and 20 (the 10th), go-back-Ns at
+/// frames 3-17 and 25 (the 12th resend).
 fn rnr_storm(dir: &Path) {
     let mut c = Capture::new(1);
     let none = json!({});
@@ -162,7 +164,9 @@ fn rnr_storm(dir: &Path) {
                 {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "rnr_naks": 12,
                  "rnr_timers_ms": {"1.28": 12}, "acks": 1}
             ],
-            "event_counts": {"rnr_nak": 10, "rnr_storm": 1, "go_back_n": 12},
+            "event_counts": {"rnr_nak": 9, "rnr_storm": 1, "go_back_n": 9},
+            "events": [{"kind": "rnr_nak", "frame": 20, "detail": {"psn": 10}},
+                       {"kind": "go_back_n", "frame": 25, "detail": {"from": 10}}],
             "events_text": ["RNR NAK storm: 12 in 165.000 ms (the receiver posts no receives: an empty receive queue)"],
             "verdict": {"status": "fail", "problems": ["rnr", "retransmissions"]}
         }),

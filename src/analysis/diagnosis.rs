@@ -101,6 +101,7 @@ impl Engine {
     /// Every so often while the capture goes on: requests unanswered for longer than the stall time are
     /// a stall, reported once per episode (the event is updated when the answer comes, or at the end).
     pub(crate) fn sweep(&mut self, now: u64) {
+        self.evict_idle(now);
         let stall = self.cfg.stall_nanos;
         for id in 0..self.flows.len() {
             let f = &self.flows[id];
@@ -135,37 +136,34 @@ impl Engine {
         }
     }
 
-    /// At the end of the capture: stalls still going on, flows that never heard back, requesters that
-    /// gave up, READs whose guessed PSNs another request reused.
-    pub(crate) fn diagnose_at_end(&mut self) {
-        let end = self.totals.last_ts;
+    /// At the end of flow `id` (`end`: the end of the capture, or its eviction): a stall still going on, no
+    /// response ever, a requester that gave up, READs whose guessed PSNs another request reused.
+    pub(crate) fn diagnose_flow(&mut self, id: usize, end: u64) {
         let stall = self.cfg.stall_nanos;
         let mtu = self.mtu();
-        for id in 0..self.flows.len() {
-            let mut found = Vec::new();
-            let f = &self.flows[id];
-            let answered = f.rc.answered;
-            let rc_requests = f.requests > 0 && f.reliable;
-            if rc_requests && !answered && end.saturating_sub(f.first_ts) > stall {
-                found.push((
-                    f.first_frame,
-                    f.first_ts,
-                    Kind::NoResponse {
-                        requests: f.requests,
-                        first_psn: f.psn.first,
-                        waited_us: end.saturating_sub(f.first_ts) / 1000,
-                    },
-                ));
-            } else if let Some(&(psn, since, frame, _)) = f.timing.outstanding.front() {
-                found.extend(end_of_stall(f, psn, since, frame, end, stall));
-            }
-            found.extend(gave_up(f, end, stall));
-            if let Some(m) = f.mtu_or(mtu) {
-                found.extend(reused_guessed_reads(f, m));
-            }
-            for (frame, ts, kind) in found {
-                self.note_end(id as u32, frame, ts, kind);
-            }
+        let mut found = Vec::new();
+        let f = &self.flows[id];
+        let answered = f.rc.answered;
+        let rc_requests = f.requests > 0 && f.reliable;
+        if rc_requests && !answered && end.saturating_sub(f.first_ts) > stall {
+            found.push((
+                f.first_frame,
+                f.first_ts,
+                Kind::NoResponse {
+                    requests: f.requests,
+                    first_psn: f.psn.first,
+                    waited_us: end.saturating_sub(f.first_ts) / 1000,
+                },
+            ));
+        } else if let Some(&(psn, since, frame, _)) = f.timing.outstanding.front() {
+            found.extend(end_of_stall(f, psn, since, frame, end, stall));
+        }
+        found.extend(gave_up(f, end, stall));
+        if let Some(m) = f.mtu_or(mtu) {
+            found.extend(reused_guessed_reads(f, m));
+        }
+        for (frame, ts, kind) in found {
+            self.note_end(id as u32, frame, ts, kind);
         }
     }
 
@@ -257,7 +255,7 @@ fn gave_up(f: &Flow, end: u64, stall: u64) -> Option<(u64, u64, Kind)> {
     match (f.rc.resent, f.rc.rnr) {
         // The last word on the oldest PSN was an RNR NAK, and the requester did not try it again.
         (_, Some(r)) if r.psn == oldest && !retried_after(r.ts, r.psn) => {
-            (silent > stall.max(2 * f.rc.rnr_timer_us * 1000)).then(|| {
+            (silent > stall.max(f.rc.rnr_timer_us.saturating_mul(2000))).then(|| {
                 let (psn, naks, silent_us) = (r.psn, r.count, silent / 1000);
                 (
                     r.frame,
@@ -272,7 +270,7 @@ fn gave_up(f: &Flow, end: u64, stall: u64) -> Option<(u64, u64, Kind)> {
         }
         // The last go-back-N was the timer's, to the oldest PSN, and nothing answered it.
         (Some(r), _) if r.psn == oldest && !retried_after(r.ts, r.psn) => {
-            (silent > stall.max(2 * f.rc.timer_ns)).then(|| {
+            (silent > stall.max(f.rc.timer_ns.saturating_mul(2))).then(|| {
                 let (psn, resends, silent_us) = (r.psn, r.count, silent / 1000);
                 (
                     r.frame,

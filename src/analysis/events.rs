@@ -5,6 +5,7 @@ use std::fmt;
 use parsers::aeth::NakCode;
 use parsers::error::Malformed;
 use parsers::psn::Shown;
+use rustc_hash::FxHashMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -544,15 +545,37 @@ pub struct Event {
 #[derive(Debug, Default, Clone)]
 pub struct Events {
     pub list: Vec<Event>,
-    /// Events not kept because the list was full.
+    /// Events not kept: the list was full, or their flow had many of their kind already.
     pub dropped: u64,
+    /// Per flow and kind: how many came, and the slot of the last kept (the one the newest replaces).
+    per_kind: FxHashMap<(u32, &'static str), (u32, usize)>,
 }
 
 impl Events {
     pub const LIMIT: usize = 10_000;
+    /// Events of one kind kept per flow: the first this many and the newest, so that one flow in an RNR
+    /// storm or a loss burst does not crowd out the others.
+    pub const PER_FLOW_KIND: u32 = 8;
 
-    /// Keeps the event; returns where it is in the list (`None` when the list was full).
+    /// Keeps the event; returns where it is in the list (`None` when it was not kept).
     pub fn push(&mut self, e: Event) -> Option<usize> {
+        if let Some(flow) = e.flow {
+            let seen = self
+                .per_kind
+                .entry((flow, e.kind.name()))
+                .or_insert((0, usize::MAX));
+            seen.0 = seen.0.saturating_add(1);
+            if seen.0 > Self::PER_FLOW_KIND + 1
+                && let Some(last) = self.list.get_mut(seen.1)
+            {
+                *last = e;
+                self.dropped += 1;
+                return Some(seen.1);
+            }
+            if self.list.len() < Self::LIMIT {
+                seen.1 = self.list.len();
+            }
+        }
         if self.list.len() < Self::LIMIT {
             self.list.push(e);
             Some(self.list.len() - 1)
@@ -560,5 +583,63 @@ impl Events {
             self.dropped += 1;
             None
         }
+    }
+
+    /// Flows were evicted: their counts go, the others follow their ids.
+    pub(crate) fn renumber(&mut self, map: impl Fn(u32) -> Option<u32>) {
+        for e in &mut self.list {
+            e.flow = e.flow.and_then(&map);
+        }
+        self.per_kind = self
+            .per_kind
+            .drain()
+            .filter_map(|((flow, kind), v)| Some(((map(flow)?, kind), v)))
+            .collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gap(flow: u32, frame: u64) -> Event {
+        Event {
+            ts_nanos: frame,
+            flow: Some(flow),
+            frame,
+            kind: Kind::PsnGap {
+                missing: 1,
+                after: 0,
+            },
+        }
+    }
+
+    /// One flow's 20 gaps keep its first 8 and its newest; another flow's 3 are all kept.
+    #[test]
+    fn a_flow_keeps_the_first_and_the_newest_of_a_kind() {
+        let mut e = Events::default();
+        for frame in 1..=20 {
+            e.push(gap(0, frame));
+        }
+        for frame in 21..=23 {
+            e.push(gap(1, frame));
+        }
+        let frames: Vec<u64> = e.list.iter().map(|e| e.frame).collect();
+        assert_eq!(frames, vec![1, 2, 3, 4, 5, 6, 7, 8, 20, 21, 22, 23]);
+        assert_eq!(e.dropped, 11);
+        // Another kind of the same flow has its own count.
+        e.push(Event {
+            kind: Kind::CeWithoutCnp { count: 1 },
+            ..gap(0, 24)
+        });
+        assert_eq!(e.list.len(), 13);
+        // After an eviction that renumbers flow 1 to 0 and drops flow 0, the counts follow.
+        e.renumber(|id| (id == 1).then_some(0));
+        assert!(e.list.iter().take(9).all(|e| e.flow.is_none()));
+        for frame in 25..=30 {
+            e.push(gap(0, frame));
+        }
+        // Flow 1 (now 0) had 3: 6 more make 9, all kept (the 9th is the slot the newest takes over).
+        assert_eq!(e.list.len(), 13 + 6);
     }
 }

@@ -227,6 +227,16 @@ pub struct Flow {
     pub mtu: Option<u32>,
 }
 
+/// Loss and damage (gaps, missing PSNs, retransmissions, NAKs, RNR NAKs, implied NAKs, bad ICRCs, malformed
+/// frames) weigh a million times congestion signals (CE marks, CNPs, CE marks without a CNP): any loss ranks
+/// above any amount of congestion. The one ranking of trouble: the text report's "most trouble first", the
+/// TUI's sort and colours, the plots' choice, the flows a report of many lists.
+pub fn trouble_score(hard: [u64; 8], soft: [u64; 3]) -> u64 {
+    let hard: u64 = hard.iter().fold(0, |a, b| a.saturating_add(*b));
+    let soft: u64 = soft.iter().fold(0, |a, b| a.saturating_add(*b));
+    hard.saturating_mul(1_000_000).saturating_add(soft)
+}
+
 /// CE marks awaiting a CNP per flow: a window's worth at line rate; older ones are settled first.
 pub const CE_PENDING_LIMIT: usize = 16_384;
 
@@ -285,6 +295,23 @@ impl Flow {
             conn: None,
             mtu: None,
         }
+    }
+
+    /// Its trouble, by [`trouble_score`].
+    pub fn trouble(&self) -> u64 {
+        trouble_score(
+            [
+                self.psn.gap_events,
+                self.psn.missing,
+                self.psn.retransmitted,
+                self.resp.naks.total(),
+                self.resp.rnr_naks,
+                self.resp.implied_naks,
+                self.icrc_bad,
+                self.malformed,
+            ],
+            [self.ecn[3], self.cnp, self.ce_without_cnp],
+        )
     }
 
     pub fn role(&self) -> Role {

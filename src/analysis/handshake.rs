@@ -15,7 +15,7 @@ impl Seen {
             frame,
             ts,
             first_ts: last.map_or(ts, |s| s.first_ts),
-            count: last.map_or(1, |s| s.count + 1),
+            count: last.map_or(1, |s| s.count.saturating_add(1)),
         }
     }
 }

@@ -4,6 +4,7 @@ mod congestion;
 pub mod connections;
 pub mod diagnosis;
 pub mod events;
+mod evict;
 pub mod flow;
 mod handshake;
 pub mod psn;
@@ -35,6 +36,10 @@ pub struct Config {
     /// Requests unanswered for longer than this are a stall (and, with nothing ever back, no response; a
     /// requester silent this long after resending gave up).
     pub stall_nanos: u64,
+    /// At most this many flows are kept: the least recently seen quarter goes when the table is full.
+    pub max_flows: Option<usize>,
+    /// A flow idle for longer than this is finished and goes.
+    pub flow_timeout_nanos: Option<u64>,
 }
 
 impl Config {
@@ -47,6 +52,13 @@ impl Config {
     /// timeout of perftest (4.096 µs × 2^14 = 67 ms) and of the generator (2^17: 0.54 s), so a request
     /// unanswered this long was resent at least once, or the requester waits on a peer that is gone.
     pub const DEFAULT_STALL_MS: u64 = 1000;
+    /// `--max-flows`: a flow costs about 1.5 KB here, so 100,000 flows are about 150 MB, and more QPs than
+    /// one capture point of a fabric usually sees at once.
+    pub const DEFAULT_MAX_FLOWS: usize = 100_000;
+    /// `--flow-timeout`: longer than any retry sequence a requester keeps up (7 retries of a 4.3 s local
+    /// ACK timeout, 2^20 × 4.096 µs, are 30 s; RNR and CM retries are shorter), so only a flow that is done
+    /// goes.
+    pub const DEFAULT_FLOW_TIMEOUT_S: u64 = 300;
 }
 
 impl Default for Config {
@@ -57,6 +69,8 @@ impl Default for Config {
             cnp_window_nanos: Self::DEFAULT_CNP_WINDOW_US * 1000,
             rnr_storm: 10,
             stall_nanos: Self::DEFAULT_STALL_MS * 1_000_000,
+            max_flows: None,
+            flow_timeout_nanos: None,
         }
     }
 }
@@ -154,6 +168,10 @@ pub struct Engine {
     pub connections: connections::Connections,
     /// The flows of the connections with both addresses known: flow key -> (connection, direction).
     conn_index: FxHashMap<FlowKey, (u32, u8)>,
+    /// What the flows evicted carried.
+    pub evicted: Evicted,
+    /// The renumbering of the last evictions, until taken.
+    remapped: Option<Remap>,
 }
 
 /// How many of the diagnosis' events each condition has.
@@ -168,6 +186,8 @@ pub struct Diagnosis {
     /// CM rejects and timeouts, data toward unannounced QPNs, first PSNs other than announced.
     pub connections: u64,
 }
+
+pub use evict::{Evicted, Remap};
 
 impl Engine {
     pub fn new(cfg: Config) -> Engine {
@@ -186,6 +206,8 @@ impl Engine {
             next_sweep: 0,
             connections: connections::Connections::default(),
             conn_index: FxHashMap::default(),
+            evicted: Evicted::default(),
+            remapped: None,
         }
     }
 
@@ -338,6 +360,9 @@ impl Engine {
         {
             return id;
         }
+        if !self.index.contains_key(&key) {
+            self.make_room(ts);
+        }
         let flows = &mut self.flows;
         let mut created = false;
         let id = *self.index.entry(key).or_insert_with(|| {
@@ -397,37 +422,8 @@ impl Engine {
     /// Closes what only the end of the capture settles: pending CE marks, RNR storms, PFC summaries.
     pub fn finish(&mut self) {
         let end = self.totals.last_ts;
-        let window = self.cfg.cnp_window_nanos;
-        let mtu = self.mtu();
-        for (id, f) in self.flows.iter_mut().enumerate() {
-            f.psn.settle(f.mtu_or(mtu));
-            // Marks within the last window of the capture may have been answered after it ended.
-            f.expire_ce(end.saturating_sub(window));
-            if let Some((ce_ts, ce_frame)) = f.first_unanswered_ce {
-                self.events.push(Event {
-                    ts_nanos: ce_ts,
-                    flow: Some(id as u32),
-                    frame: ce_frame,
-                    kind: Kind::CeWithoutCnp {
-                        count: f.ce_without_cnp,
-                    },
-                });
-            }
-            let r = &f.resp;
-            let span = r.last_rnr_ts.saturating_sub(r.first_rnr_ts);
-            if r.rnr_naks >= self.cfg.rnr_storm
-                && span <= r.rnr_naks / self.cfg.rnr_storm.max(1) * 1_000_000_000
-            {
-                self.events.push(Event {
-                    ts_nanos: r.first_rnr_ts,
-                    flow: Some(id as u32),
-                    frame: r.first_rnr_frame,
-                    kind: Kind::RnrStorm {
-                        count: r.rnr_naks,
-                        span_us: span / 1000,
-                    },
-                });
-            }
+        for id in 0..self.flows.len() {
+            self.close_flow(id, end);
         }
         let priorities = self
             .pause
@@ -452,8 +448,44 @@ impl Engine {
                 });
             }
         }
-        self.diagnose_at_end();
         self.hold_connections();
         self.events.list.sort_by_key(|e| (e.ts_nanos, e.frame));
+    }
+
+    /// What the end of flow `id` settles, at `end` (the end of the capture, or its eviction): its PSNs, its
+    /// CE marks, an RNR storm, and the diagnosis only the end tells.
+    fn close_flow(&mut self, id: usize, end: u64) {
+        let window = self.cfg.cnp_window_nanos;
+        let mtu = self.mtu();
+        let f = &mut self.flows[id];
+        f.psn.settle(f.mtu_or(mtu));
+        // Marks within the last window of the capture may have been answered after it ended.
+        f.expire_ce(end.saturating_sub(window));
+        if let Some((ce_ts, ce_frame)) = f.first_unanswered_ce {
+            let count = f.ce_without_cnp;
+            self.events.push(Event {
+                ts_nanos: ce_ts,
+                flow: Some(id as u32),
+                frame: ce_frame,
+                kind: Kind::CeWithoutCnp { count },
+            });
+        }
+        let r = &self.flows[id].resp;
+        let span = r.last_rnr_ts.saturating_sub(r.first_rnr_ts);
+        if r.rnr_naks >= self.cfg.rnr_storm
+            && span <= r.rnr_naks / self.cfg.rnr_storm.max(1) * 1_000_000_000
+        {
+            let (ts_nanos, frame, count) = (r.first_rnr_ts, r.first_rnr_frame, r.rnr_naks);
+            self.events.push(Event {
+                ts_nanos,
+                flow: Some(id as u32),
+                frame,
+                kind: Kind::RnrStorm {
+                    count,
+                    span_us: span / 1000,
+                },
+            });
+        }
+        self.diagnose_flow(id, end);
     }
 }

@@ -219,6 +219,16 @@ impl Ring {
         }
     }
 
+    /// Flows were evicted: the frames' flow ids after `remap`.
+    pub fn renumber(&mut self, remap: &crate::analysis::Remap) {
+        for rec in &mut self.recs {
+            let c = &mut rec.classified;
+            c.flow = c
+                .flow
+                .and_then(|f| remap.get(f as usize).copied().flatten());
+        }
+    }
+
     /// Number of the oldest frame held.
     pub fn first_number(&self) -> Option<u64> {
         self.recs.front().map(|r| r.number)

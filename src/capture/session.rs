@@ -514,4 +514,18 @@ impl<W: Watcher> EngineSide for Looking<W> {
     fn ending(&mut self, engine: &mut Engine) {
         self.watcher.ending(engine);
     }
+
+    fn renumbered(&mut self, remap: &crate::analysis::Remap) {
+        let map = |c: &mut Classified| {
+            c.flow = c
+                .flow
+                .and_then(|f| remap.get(f as usize).copied().flatten())
+        };
+        for (_, c) in &mut self.classes {
+            map(c);
+        }
+        if let Some(ring) = &self.ring {
+            lock(ring).renumber(remap);
+        }
+    }
 }

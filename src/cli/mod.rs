@@ -152,6 +152,13 @@ pub struct AnalysisFlags {
     /// A CE mark counts as answered by a CNP toward its sender within this many microseconds.
     #[arg(long, default_value_t = analysis::Config::DEFAULT_CNP_WINDOW_US, value_name = "US")]
     pub cnp_window_us: u64,
+    /// Keep at most N flows: when the table is full the least recently seen quarter is finished, added up
+    /// (`evicted`) and dropped. 0: no limit.
+    #[arg(long, value_name = "N", default_value_t = analysis::Config::DEFAULT_MAX_FLOWS)]
+    pub max_flows: usize,
+    /// A flow idle this many seconds (capture time) is finished, added up and dropped. 0: never.
+    #[arg(long, value_name = "SECS", default_value_t = analysis::Config::DEFAULT_FLOW_TIMEOUT_S)]
+    pub flow_timeout: u64,
 }
 
 impl AnalysisFlags {
@@ -161,6 +168,9 @@ impl AnalysisFlags {
             link_speed_bps: self.link_speed,
             cnp_window_nanos: self.cnp_window_us.saturating_mul(1000),
             stall_nanos: self.stall_ms.saturating_mul(1_000_000).max(1),
+            max_flows: (self.max_flows > 0).then_some(self.max_flows),
+            flow_timeout_nanos: (self.flow_timeout > 0)
+                .then(|| self.flow_timeout.saturating_mul(1_000_000_000)),
             ..Default::default()
         }
     }
@@ -483,9 +493,17 @@ impl TuiArgs {
                 duration: None,
                 ring: true,
             })),
+            // The TUI indexes every frame of a file with its flow: it keeps every flow.
             (Some(file), None) => Ok(commands::tui::Config::File(tui::FileConfig {
                 file: file.clone(),
-                pipeline,
+                pipeline: pipeline::Config {
+                    analysis: analysis::Config {
+                        max_flows: None,
+                        flow_timeout_nanos: None,
+                        ..pipeline.analysis
+                    },
+                    ..pipeline
+                },
             })),
             (None, None) => Err("tui: give a capture file or -i IFACE".to_string()),
         }

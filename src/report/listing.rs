@@ -6,7 +6,6 @@ use parsers::frame::Addr;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::rank::flow_trouble;
 use crate::analysis::Engine;
 use crate::analysis::flow::Role;
 
@@ -41,7 +40,7 @@ pub fn listed(engine: &Engine, listing: Listing) -> Vec<u32> {
         return (0..all as u32).collect();
     }
     let (mut troubled, mut others): (Vec<u32>, Vec<u32>) =
-        (0..all as u32).partition(|&id| flow_trouble(&engine.flows[id as usize]) > 0);
+        (0..all as u32).partition(|&id| engine.flows[id as usize].trouble() > 0);
     if others.len() > n {
         // The busiest n, in O(flows).
         let packets = |id: &u32| std::cmp::Reverse((engine.flows[*id as usize].packets, !*id));

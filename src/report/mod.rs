@@ -36,6 +36,10 @@ pub struct Report {
     pub other_flows: Option<listing::OtherFlows>,
     /// What every flow adds up to: what the verdict counts.
     pub flow_totals: FlowTotals,
+    /// The flows evicted (idle past `--flow-timeout`, or beyond `--max-flows`), added up; absent when none
+    /// was. The flows listed are exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evicted: Option<EvictedReport>,
     /// The connections the CM handshakes and the hosts' printouts name (docs/json.md).
     pub connections: Vec<connections::ConnectionReport>,
     pub pfc: Vec<PriorityReport>,
@@ -76,6 +80,34 @@ pub struct Capture {
     /// What the reader said of the cut, when truncated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncation: Option<String>,
+}
+
+/// The flows evicted, added up.
+#[derive(Debug, Serialize)]
+pub struct EvictedReport {
+    pub flows: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub requesters: u64,
+    /// Responders, and flows that were both.
+    pub responders: u64,
+    pub others: u64,
+    /// With loss, damage or congestion marks (their events are in `events`, with a null `flow`).
+    pub with_trouble: u64,
+}
+
+impl EvictedReport {
+    fn of(e: &crate::analysis::Evicted) -> EvictedReport {
+        EvictedReport {
+            flows: e.flows,
+            packets: e.packets,
+            bytes: e.bytes,
+            requesters: e.by_role[0],
+            responders: e.by_role[1],
+            others: e.by_role[2],
+            with_trouble: e.troubled,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -357,6 +389,7 @@ impl Report {
             flows,
             other_flows: listing::others(engine, &ids),
             flow_totals: FlowTotals::of(engine),
+            evicted: (engine.evicted.flows > 0).then(|| EvictedReport::of(&engine.evicted)),
             connections: connections::build(engine),
             pfc,
             link_pause,

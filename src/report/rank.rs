@@ -2,19 +2,11 @@
 //! first", the TUI's trouble sort and colours, the choice of flows the SVG plots draw and of the flows a
 //! report of many lists in full.
 use super::FlowReport;
-use crate::analysis::flow::Flow;
+use crate::analysis::flow::trouble_score;
 
-/// Loss and damage (gaps, missing PSNs, retransmissions, NAKs, RNR NAKs, implied NAKs, bad ICRCs, malformed
-/// frames) weigh a million times congestion signals (CE marks, CNPs, CE marks without a CNP): any loss ranks
-/// above any amount of congestion.
-fn score(hard: [u64; 8], soft: [u64; 3]) -> u64 {
-    let hard: u64 = hard.iter().fold(0, |a, b| a.saturating_add(*b));
-    let soft: u64 = soft.iter().fold(0, |a, b| a.saturating_add(*b));
-    hard.saturating_mul(1_000_000).saturating_add(soft)
-}
-
+/// The ranking of `analysis::flow::trouble_score`, of a flow's report.
 pub fn trouble(f: &FlowReport) -> u64 {
-    score(
+    trouble_score(
         [
             f.psn.gap_events,
             f.psn.missing,
@@ -26,23 +18,6 @@ pub fn trouble(f: &FlowReport) -> u64 {
             f.malformed,
         ],
         [f.ecn.ce, f.cnp, f.ce_without_cnp],
-    )
-}
-
-/// The same ranking of a flow of the engine, before its report is built.
-pub fn flow_trouble(f: &Flow) -> u64 {
-    score(
-        [
-            f.psn.gap_events,
-            f.psn.missing,
-            f.psn.retransmitted,
-            f.resp.naks.total(),
-            f.resp.rnr_naks,
-            f.resp.implied_naks,
-            f.icrc_bad,
-            f.malformed,
-        ],
-        [f.ecn[3], f.cnp, f.ce_without_cnp],
     )
 }
 

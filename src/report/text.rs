@@ -111,6 +111,14 @@ fn flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
         }
         writeln!(out, " {:>13}", lat(&f.latency_us))?;
     }
+    if let Some(e) = &r.evicted {
+        writeln!(
+            out,
+            "  {} flows were evicted ({} with trouble; {} packets, {} bytes): idle past --flow-timeout or beyond \
+             --max-flows; the flows above are exact",
+            e.flows, e.with_trouble, e.packets, e.bytes
+        )?;
+    }
     if let Some(o) = &r.other_flows {
         let roles: Vec<String> = o
             .by_role

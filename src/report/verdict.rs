@@ -140,6 +140,15 @@ impl FlowTotals {
             t.ce += f.ecn[3];
             t.cnp += f.cnp;
         }
+        let e = &engine.evicted;
+        t.flows += e.flows;
+        t.gap_events += e.gap_events;
+        t.missing += e.missing;
+        t.naks += e.naks;
+        t.rnr_naks += e.rnr_naks;
+        t.retransmitted += e.retransmitted;
+        t.ce += e.ce;
+        t.cnp += e.cnp;
         t
     }
 }

@@ -1,0 +1,249 @@
+//! Bounded state: a flow idle for longer than the flow timeout is finished and goes, and when the table is
+//! full the least recently seen quarter goes. What they carried is added up in [`Evicted`]; the flows left
+//! are renumbered, and every id that named them (pairs, requesters, connections, events) with them.
+use super::Engine;
+use super::flow::Role;
+
+/// The flows evicted, added up: what the verdict and the report still count of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Evicted {
+    pub flows: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Of them, requesters, responders (and both), others (datagrams, CNPs only).
+    pub by_role: [u64; 3],
+    /// Of them, with loss, damage or congestion marks.
+    pub troubled: u64,
+    pub gap_events: u64,
+    pub missing: u64,
+    pub naks: u64,
+    pub rnr_naks: u64,
+    pub retransmitted: u64,
+    pub ce: u64,
+    pub cnp: u64,
+}
+
+/// Flow ids after an eviction, by the id before: `None` for a flow that went.
+pub type Remap = Vec<Option<u32>>;
+
+impl Engine {
+    /// Flows idle longer than the flow timeout at `now` go.
+    pub(crate) fn evict_idle(&mut self, now: u64) {
+        let Some(timeout) = self.cfg.flow_timeout_nanos else {
+            return;
+        };
+        let idle: Vec<bool> = self
+            .flows
+            .iter()
+            .map(|f| now.saturating_sub(f.last_ts) > timeout)
+            .collect();
+        if idle.contains(&true) {
+            self.evict(&idle, now);
+        }
+    }
+
+    /// Before a new flow: with the table full, the least recently seen quarter goes (in O(flows), once every
+    /// quarter of the table's new flows).
+    pub(crate) fn make_room(&mut self, now: u64) {
+        let Some(max) = self.cfg.max_flows else {
+            return;
+        };
+        if self.flows.len() < max.max(1) {
+            return;
+        }
+        let mut last: Vec<u64> = self.flows.iter().map(|f| f.last_ts).collect();
+        let quarter = (last.len() / 4).max(1);
+        let (_, cut, _) = last.select_nth_unstable(quarter - 1);
+        let cut = *cut;
+        let mut going = quarter;
+        let old: Vec<bool> = self
+            .flows
+            .iter()
+            .map(|f| {
+                let go = f.last_ts <= cut && going > 0;
+                going -= usize::from(go);
+                go
+            })
+            .collect();
+        self.evict(&old, now);
+    }
+
+    /// Finishes and removes the flows marked in `going`, at `now`.
+    fn evict(&mut self, going: &[bool], now: u64) {
+        for (id, _) in going.iter().enumerate().filter(|(_, g)| **g) {
+            self.close_flow(id, now);
+            self.add_evicted(id);
+        }
+        let mut next = 0u32;
+        let remap: Remap = going
+            .iter()
+            .map(|g| {
+                (!g).then(|| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect();
+        let mut at = 0;
+        self.flows.retain(|_| {
+            at += 1;
+            !going[at - 1]
+        });
+        self.renumber(&remap);
+        match &mut self.remapped {
+            // Two evictions between looks: the second maps what the first made.
+            Some(earlier) => {
+                for id in earlier.iter_mut() {
+                    *id = id.and_then(|i| remap.get(i as usize).copied().flatten());
+                }
+            }
+            None => self.remapped = Some(remap),
+        }
+    }
+
+    fn add_evicted(&mut self, id: usize) {
+        let f = &self.flows[id];
+        let e = &mut self.evicted;
+        e.flows += 1;
+        e.packets += f.packets;
+        e.bytes += f.bytes;
+        let role = match f.role() {
+            Role::Requester => 0,
+            Role::Responder | Role::Both => 1,
+            _ => 2,
+        };
+        e.by_role[role] += 1;
+        e.troubled += u64::from(f.trouble() > 0);
+        e.gap_events += f.psn.gap_events;
+        e.missing += f.psn.missing;
+        e.naks += f.resp.naks.total();
+        e.rnr_naks += f.resp.rnr_naks;
+        e.retransmitted += f.psn.retransmitted;
+        e.ce += f.ecn[3];
+        e.cnp += f.cnp;
+    }
+
+    /// Every id that named a flow, after `remap`.
+    fn renumber(&mut self, remap: &Remap) {
+        let map = |id: u32| remap.get(id as usize).copied().flatten();
+        for f in &mut self.flows {
+            f.paired_with = f.paired_with.and_then(map);
+        }
+        self.index.retain(|_, id| match map(*id) {
+            Some(new) => {
+                *id = new;
+                true
+            }
+            None => false,
+        });
+        self.requesters.retain(|_, ids| {
+            ids.retain_mut(|id| match map(*id) {
+                Some(new) => {
+                    *id = new;
+                    true
+                }
+                None => false,
+            });
+            !ids.is_empty()
+        });
+        for c in &mut self.connections.list {
+            c.flows = c.flows.map(|f| f.and_then(map));
+            c.cm_flow = c.cm_flow.and_then(map);
+        }
+        self.events.renumber(map);
+        self.last = None;
+    }
+
+    /// The renumbering since the last call, if flows were evicted: for what keeps flow ids beside the
+    /// engine (the live ring's frames).
+    pub fn take_remap(&mut self) -> Option<Remap> {
+        self.remapped.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use parsers::builder::{Net, RoceFrame};
+    use parsers::frame::{Addr, LINKTYPE_ETHERNET, parse_frame};
+
+    use super::super::{Config, Engine};
+
+    /// An RC SEND_ONLY from 10.0.0.`src` to QP `qp` of 10.0.0.100.
+    fn send(src: u8, qp: u32) -> Vec<u8> {
+        let mut f = RoceFrame::new(0x04);
+        if let Net::V4(ip) = &mut f.net {
+            ip.src = [10, 0, 0, src];
+            ip.dst = [10, 0, 0, 100];
+        }
+        f.bth.dest_qp = qp;
+        f.payload = vec![1; 16];
+        f.build()
+    }
+
+    fn feed(e: &mut Engine, number: u64, ts: u64, bytes: &[u8]) {
+        let frame = parse_frame(LINKTYPE_ETHERNET, bytes, bytes.len(), &Default::default());
+        e.ingest(number, ts, &frame);
+    }
+
+    fn sources(e: &Engine) -> Vec<u8> {
+        e.flows
+            .iter()
+            .map(|f| match f.key.src {
+                Addr::V4(a) => a[3],
+                Addr::V6(_) => 0,
+            })
+            .collect()
+    }
+
+    /// A full table of 4: flows 1-4 seen at 1, 2, 3, 4 ms, flow 1 again at 5 ms; flow 5 makes room by
+    /// evicting the least recently seen quarter (one flow): flow 2. The ids after it close up, and what
+    /// flow 2 carried is added up.
+    #[test]
+    fn the_least_recently_seen_go_first() {
+        let mut e = Engine::new(Config {
+            max_flows: Some(4),
+            ..Config::default()
+        });
+        for src in 1..=4u8 {
+            feed(
+                &mut e,
+                u64::from(src),
+                u64::from(src) * 1_000_000,
+                &send(src, 0x11),
+            );
+        }
+        feed(&mut e, 5, 5_000_000, &send(1, 0x11));
+        assert_eq!(e.take_remap(), None, "nothing evicted yet");
+        let frame = send(5, 0x11);
+        feed(&mut e, 6, 6_000_000, &frame);
+        assert_eq!(sources(&e), vec![1, 3, 4, 5]);
+        assert_eq!(e.take_remap(), Some(vec![Some(0), None, Some(1), Some(2)]));
+        assert_eq!(
+            (
+                e.evicted.flows,
+                e.evicted.packets,
+                e.evicted.bytes,
+                e.evicted.by_role[0]
+            ),
+            (1, 1, frame.len() as u64, 1)
+        );
+        // Flow 1 counts its two packets still.
+        assert_eq!(e.flows[0].packets, 2);
+    }
+
+    /// A flow idle past the timeout goes at the next sweep; a busy one stays.
+    #[test]
+    fn idle_flows_go() {
+        let mut e = Engine::new(Config {
+            flow_timeout_nanos: Some(10_000_000_000),
+            ..Config::default()
+        });
+        feed(&mut e, 1, 1_000_000_000, &send(1, 0x11));
+        for (n, s) in (2..30u64).zip(1..) {
+            feed(&mut e, n, 1_000_000_000 + s * 500_000_000, &send(2, 0x12));
+        }
+        // Flow 1 was last seen at 1 s; by 15.5 s it is 14.5 s idle (timeout 10 s).
+        assert_eq!(sources(&e), vec![2]);
+        assert_eq!(e.evicted.flows, 1);
+    }
+}
