@@ -95,6 +95,49 @@ fn send_raw(packets: &[Vec<u8>]) {
     }
 }
 
+/// `SRC DST BURSTS PER_BURST PAUSE_MS`: bursts of RC SENDs, each to a QP of its own (a flow each: QPs come and
+/// go as on a busy mirror port), a pause between bursts.
+fn send_churn(spec: &str) {
+    let w: Vec<&str> = spec.split_whitespace().collect();
+    let ip = |s: &str| -> [u8; 4] {
+        let v: Vec<u8> = s.split('.').map(|o| o.parse().unwrap()).collect();
+        [v[0], v[1], v[2], v[3]]
+    };
+    let (src, dst) = (ip(w[0]), ip(w[1]));
+    let (bursts, per, pause): (u32, u32, u64) = (
+        w[2].parse().unwrap(),
+        w[3].parse().unwrap(),
+        w[4].parse().unwrap(),
+    );
+    // SAFETY: plain socket calls on a socket this function owns, with a sockaddr_in built here.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW);
+        assert!(fd >= 0, "raw socket: {}", std::io::Error::last_os_error());
+        let mut sa: libc::sockaddr_in = std::mem::zeroed();
+        sa.sin_family = libc::AF_INET as libc::sa_family_t;
+        sa.sin_addr.s_addr = u32::from_ne_bytes(dst);
+        for b in 0..bursts {
+            for i in 0..per {
+                let p = packet(src, dst, 4791, 0x100 + b * per + i, i, 2);
+                libc::sendto(
+                    fd,
+                    p.as_ptr().cast(),
+                    p.len(),
+                    0,
+                    (&sa as *const libc::sockaddr_in).cast(),
+                    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                );
+                // A little room for the capture's ring now and then.
+                if i % 500 == 499 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(pause));
+        }
+        libc::close(fd);
+    }
+}
+
 /// What the sender helper sends: flows `SRC DST PORT QP PSN[c],PSN...` separated by `;` (`c`: CE-marked),
 /// each packet in turn.
 fn spec_packets(spec: &str) -> Vec<Vec<u8>> {
@@ -127,6 +170,9 @@ fn spec_packets(spec: &str) -> Vec<Vec<u8>> {
 #[test]
 #[ignore = "helper process for the namespace tests, started by them"]
 fn helper_send() {
+    if let Ok(churn) = std::env::var("ROCESCOPE_TEST_CHURN") {
+        send_churn(&churn);
+    }
     let Ok(spec) = std::env::var("ROCESCOPE_TEST_SEND") else {
         return;
     };
@@ -552,6 +598,98 @@ fn command_printout_is_held_against_the_wire() {
     assert_eq!(unexpected[0]["detail"]["qpn"], 82);
     assert_eq!(unexpected[0]["frame"], 5, "the first frame to QP 82");
     assert_eq!(run(&["--fail-on", "connections"]).status.code(), Some(3));
+}
+
+/// Days of capture in seconds: QPs that come and go (12 bursts of 10,000 one-packet flows, 0.3 s apart),
+/// captured with `--max-flows 2000 --flow-timeout 1`: the capture's memory stays flat after the first bursts
+/// (without eviction 120,000 flows would add about 180 MB), and the snapshots `--report-every 1` writes count
+/// up to the final report, which adds up every flow the capture saw.
+#[test]
+fn memory_stays_flat_while_flows_come_and_go() {
+    require_root();
+    let p = Pair::new(4, true);
+    let dir = tempdir("churn");
+    let reports = dir.join("reports.jsonl");
+    let (bursts, per) = (12u64, 10_000u64);
+    let mut argv = sender_argv(&p.b);
+    argv[2] = format!("sleep 1; {}", argv[2]);
+    let mut cmd = p.capture(&[
+        "--json",
+        "-q",
+        "--grace",
+        "1",
+        "--max-flows",
+        "2000",
+        "--flow-timeout",
+        "1",
+        // A small report: the test reads standard output once the capture is over.
+        "--report-flows",
+        "10",
+    ]);
+    cmd.args(["--report-every", "1", "--reports"])
+        .arg(&reports)
+        .arg("--")
+        .args(&argv)
+        .env(
+            "ROCESCOPE_TEST_CHURN",
+            format!("{} {} {bursts} {per} 300", p.ip_b, p.ip_a),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let rss = || -> Option<u64> {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let start = Instant::now();
+    let mut samples: Vec<(f64, u64)> = Vec::new();
+    while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(60) {
+        if let Some(kb) = rss() {
+            samples.push((start.elapsed().as_secs_f64(), kb));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    // After the third burst (1 s of sleep, then 0.3 s a burst) the table is full: from then on flat.
+    let warm: Vec<u64> = samples
+        .iter()
+        .filter(|(t, _)| *t >= 2.5)
+        .map(|s| s.1)
+        .collect();
+    assert!(warm.len() >= 5, "RSS samples {samples:?}");
+    let (lo, hi) = (warm.iter().min().unwrap(), warm.iter().max().unwrap());
+    assert!(
+        hi - lo < 24 * 1024,
+        "RSS rose from {lo} to {hi} KB: {samples:?}"
+    );
+    // The capture saw (nearly) every frame; each is a flow of its own.
+    let seen = r["capture"]["roce_frames"].as_u64().unwrap();
+    assert!(
+        seen > bursts * per * 9 / 10,
+        "{seen} of {} frames",
+        bursts * per
+    );
+    assert_eq!(r["flow_totals"]["flows"], seen);
+    let evicted = r["evicted"]["flows"].as_u64().unwrap();
+    assert!(evicted + 2000 >= seen, "{evicted} evicted of {seen}");
+    // The snapshots: one a second, counting up, none beyond the final report.
+    let lines: Vec<Value> = std::fs::read_to_string(&reports)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() >= 3, "{} snapshots", lines.len());
+    let counts: Vec<u64> = lines
+        .iter()
+        .map(|l| l["flow_totals"]["flows"].as_u64().unwrap())
+        .collect();
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+    assert!(*counts.last().unwrap() <= seen, "{counts:?} then {seen}");
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// `--duration 2` ends on time with no traffic at all (non-blocking reads).

@@ -123,10 +123,14 @@ pub struct Latencies {
 impl Latencies {
     const UNIT_NANOS: u64 = 10;
 
+    /// Samples of more than 100 s count as 100 s.
+    const MAX_UNITS: u64 = 10_000_000_000;
+
     fn new() -> Latencies {
-        // Up to 100 s.
-        let histogram =
-            Histogram::new_with_bounds(1, 10_000_000_000, 2).expect("constant bounds are valid");
+        // Sized to the largest sample so far (auto-resizing): a flow whose ACKs come within a millisecond
+        // holds about 4 KB of counts, not the 17 KB of a table sized for 100 s.
+        let mut histogram = Histogram::new_with_bounds(1, 2, 2).expect("constant bounds are valid");
+        histogram.auto(true);
         Latencies {
             histogram,
             min: u64::MAX,
@@ -135,8 +139,11 @@ impl Latencies {
     }
 
     fn record(&mut self, nanos: u64) {
-        self.histogram
-            .saturating_record((nanos / Self::UNIT_NANOS).max(1));
+        let units = (nanos / Self::UNIT_NANOS).clamp(1, Self::MAX_UNITS);
+        // `record` grows the table (auto-resizing); should growing fail, the sample counts at its top.
+        if self.histogram.record(units).is_err() {
+            self.histogram.saturating_record(units);
+        }
         self.min = self.min.min(nanos);
         self.max = self.max.max(nanos);
     }

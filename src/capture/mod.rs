@@ -25,6 +25,8 @@ pub struct Config {
     pub pipeline: pipeline::Config,
     /// Also write the frames here (pcapng when the name ends in `.pcapng`; `-` is standard output).
     pub write: Option<PathBuf>,
+    /// When `write` goes on in a new file.
+    pub rotation: writer::Rotation,
     /// Stop after this many frames.
     pub count: Option<u64>,
     /// Stop after this long.
@@ -40,6 +42,7 @@ impl Config {
             live: LiveConfig::new(interface),
             pipeline: pipeline::Config::default(),
             write: None,
+            rotation: writer::Rotation::default(),
             count: None,
             duration: None,
             ring: false,

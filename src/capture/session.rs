@@ -153,11 +153,12 @@ impl Session {
     pub fn open(cfg: &Config) -> Result<Session, String> {
         let source = LiveSource::open(&cfg.live)?;
         let writer = match &cfg.write {
-            Some(p) => Some(Writer::create(
+            Some(p) => Some(Writer::rotating(
                 p,
                 source.linktype,
                 cfg.live.snaplen,
                 &cfg.live.interface,
+                cfg.rotation,
             )?),
             None => None,
         };
@@ -286,6 +287,7 @@ fn written(w: &Writer) -> Written {
         format: w.format.name(),
         frames: w.frames,
         bytes: w.bytes,
+        files: w.files,
         error: None,
     }
 }

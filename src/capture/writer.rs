@@ -2,10 +2,12 @@
 //!
 //! Frames are gathered in a buffer of whole records and handed to the kernel in chunks; when a write fails
 //! (disk full, quota, broken pipe) the file is cut back to the last whole record the kernel took, so what was
-//! written stays a valid capture, and the writer stops.
+//! written stays a valid capture, and the writer stops. With a [`Rotation`] (`-C`, `-G`, as tcpdump's) the
+//! capture goes on in FILE's next file (`run.pcapng`, `run.1.pcapng`, `run.2.pcapng`, ...), each a whole
+//! capture with its own header, so that a capture can run for days.
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Bytes gathered before they are written.
 const CHUNK: usize = 256 * 1024;
@@ -26,10 +28,41 @@ pub struct Writer {
     buf: Vec<u8>,
     /// End offset within `buf` of each frame record in it.
     bounds: Vec<usize>,
-    /// Bytes of whole records the kernel took.
+    /// Bytes of whole records the kernel took, in every file.
     pub bytes: u64,
     /// Frames the kernel took.
     pub frames: u64,
+    /// Files written (more than one with a rotation).
+    pub files: u64,
+    rotation: Rotation,
+    /// Bytes the kernel took of the current file, and when its first frame was.
+    file_bytes: u64,
+    file_start: Option<u64>,
+    /// What a new file's header says.
+    header: (u16, u32, String),
+}
+
+/// When `-w FILE` goes on in a new file: after this many bytes (`-C`), or this long (capture time, `-G`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rotation {
+    pub bytes: Option<u64>,
+    pub nanos: Option<u64>,
+}
+
+/// The `n`-th file of a rotation of `base`: `run.pcapng`, then `run.1.pcapng`, `run.2.pcapng`.
+pub fn rotated(base: &Path, n: u64) -> PathBuf {
+    if n == 0 {
+        return base.to_path_buf();
+    }
+    let stem = base
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    let name = match base.extension() {
+        Some(ext) => format!("{stem}.{n}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{n}"),
+    };
+    base.with_file_name(name)
 }
 
 /// A failed write: what happened, and what was kept.
@@ -49,6 +82,17 @@ impl Writer {
         snaplen: u32,
         interface: &str,
     ) -> Result<Writer, String> {
+        Writer::rotating(path, linktype, snaplen, interface, Rotation::default())
+    }
+
+    /// As [`Writer::create`], going on in a new file as `rotation` says.
+    pub fn rotating(
+        path: &Path,
+        linktype: u16,
+        snaplen: u32,
+        interface: &str,
+        rotation: Rotation,
+    ) -> Result<Writer, String> {
         let name = path.display().to_string();
         let (out, format) = if path == Path::new("-") {
             (Out::Stdout(io::stdout()), Format::Pcap)
@@ -65,6 +109,11 @@ impl Writer {
             bounds: Vec::new(),
             bytes: 0,
             frames: 0,
+            files: 1,
+            rotation,
+            file_bytes: 0,
+            file_start: None,
+            header: (linktype, snaplen, interface.to_string()),
         };
         format.header(&mut w.buf, linktype, snaplen, interface);
         // The header is not a frame: no bound for it.
@@ -73,8 +122,44 @@ impl Writer {
         Ok(w)
     }
 
+    /// The current file is full or old enough: the rest goes to the next one.
+    fn due(&self, ts_nanos: u64) -> bool {
+        let r = self.rotation;
+        let full = r
+            .bytes
+            .is_some_and(|b| self.file_bytes + self.buf.len() as u64 >= b);
+        let old = r
+            .nanos
+            .zip(self.file_start)
+            .is_some_and(|(n, start)| ts_nanos.saturating_sub(start) >= n);
+        // A file holds at least one frame, whatever the limits.
+        self.file_start.is_some() && (full || old)
+    }
+
+    fn rotate(&mut self) -> Result<(), WriteError> {
+        self.flush()?;
+        let path = rotated(Path::new(&self.name), self.files);
+        let f = File::create(&path).map_err(|error| WriteError {
+            disk_full: false,
+            broken_pipe: false,
+            error,
+        })?;
+        self.out = Out::File(f);
+        self.files += 1;
+        self.file_bytes = 0;
+        self.file_start = None;
+        let (linktype, snaplen, interface) = &self.header;
+        self.format
+            .header(&mut self.buf, *linktype, *snaplen, interface);
+        self.flush()
+    }
+
     /// Adds one frame; writes a chunk when enough has gathered.
     pub fn write(&mut self, ts_nanos: u64, data: &[u8], orig_len: u32) -> Result<(), WriteError> {
+        if self.rotation != Rotation::default() && self.due(ts_nanos) {
+            self.rotate()?;
+        }
+        self.file_start.get_or_insert(ts_nanos);
         self.format.record(&mut self.buf, ts_nanos, data, orig_len);
         self.bounds.push(self.buf.len());
         if self.buf.len() >= CHUNK {
@@ -115,6 +200,7 @@ impl Writer {
         let frames = self.bounds.iter().take_while(|&&end| end <= whole).count();
         self.frames += frames as u64;
         self.bytes += whole as u64;
+        self.file_bytes += whole as u64;
         self.buf.clear();
         self.bounds.clear();
         if let Out::Stdout(s) = &mut self.out {
@@ -125,7 +211,7 @@ impl Writer {
             Err(error) => {
                 if let Out::File(f) = &mut self.out {
                     // Cutting a file back needs no space.
-                    let _ = f.set_len(self.bytes);
+                    let _ = f.set_len(self.file_bytes);
                 }
                 Err(WriteError {
                     disk_full: matches!(
@@ -158,5 +244,67 @@ impl Writer {
                 e.error, self.frames, self.bytes
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotated_names_keep_the_extension() {
+        let base = Path::new("/tmp/run.pcapng");
+        assert_eq!(rotated(base, 0), PathBuf::from("/tmp/run.pcapng"));
+        assert_eq!(rotated(base, 2), PathBuf::from("/tmp/run.2.pcapng"));
+        assert_eq!(rotated(Path::new("dump"), 1), PathBuf::from("dump.1"));
+    }
+
+    /// 10 frames of 100 bytes with files of at most 350 bytes (-C) and then 1 s apart (-G): every file a
+    /// whole capture, the frames split in order, none lost.
+    #[test]
+    fn a_rotation_splits_the_frames_into_whole_captures() {
+        let dir = std::env::temp_dir().join(format!("rocescope-rotate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, rotation, per_file) in [
+            (
+                "size.pcap",
+                Rotation {
+                    bytes: Some(350),
+                    nanos: None,
+                },
+                vec![3, 3, 3, 1],
+            ),
+            (
+                "time.pcap",
+                Rotation {
+                    bytes: None,
+                    nanos: Some(1_000_000_000),
+                },
+                vec![5, 5],
+            ),
+        ] {
+            let base = dir.join(name);
+            let mut w = Writer::rotating(&base, 1, 65535, "eth0", rotation).unwrap();
+            for i in 0..10u64 {
+                // 200 ms apart: 5 frames a second.
+                w.write(1_000_000_000 + i * 200_000_000, &[i as u8; 100], 100)
+                    .unwrap();
+            }
+            w.flush().unwrap();
+            assert_eq!((w.frames, w.files), (10, per_file.len() as u64), "{name}");
+            let mut first = 0u8;
+            for (n, want) in per_file.iter().enumerate() {
+                let path = rotated(&base, n as u64);
+                let mut src = crate::source::FileSource::open(&path).unwrap();
+                let mut got = Vec::new();
+                while let Some(p) = src.next_packet().unwrap() {
+                    got.push(p.data[0]);
+                }
+                let expect: Vec<u8> = (first..first + *want as u8).collect();
+                assert_eq!(got, expect, "{name}: file {n}");
+                first += *want as u8;
+            }
+        }
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

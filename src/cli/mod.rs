@@ -223,9 +223,27 @@ pub struct LiveFlags {
     /// (the report then goes to standard error).
     #[arg(short = 'w', long = "write", value_name = "FILE")]
     pub write: Option<PathBuf>,
+    /// With -w FILE: go on in a new file (FILE, STEM.1.EXT, STEM.2.EXT, ...) once this many millions of bytes
+    /// are written (as tcpdump's -C).
+    #[arg(short = 'C', value_name = "MB", requires = "write", value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_size: Option<u64>,
+    /// With -w FILE: go on in a new file every this many seconds of capture (as tcpdump's -G).
+    #[arg(short = 'G', value_name = "SECS", requires = "write", value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_seconds: Option<u64>,
 }
 
 impl LiveFlags {
+    /// `-C`, `-G`; standard output is one stream, never rotated.
+    fn rotation(&self) -> capture::writer::Rotation {
+        if self.write.as_deref() == Some(std::path::Path::new("-")) {
+            return Default::default();
+        }
+        capture::writer::Rotation {
+            bytes: self.file_size.map(|mb| mb.saturating_mul(1_000_000)),
+            nanos: self.file_seconds.map(|s| s.saturating_mul(1_000_000_000)),
+        }
+    }
+
     fn config(&self, interface: &str, port: u16) -> LiveConfig {
         LiveConfig {
             interface: interface.to_string(),
@@ -415,6 +433,12 @@ pub struct CaptureArgs {
     pub fail_on: FailOnFlag,
     #[command(flatten)]
     pub listing: ListingFlags,
+    /// Write the report so far every SECS seconds, one JSON line each, to --reports FILE.
+    #[arg(long, value_name = "SECS", requires = "reports", value_parser = parse_secs)]
+    pub report_every: Option<f64>,
+    /// Where --report-every writes (`-`: standard error).
+    #[arg(long, value_name = "FILE", requires = "report_every")]
+    pub reports: Option<PathBuf>,
     /// Show the capture in the terminal UI as it runs (the same as `rocescope tui -i IFACE`): space pauses
     /// the display, w saves the frames.
     #[arg(long, conflicts_with_all = ["json", "command", "fail_on", "quiet"])]
@@ -431,6 +455,7 @@ impl CaptureArgs {
             live: self.live.config(&self.interface, self.roce.port),
             pipeline: pipeline_config(&self.roce, &self.analysis),
             write: self.live.write.clone(),
+            rotation: self.live.rotation(),
             count: self.count,
             duration: self.duration.map(Duration::from_secs_f64),
             ring: false,
@@ -446,6 +471,10 @@ impl CaptureArgs {
             json: self.json,
             fail_on: self.fail_on.conditions(),
             listing: self.listing.listing(),
+            reports: self
+                .report_every
+                .zip(self.reports.clone())
+                .map(|(s, f)| (Duration::from_secs_f64(s), f)),
             tui: self.tui,
         }
     }
@@ -489,6 +518,7 @@ impl TuiArgs {
                 live: self.live.config(iface, self.roce.port),
                 pipeline,
                 write: self.live.write.clone(),
+                rotation: self.live.rotation(),
                 count: None,
                 duration: None,
                 ring: true,

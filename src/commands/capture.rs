@@ -21,6 +21,8 @@ pub struct Config {
     pub fail_on: Vec<Condition>,
     /// Which flows the report lists in full.
     pub listing: Listing,
+    /// Write the report so far every so often, one JSON line each, to this file (`-`: standard error).
+    pub reports: Option<(Duration, std::path::PathBuf)>,
     /// The live terminal UI instead of the status line and the report.
     pub tui: bool,
 }
@@ -58,7 +60,7 @@ mod live {
     use rocescope::host::counters::{Deltas, Snapshot};
     use rocescope::report::capture::{CaptureStats, CommandReport, StoppedBy};
     use rocescope::report::format::per_second;
-    use rocescope::report::{self, Report};
+    use rocescope::report::{self, Listing, Report};
     use rocescope::source::printout;
 
     use super::Config;
@@ -108,8 +110,13 @@ mod live {
             Some(w) => w.until(now, signal.load(Ordering::SeqCst) as i32),
             None => (signal.load(Ordering::SeqCst) != 0).then_some(StoppedBy::Signal),
         };
+        let reports = match &cfg.reports {
+            Some((every, path)) => Some(Snapshots::open(*every, path, cfg)?),
+            None => None,
+        };
         let status = StatusLine {
             printout,
+            reports,
             on: !cfg.quiet,
             tty,
             shown: false,
@@ -316,10 +323,62 @@ mod live {
         bytes: u64,
     }
 
+    /// `--report-every S --reports FILE`: the report so far, one JSON line every S seconds, so that a capture
+    /// that runs for days says how it goes (memory stays flat: flows are evicted, the report lists a bounded
+    /// number).
+    struct Snapshots {
+        every: Duration,
+        next: Instant,
+        out: Box<dyn Write + Send>,
+        source: String,
+        listing: Listing,
+        written: u64,
+    }
+
+    impl Snapshots {
+        fn open(every: Duration, path: &Path, cfg: &Config) -> Result<Snapshots, String> {
+            let out: Box<dyn Write + Send> = if path == Path::new("-") {
+                Box::new(io::stderr())
+            } else {
+                let f = std::fs::File::create(path)
+                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                Box::new(io::BufWriter::new(f))
+            };
+            Ok(Snapshots {
+                every,
+                next: Instant::now() + every,
+                out,
+                source: format!("live capture on {}", cfg.session.live.interface),
+                listing: cfg.listing,
+                written: 0,
+            })
+        }
+
+        fn look(&mut self, engine: &Engine, stats: &CaptureStats) {
+            let now = Instant::now();
+            if now < self.next {
+                return;
+            }
+            while self.next <= now {
+                self.next += self.every;
+            }
+            let mut report = Report::build_listing(engine, &self.source, self.listing);
+            report.capture_stats = Some(stats.clone());
+            self.written += 1;
+            // A failed write (a full disk) loses a snapshot, never the capture.
+            let _ = serde_json::to_writer(&mut self.out, &report)
+                .map_err(io::Error::from)
+                .and_then(|()| writeln!(self.out))
+                .and_then(|()| self.out.flush());
+        }
+    }
+
     /// A status line on standard error every second: rates, flows, trouble, libpcap's drops.
     struct StatusLine {
         /// The wrapped command's output, read for its connections.
         printout: Option<Arc<Mutex<printout::Reader>>>,
+        /// `--report-every`.
+        reports: Option<Snapshots>,
         on: bool,
         tty: bool,
         shown: bool,
@@ -340,6 +399,9 @@ mod live {
         }
 
         fn look(&mut self, engine: &Engine, stats: &CaptureStats, nic: &Nic) -> ControlFlow<()> {
+            if let Some(r) = &mut self.reports {
+                r.look(engine, stats);
+            }
             if !self.on {
                 return ControlFlow::Continue(());
             }

@@ -74,6 +74,8 @@ pub struct Written {
     pub format: &'static str,
     pub frames: u64,
     pub bytes: u64,
+    /// Files written: more than one with `-C` or `-G` (`file`, then `STEM.1.EXT`, `STEM.2.EXT`, ...).
+    pub files: u64,
     pub error: Option<String>,
 }
 
