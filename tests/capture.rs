@@ -214,7 +214,8 @@ fn send_from(ns: &str, spec: &str) {
     assert!(st.success(), "sender in {ns}: {st}");
 }
 
-/// Two namespaces joined by a veth pair, 10.77.TAG.1 (a) and 10.77.TAG.2 (b); removed on drop.
+/// Two namespaces joined by a veth pair, 10.77.TAG.1 (a) and 10.77.TAG.2 (b); removed on drop. Tests run
+/// in parallel: each takes a TAG of its own.
 struct Pair {
     a: String,
     b: String,
@@ -524,13 +525,13 @@ fn command_mode_reports_the_commands_flows_and_status() {
 }
 
 /// `-- COMMAND` that prints perftest's address lines: the connection they announce is held against the wire.
-/// The command prints that 10.77.3.2's QP 0x33 sends from PSN 0 to 10.77.3.1's QP 0x51 (81), then sends
+/// The command prints that 10.77.8.2's QP 0x33 sends from PSN 0 to 10.77.8.1's QP 0x51 (81), then sends
 /// PSNs 0-3 to QP 81 and PSN 7 to QP 82, which it did not announce. With `--json` the command's output goes
 /// to standard error, the report alone to standard output.
 #[test]
 fn command_printout_is_held_against_the_wire() {
     require_root();
-    let p = Pair::new(3, true);
+    let p = Pair::new(8, true);
     let spec = format!(
         "{b} {a} 4791 81 0,1,2,3;{b} {a} 4791 82 7",
         a = p.ip_a,
@@ -607,7 +608,7 @@ fn command_printout_is_held_against_the_wire() {
 #[test]
 fn memory_stays_flat_while_flows_come_and_go() {
     require_root();
-    let p = Pair::new(4, true);
+    let p = Pair::new(9, true);
     let dir = tempdir("churn");
     let reports = dir.join("reports.jsonl");
     let (bursts, per) = (12u64, 10_000u64);
@@ -654,6 +655,11 @@ fn memory_stays_flat_while_flows_come_and_go() {
     let out = child.wait_with_output().unwrap();
     let r: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(
+        r["capture_stats"]["stopped_by"] == "command",
+        "the capture ended before its command: {}",
+        r["capture_stats"]
+    );
     // After the third burst (1 s of sleep, then 0.3 s a burst) the table is full: from then on flat.
     let warm: Vec<u64> = samples
         .iter()
