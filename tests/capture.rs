@@ -667,9 +667,10 @@ fn memory_stays_flat_while_flows_come_and_go() {
         .map(|s| s.1)
         .collect();
     assert!(warm.len() >= 5, "RSS samples {samples:?}");
-    let (lo, hi) = (warm.iter().min().unwrap(), warm.iter().max().unwrap());
+    // Measured from the first warm sample: the last ones may catch the process freeing its memory on exit.
+    let (lo, hi) = (warm[0], *warm.iter().max().unwrap());
     assert!(
-        hi - lo < 24 * 1024,
+        hi.saturating_sub(lo) < 24 * 1024,
         "RSS rose from {lo} to {hi} KB: {samples:?}"
     );
     // The capture saw (nearly) every frame; each is a flow of its own.
