@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod capture;
 pub mod dissect;
+pub mod filter;
 pub mod pipeline;
 pub mod report;
 pub mod source;
