@@ -195,10 +195,12 @@ impl Compiler<'_> {
             let keys = match resolved {
                 Resolved::Fields(keys, _) => Keys::Exact(keys),
                 Resolved::Protocol => Keys::Prefix(format!("{name}.")),
+                Resolved::Header(key) => Keys::Exact(vec![key]),
             };
             return Ok(self.leaf(keys, Test::Exists));
         };
         let Resolved::Fields(keys, kind) = resolved else {
+            // A protocol or a header.
             return Err(self.error(
                 op.as_span().start(),
                 format_args!(

@@ -34,13 +34,19 @@ const ALIASES: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Headers whose name prefixes fields of another (Wireshark names the AtomicETH's VA and R_Key like the
+/// RETH's): each is present when this field of its own is.
+const HEADERS: &[(&str, &str)] = &[("infiniband.reth", "infiniband.reth.dmalen")];
+
 /// What a name stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolved {
     /// Fields of one kind: the keys their values come under.
     Fields(Vec<&'static str>, Kind),
-    /// A protocol or header (`udp`, `infiniband.reth`): present when a field under it is.
+    /// A protocol or header (`udp`, `infiniband.aeth`): present when a field under it is.
     Protocol,
+    /// A header present when this field is (see `HEADERS`).
+    Header(&'static str),
 }
 
 fn lookup(table: &'static [(&'static str, Kind)], name: &str) -> Option<(&'static str, Kind)> {
@@ -61,6 +67,9 @@ pub fn resolve(name: &str) -> Option<Resolved> {
         .or_else(|| lookup(ANALYSIS_FIELDS, name));
     if let Some((key, kind)) = field {
         return Some(Resolved::Fields(vec![key], kind));
+    }
+    if let Some((_, key)) = HEADERS.iter().find(|(h, _)| *h == name) {
+        return Some(Resolved::Header(key));
     }
     let all = FIELDS.iter().chain(FRAME_FIELDS).chain(ANALYSIS_FIELDS);
     let under = |k: &str| {
