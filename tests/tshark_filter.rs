@@ -490,3 +490,144 @@ fn fields_are_written_as_tshark_writes_them() {
     );
     assert!(files > 70 && lines > 5000, "{files} {lines}");
 }
+
+/// TCP's flags as tshark's Info lists them, from its `tcp.flags`.
+fn tcp_flags(hex: &str) -> String {
+    let bits = u16::from_str_radix(hex.trim_start_matches("0x"), 16).unwrap();
+    let names = ["FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR"];
+    let set: Vec<&str> = (0..8)
+        .filter(|i| bits & (1 << i) != 0)
+        .map(|i| names[i])
+        .collect();
+    if set.is_empty() {
+        "<None>".to_string()
+    } else {
+        set.join(", ")
+    }
+}
+
+/// `dissect --all`'s line for the frames around RoCE against tshark: ARP, ICMPv6 (neighbour discovery,
+/// MLD), IGMPv2 as tshark's Info column has them, IGMPv3 and ICMP echo as its start (tshark adds the
+/// v3 records, the request's frame); TCP ports, flags and payload length, UDP ports and payload length,
+/// and the LLC header of 802.3 frames from tshark's fields.
+#[test]
+fn other_frames_read_as_tshark_reads_them() {
+    let dir = std::env::temp_dir().join(format!("rocescope-info-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let all = merged(&dir);
+    let all = all.to_str().unwrap();
+    let fields = [
+        "frame.number",
+        "_ws.col.Protocol",
+        "_ws.col.Info",
+        "tcp.srcport",
+        "tcp.dstport",
+        "tcp.flags",
+        "tcp.len",
+        "udp.srcport",
+        "udp.dstport",
+        "udp.length",
+        "llc.dsap",
+        "llc.ssap",
+        "eth.len",
+    ];
+    let mut args = vec![
+        "-r",
+        all,
+        "-Y",
+        "not infiniband and not udp.dstport == 4791 and not macc",
+        "-T",
+        "fields",
+        "-E",
+        "separator=|",
+        "-E",
+        "occurrence=f",
+    ];
+    for f in fields {
+        args.extend(["-e", f]);
+    }
+    let theirs = run("tshark", &args);
+    let ours = rocescope(&["dissect", "--all", "-r", all]);
+    std::fs::remove_dir_all(&dir).ok();
+    let lines: std::collections::HashMap<u64, &str> = ours
+        .lines()
+        .map(|l| (l.split_whitespace().next().unwrap().parse().unwrap(), l))
+        .collect();
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    let mut mismatches = Vec::new();
+    for t in theirs.lines() {
+        let v: Vec<&str> = t.split('|').collect();
+        let [
+            n,
+            proto,
+            info,
+            tsport,
+            tdport,
+            tflags,
+            tlen,
+            usport,
+            udport,
+            ulen,
+            dsap,
+            ssap,
+            len,
+        ] = v[..]
+        else {
+            panic!("{t}");
+        };
+        let line = lines[&n.parse::<u64>().unwrap()];
+        // After the number, the time, the source, the arrow and the destination.
+        let rest = line.split_once(" → ").unwrap().1.split_once(' ').unwrap().1;
+        let (kind, expected, whole) = match proto {
+            "ARP" | "ICMPv6" => (proto, format!("{proto} {info}"), true),
+            "IGMPv2" => ("IGMPv2", format!("IGMP {info}"), true),
+            "IGMPv3" => ("IGMPv3", format!("IGMP {info}"), false),
+            "ICMP" => ("ICMP", format!("ICMP {info}"), false),
+            _ if !tsport.is_empty() => (
+                "TCP",
+                format!("TCP {tsport} → {tdport} [{}] Len={tlen}", tcp_flags(tflags)),
+                true,
+            ),
+            _ if !usport.is_empty() => (
+                "UDP",
+                format!(
+                    "UDP {usport} → {udport} Len={}",
+                    ulen.parse::<u32>().unwrap() - 8
+                ),
+                true,
+            ),
+            _ if !dsap.is_empty() => (
+                "LLC",
+                format!("LLC DSAP {dsap} SSAP {ssap} (802.3 length {len})"),
+                false,
+            ),
+            _ => ("other", String::new(), false),
+        };
+        *counts.entry(kind).or_default() += 1;
+        let ok = if whole {
+            rest == expected
+        } else {
+            expected.starts_with(rest) || rest.starts_with(&expected)
+        };
+        if !ok {
+            mismatches.push(format!(
+                "frame {n} ({proto}): tshark {expected:?}, rocescope {rest:?}"
+            ));
+        }
+    }
+    eprintln!("frames around RoCE compared: {counts:?}");
+    assert!(
+        mismatches.is_empty(),
+        "{}\n{}",
+        mismatches.len(),
+        mismatches[..mismatches.len().min(10)].join("\n")
+    );
+    for kind in [
+        "ARP", "ICMPv6", "IGMPv2", "IGMPv3", "ICMP", "TCP", "UDP", "LLC",
+    ] {
+        assert!(
+            counts.get(kind).is_some_and(|n| *n > 0),
+            "no {kind} frame compared"
+        );
+    }
+}
