@@ -295,29 +295,8 @@ fn write_summary(out: &mut impl Write, s: &Summary, frame: &Frame) -> io::Result
             }
         }
         Summary::Icmpv6(i) => write_icmpv6(out, &i),
-        Summary::Igmp { kind, group } => {
-            let g = Ipv4Addr::from(group);
-            match (kind, other::igmp_name(kind)) {
-                (0x11, _) if group == [0; 4] => write!(out, " IGMP Membership Query, general"),
-                (0x11, _) => write!(out, " IGMP Membership Query, specific for group {g}"),
-                (0x12 | 0x16, _) => write!(out, " IGMP Membership Report group {g}"),
-                (0x17, _) => write!(out, " IGMP Leave Group {g}"),
-                (_, Some(name)) => write!(out, " IGMP {name}"),
-                (_, None) => write!(out, " IGMP type 0x{kind:02x}"),
-            }
-        }
-        Summary::Arp(a) => {
-            let (sender, target) = (Ipv4Addr::from(a.sender_ip), Ipv4Addr::from(a.target_ip));
-            match a.op {
-                1 if a.sender_ip == [0; 4] => write!(out, " ARP Who has {target}? (ARP Probe)"),
-                1 if a.sender_ip == a.target_ip => {
-                    write!(out, " ARP ARP Announcement for {sender}")
-                }
-                1 => write!(out, " ARP Who has {target}? Tell {sender}"),
-                2 => write!(out, " ARP {sender} is at {}", Mac(a.sender_mac)),
-                op => write!(out, " ARP opcode {op}"),
-            }
-        }
+        Summary::Igmp { kind, group } => write_igmp(out, kind, group),
+        Summary::Arp(a) => write_arp(out, &a),
         Summary::Lldp(l) => write_lldp(out, &l),
         Summary::Llc { length, dsap, ssap } => {
             write!(
@@ -329,6 +308,30 @@ fn write_summary(out: &mut impl Write, s: &Summary, frame: &Frame) -> io::Result
             }
             Ok(())
         }
+    }
+}
+
+fn write_igmp(out: &mut impl Write, kind: u8, group: [u8; 4]) -> io::Result<()> {
+    let g = Ipv4Addr::from(group);
+    match (kind, other::igmp_name(kind)) {
+        (0x11, _) if group == [0; 4] => write!(out, " IGMP Membership Query, general"),
+        (0x11, _) => write!(out, " IGMP Membership Query, specific for group {g}"),
+        (0x12 | 0x16, _) => write!(out, " IGMP Membership Report group {g}"),
+        (0x17, _) => write!(out, " IGMP Leave Group {g}"),
+        (_, Some(name)) => write!(out, " IGMP {name}"),
+        (_, None) => write!(out, " IGMP type 0x{kind:02x}"),
+    }
+}
+
+/// ARP as tshark words it: probes (no sender address) and announcements (sender = target) apart.
+fn write_arp(out: &mut impl Write, a: &other::Arp) -> io::Result<()> {
+    let (sender, target) = (Ipv4Addr::from(a.sender_ip), Ipv4Addr::from(a.target_ip));
+    match a.op {
+        1 if a.sender_ip == [0; 4] => write!(out, " ARP Who has {target}? (ARP Probe)"),
+        1 if a.sender_ip == a.target_ip => write!(out, " ARP ARP Announcement for {sender}"),
+        1 => write!(out, " ARP Who has {target}? Tell {sender}"),
+        2 => write!(out, " ARP {sender} is at {}", Mac(a.sender_mac)),
+        op => write!(out, " ARP opcode {op}"),
     }
 }
 

@@ -208,17 +208,27 @@ impl Compiler<'_> {
                 ),
             ));
         };
+        let negated =
+            op.as_rule() == Rule::set_op && op.as_str().to_ascii_lowercase().starts_with("not");
+        let node = self.leaf(Keys::Exact(keys), self.test(name, kind, op, rhs)?);
+        Ok(if negated {
+            Node::Not(Box::new(node))
+        } else {
+            node
+        })
+    }
+
+    /// The test `NAME OP RHS` makes of a field of `kind` (`not in` is `in`, negated by the caller).
+    fn test(
+        &self,
+        name: &str,
+        kind: Kind,
+        op: Pair<Rule>,
+        rhs: Pair<Rule>,
+    ) -> Result<Test, String> {
         let op_at = op.as_span().start();
-        let op_text = op.as_str().to_ascii_lowercase();
-        let test = match op.as_rule() {
-            Rule::set_op => {
-                let node = self.leaf(Keys::Exact(keys), self.set(kind, rhs)?);
-                return Ok(if op_text.starts_with("not") {
-                    Node::Not(Box::new(node))
-                } else {
-                    node
-                });
-            }
+        Ok(match op.as_rule() {
+            Rule::set_op => self.set(kind, rhs)?,
             Rule::contains_op => {
                 if !matches!(kind, Kind::Bytes | Kind::Mac | Kind::Text) {
                     return Err(self.error(
@@ -242,19 +252,22 @@ impl Compiler<'_> {
                 }
             },
             _ => {
-                let (op, all) = cmp_op(&op_text);
+                let (cmp, all) = cmp_op(&op.as_str().to_ascii_lowercase());
                 let rhs_at = rhs.as_span().start();
                 let lit = self.literal(kind, rhs)?;
-                if !matches!(op, Cmp::Eq | Cmp::Ne) && !ordered(&lit) {
+                if !matches!(cmp, Cmp::Eq | Cmp::Ne) && !ordered(&lit) {
                     return Err(self.error(
                         rhs_at,
                         "only == and != take a network (ADDR/PREFIX) or a boolean",
                     ));
                 }
-                Test::Compare { op, all, rhs: lit }
+                Test::Compare {
+                    op: cmp,
+                    all,
+                    rhs: lit,
+                }
             }
-        };
-        Ok(self.leaf(Keys::Exact(keys), test))
+        })
     }
 
     fn set(&self, kind: Kind, set: Pair<Rule>) -> Result<Test, String> {
@@ -290,7 +303,7 @@ impl Compiler<'_> {
 
 fn one_or(mut nodes: Vec<Node>, many: fn(Vec<Node>) -> Node) -> Node {
     match nodes.len() {
-        1 => nodes.pop().map_or(Node::And(Vec::new()), |n| n),
+        1 => nodes.pop().unwrap_or(Node::And(Vec::new())),
         _ => many(nodes),
     }
 }
