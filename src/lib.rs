@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod capture;
 pub mod dissect;
+pub mod filter;
 pub mod host;
 pub mod pipeline;
 pub mod report;

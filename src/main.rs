@@ -12,20 +12,19 @@ mod generator;
 #[cfg(all(feature = "rdma", target_os = "linux"))]
 mod lab;
 
-use cli::{Cli, Command};
+use cli::{Cli, Command, ConfigError};
 
 fn main() -> ExitCode {
+    let run = |c: Result<ExitCode, ConfigError>| match c {
+        Ok(status) => status,
+        Err(ConfigError::Usage(e)) => commands::usage(e),
+        Err(ConfigError::Runtime(e)) => commands::fail(e),
+    };
     match Cli::parse().command {
-        Command::Dissect(a) => commands::dissect::run(&a.config()),
-        Command::Analyze(a) => match a.config() {
-            Ok(c) => commands::analyze::run(&c),
-            Err(e) => commands::fail(e),
-        },
-        Command::Capture(a) => commands::capture::run(&a.config()),
-        Command::Tui(a) => match a.config() {
-            Ok(c) => commands::tui::run(&c),
-            Err(e) => commands::fail(e),
-        },
+        Command::Dissect(a) => run(a.config().map(|c| commands::dissect::run(&c))),
+        Command::Analyze(a) => run(a.config().map(|c| commands::analyze::run(&c))),
+        Command::Capture(a) => run(a.config().map(|c| commands::capture::run(&c))),
+        Command::Tui(a) => run(a.config().map(|c| commands::tui::run(&c))),
         Command::Doctor(a) => commands::doctor::run(&a.config()),
         Command::Counters(a) => commands::counters::run(&a.config()),
         #[cfg(all(feature = "rdma", target_os = "linux"))]

@@ -17,16 +17,20 @@ use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 use parsers::{Frame, parse_frame, parse_frame_deferred};
 
 use crate::analysis::{self, Classified, Engine};
+use crate::filter::{Filter, Matcher, Subject};
 use crate::source::printout::Exchange;
 use crate::source::{Next, Packet, PacketSource, SourceError};
 
-/// What the pipeline assumes: what RoCE is (the UDP port), the analysis' assumptions, and what the hosts
-/// printed of their connections (`--expect`).
+/// What the pipeline assumes: what RoCE is (the UDP port), the analysis' assumptions, what the hosts
+/// printed of their connections (`--expect`), and which frames to analyse.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
     pub parse: parsers::Config,
     pub analysis: analysis::Config,
     pub announced: Arc<[Exchange]>,
+    /// `-Y`: only the frames this display filter passes are analysed (and shown to the engine side); the
+    /// reading side still sees every frame (`-w` writes them all). It names no analysis field.
+    pub filter: Option<Arc<Filter>>,
 }
 
 /// The reading thread's part beyond parsing, over a source of type `S`. Every method has a default that
@@ -63,13 +67,14 @@ pub trait EngineSide: Send {
     fn ingested(&mut self, _number: u64, _classified: Classified) {}
 
     /// With [`EngineSide::WHOLE_FRAMES`]: frame `number` after the engine took it, with its packet (the
-    /// bytes), its layers and how it was counted. `Break` stops the run.
+    /// bytes), its layers, how it was counted and the engine that counted it. `Break` stops the run.
     fn frame(
         &mut self,
         _number: u64,
         _packet: &Packet,
         _frame: &Frame,
         _classified: Classified,
+        _engine: &Engine,
     ) -> ControlFlow<()> {
         ControlFlow::Continue(())
     }
@@ -119,6 +124,7 @@ where
     let analysis = cfg.analysis;
     let parse = cfg.parse;
     let announced = Arc::clone(&cfg.announced);
+    let filter = cfg.filter.clone().map(Matcher::new);
     // The engine side said stop: the reader stops at its next hand-over.
     let halt = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -132,6 +138,7 @@ where
                     engine: Engine::new(analysis),
                     parse,
                     side: engine_side,
+                    filter,
                 };
                 for x in announced.iter() {
                     engine.engine.announce(x);
@@ -149,7 +156,8 @@ where
             .map_err(|e| format!("cannot start the analysis thread: {e}"))?;
         let mut reading = Reading {
             parse,
-            whole: E::WHOLE_FRAMES,
+            // A filter reads whole frames (a MAD's fields come from its payload).
+            whole: E::WHOLE_FRAMES || cfg.filter.is_some(),
             full: full_tx,
             empty: empty_rx,
             halt,
@@ -275,6 +283,7 @@ struct Ingest<E> {
     engine: Engine,
     parse: parsers::Config,
     side: E,
+    filter: Option<Matcher>,
 }
 
 impl<E: EngineSide> Ingest<E> {
@@ -298,11 +307,25 @@ impl<E: EngineSide> Ingest<E> {
                 orig_len: w.orig_len,
             };
             let frame = parse_frame(w.linktype, data, w.orig_len as usize, &self.parse);
+            if let Some(m) = &mut self.filter {
+                let s = Subject {
+                    number: w.number,
+                    packet: &packet,
+                    frame: &frame,
+                    interface: None,
+                    analysis: None,
+                };
+                if !m.matches(&s) {
+                    continue;
+                }
+            }
             let classified = self.engine.ingest(w.number, w.ts_nanos, &frame);
             self.renumbered();
             self.side.ingested(w.number, classified);
             if flow.is_continue() {
-                flow = self.side.frame(w.number, &packet, &frame, classified);
+                flow = self
+                    .side
+                    .frame(w.number, &packet, &frame, classified, &self.engine);
             }
         }
         // In place: a frame is a few hundred bytes, not worth moving again.

@@ -74,16 +74,23 @@ fn filters_by_count_qp_and_opcode() {
             .count(),
         3
     );
-    // tshark: 5 ACKs, all to QP 0x1d; 15 WRITE packets to QP 0x1b.
-    let acks = stdout(&rocescope(&["dissect", "--qp", "0x1d", f]));
-    assert_eq!(acks.lines().count(), 5);
-    assert!(acks.lines().all(|l| l.contains("RC_ACKNOWLEDGE")));
+    // tshark: 5 ACKs, all to QP 0x1d; 15 WRITE packets to QP 0x1b: `--qp` takes both directions of the
+    // connection, whichever QP it names.
+    let both = stdout(&rocescope(&["dissect", "--qp", "0x1d", f]));
+    assert_eq!(both.lines().count(), 20);
     assert_eq!(
-        stdout(&rocescope(&["dissect", "--qp", "27", f]))
-            .lines()
+        both.lines()
+            .filter(|l| l.contains("RC_ACKNOWLEDGE"))
             .count(),
-        15
+        5
     );
+    assert_eq!(stdout(&rocescope(&["dissect", "--qp", "27", f])), both);
+    // From standard input the pairing is known from the first ACK on: the 3 WRITEs before it are not.
+    let piped = pipe(
+        &["dissect", "--qp", "0x1d", "-"],
+        &std::fs::read(&file).unwrap(),
+    );
+    assert_eq!(stdout(&piped).lines().count(), 17);
     assert_eq!(
         stdout(&rocescope(&["dissect", "--opcode", "acknowledge", f]))
             .lines()
@@ -115,6 +122,160 @@ fn filters_by_count_qp_and_opcode() {
         .count(),
         10
     );
+}
+
+fn pipe(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A run that stops before reading (a usage error) closes the pipe early.
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().unwrap()
+}
+
+/// `-r` as tshark takes it, several of them in turn, and `-c 0`.
+#[test]
+fn read_flags_and_count_zero() {
+    let a = public("rdma_write_bw.pcap");
+    let b = public("rdma_read_lat.pcap");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    assert_eq!(
+        stdout(&rocescope(&["dissect", "-r", a])),
+        stdout(&rocescope(&["dissect", a]))
+    );
+    let both = rocescope(&["dissect", "-r", a, "-r", b, "-c", "2"]);
+    let out = stdout(&both);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert_eq!(lines[0], format!("==> {a} <=="));
+    assert!(lines[1].trim_start().starts_with("22 "), "{}", lines[1]);
+    assert_eq!(lines[3], format!("==> {b} <=="));
+    assert_eq!(stderr(&both).lines().count(), 2);
+    let none = rocescope(&["dissect", "-r", a, "-c", "0"]);
+    assert!(none.status.success());
+    assert_eq!(stdout(&none), "");
+    // A file named twice.
+    for args in [&["dissect", "-r", a, a][..], &["analyze", "-r", a, a]] {
+        assert_eq!(rocescope(args).status.code(), Some(2), "{args:?}");
+    }
+    assert_eq!(
+        stdout(&rocescope(&["analyze", "-r", a, "--json"])),
+        stdout(&rocescope(&["analyze", a, "--json"]))
+    );
+}
+
+/// The analysis' fields on testdata/analysis/gap_nak_go_back_n.pcap, from the capture's hand-worked
+/// figures (examples/make_testdata/analysis.rs): WRITEs 100-102 (frames 1-3), an ACK (4), WRITE 105 (5: the
+/// gap, 103 and 104 missing), the NAK (6), the resends 103, 104, 105 (7-9: go-back-N at 7), WRITE 106 (10),
+/// the ACK (11); the responder's flow is the second (1). stall_at_end.pcap: the stall is frame 3's, found
+/// at the end of the capture.
+#[test]
+fn display_filters_on_the_analysis() {
+    let analysis = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/analysis");
+    let gap = analysis.join("gap_nak_go_back_n.pcap");
+    let frames = |file: &std::path::Path, filter: &str| -> Vec<u64> {
+        let o = rocescope(&[
+            "dissect",
+            "-r",
+            file.to_str().unwrap(),
+            "-Y",
+            filter,
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ]);
+        assert!(o.status.success(), "{filter}: {}", stderr(&o));
+        stdout(&o).lines().map(|l| l.parse().unwrap()).collect()
+    };
+    for (filter, expected) in [
+        ("rocescope.event == \"psn_gap\"", &[5][..]),
+        ("rocescope.event == \"nak\"", &[6]),
+        ("rocescope.event == \"go_back_n\"", &[7]),
+        ("rocescope.retransmission", &[7, 8, 9]),
+        ("rocescope.class == \"gap\"", &[5]),
+        ("rocescope.severity == \"error\"", &[5, 6]),
+        ("rocescope.flow == 1", &[4, 6, 11]),
+        (
+            "not rocescope.event and infiniband.bth.psn >= 103",
+            &[8, 9, 10, 11],
+        ),
+        (
+            "rocescope.retransmission or rocescope.event in {\"nak\", \"psn_gap\"}",
+            &[5, 6, 7, 8, 9],
+        ),
+    ] {
+        assert_eq!(frames(&gap, filter), expected, "{filter}");
+    }
+    let stall =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/diagnosis/stall_at_end.pcap");
+    assert_eq!(frames(&stall, "rocescope.event == \"stall\""), [3]);
+    // The events need the capture twice: not from standard input.
+    let o = pipe(
+        &["dissect", "-Y", "rocescope.event", "-"],
+        &std::fs::read(&gap).unwrap(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("give a file"), "{}", stderr(&o));
+    // analyze -Y analyses only the frames it passes: the responder's 3 here.
+    let o = rocescope(&[
+        "analyze",
+        "-r",
+        gap.to_str().unwrap(),
+        "-Y",
+        "ip.src == 10.0.0.2",
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["capture"]["frames"], 3);
+    assert_eq!(report["flows"].as_array().unwrap().len(), 1);
+}
+
+/// A bad filter or field: exit status 2 and one line that says where and what.
+#[test]
+fn bad_filters_and_fields_are_one_line() {
+    let file = public("rdma_write_bw.pcap");
+    let f = file.to_str().unwrap();
+    for (args, needle) in [
+        (
+            &["dissect", "-r", f, "-Y", "udp.port in {4791 53}"][..],
+            "-Y: column 19 (at \"53}\"): expected",
+        ),
+        (
+            &["dissect", "-r", f, "-Y", "infiniband.bth.psnn == 1"],
+            "neither a field nor a protocol",
+        ),
+        (
+            &["analyze", "-r", f, "-Y", "rocescope.retransmission"],
+            "filter on them with rocescope dissect -Y",
+        ),
+        (
+            &["analyze", "-r", f, "-Y", "ip.src =="],
+            "column 10 (at the end): expected a value",
+        ),
+    ] {
+        let o = rocescope(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{err}");
+    }
+    for args in [
+        &["dissect", "-r", f, "-T", "fields"][..],
+        &["dissect", "-r", f, "-e", "ip.src"],
+        &["dissect", "-r", f, "-T", "fields", "-e", "tcp.port"],
+        &["dissect", "-r", f, "-T", "fields", "-e", "ip"],
+        &[
+            "dissect", "-r", f, "-T", "fields", "-e", "ip.src", "-E", "quote=x",
+        ],
+        &["dissect", "-r", f, "-T", "pdml", "-e", "ip.src"],
+    ] {
+        assert_eq!(rocescope(args).status.code(), Some(2), "{args:?}");
+    }
 }
 
 #[test]

@@ -2,26 +2,27 @@
 //! one's code names (`crate::X`, `rocescope::X`, `super::X` from a module's root file). The graph must have
 //! no cycle, and every edge must go down the layer order the architecture sets (docs/architecture.md):
 //!
-//! parsers (crate) <- source, host <- analysis <- pipeline <- report <- capture, dissect <- tui
+//! parsers (crate) <- source, host <- analysis <- filter <- pipeline <- report <- capture, dissect <- tui
 //!     <- commands, generator, lab <- cli <- main
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Each top-level module and its layer: a module may name only modules of lower layers.
-const LAYERS: [(&str, u32); 13] = [
+const LAYERS: [(&str, u32); 14] = [
     ("source", 1),
     ("host", 1),
     ("analysis", 2),
-    ("pipeline", 3),
-    ("report", 4),
-    ("capture", 5),
-    ("dissect", 5),
-    ("tui", 6),
-    ("commands", 7),
-    ("generator", 7),
-    ("lab", 7),
-    ("cli", 8),
-    ("main", 9),
+    ("filter", 3),
+    ("pipeline", 4),
+    ("report", 5),
+    ("capture", 6),
+    ("dissect", 6),
+    ("tui", 7),
+    ("commands", 8),
+    ("generator", 8),
+    ("lab", 8),
+    ("cli", 9),
+    ("main", 10),
 ];
 
 fn layer(module: &str) -> Option<u32> {

@@ -41,6 +41,7 @@ fn settle(m: &mut Model, index: &Index, mut cmds: Vec<Cmd>) {
             Cmd::LoadRows(n) => Msg::Rows(data::rows(index, &n).unwrap()),
             Cmd::LoadPacket(n) => Msg::Packet(data::detail(index, n).unwrap()),
             Cmd::Save => panic!("a file has nothing to save"),
+            Cmd::FilterPackets(text) => Msg::Filtered(data::matching(index, &text)),
         };
         cmds.extend(update(m, msg));
     }
@@ -239,6 +240,55 @@ fn text_filter_narrows_the_flows() {
     key(&mut m, &idx, KeyCode::Esc);
     assert_eq!(m.flows.filter, "");
     assert_eq!(m.visible_flows().len(), 4);
+}
+
+/// The packet list's display filter, on gap_nak_go_back_n.pcap's hand-worked frames: the resends
+/// 103, 104, 105 are frames 7, 8 and 9 (examples/make_testdata/analysis.rs); the responder's frames are
+/// 4, 6 and 11.
+#[test]
+fn a_display_filter_narrows_the_packets() {
+    let (mut m, idx) = load("testdata/analysis/gap_nak_go_back_n.pcap", 120, 40);
+    key(&mut m, &idx, KeyCode::Tab);
+    assert_eq!(m.view, View::Packets);
+    assert_eq!(m.packet_count(), 11);
+    keys(&mut m, &idx, "/rocescope.retransmission");
+    assert!(screen(&render(&m)).contains("filter: rocescope.retransmission_"));
+    key(&mut m, &idx, KeyCode::Enter);
+    assert_eq!(m.packet_count(), 3);
+    assert_eq!(
+        (0..3).map(|i| m.packet_at(i).unwrap()).collect::<Vec<_>>(),
+        [7, 8, 9]
+    );
+    let s = screen(&render(&m));
+    assert!(
+        s.contains("3 of 11 frames pass rocescope.retransmission"),
+        "{s}"
+    );
+    assert!(s.contains("RC_WRITE_ONLY      104"), "{s}");
+    // Another filter replaces it; Esc while typing shows every packet again.
+    keys(&mut m, &idx, "/");
+    for _ in 0.."rocescope.retransmission".len() {
+        key(&mut m, &idx, KeyCode::Backspace);
+    }
+    keys(&mut m, &idx, "ip.src == 10.0.0.2");
+    key(&mut m, &idx, KeyCode::Enter);
+    assert_eq!(
+        (0..3).map(|i| m.packet_at(i).unwrap()).collect::<Vec<_>>(),
+        [4, 6, 11]
+    );
+    keys(&mut m, &idx, "/");
+    key(&mut m, &idx, KeyCode::Esc);
+    assert_eq!(m.packet_count(), 11);
+    // A bad filter is the one line of the error box; the list stays.
+    keys(&mut m, &idx, "/ip.src ==");
+    key(&mut m, &idx, KeyCode::Enter);
+    assert!(
+        m.error
+            .as_deref()
+            .unwrap()
+            .contains("column 10 (at the end): expected a value")
+    );
+    assert_eq!(m.packet_count(), 11);
 }
 
 #[test]
@@ -843,7 +893,7 @@ fn settle_live(m: &mut Model, ring: &Mutex<Ring>, mut cmds: Vec<Cmd>) -> Vec<Cmd
                 Ok(d) => Msg::Packet(d),
                 Err(e) => Msg::Error(e),
             },
-            c @ Cmd::Save => {
+            c @ (Cmd::Save | Cmd::FilterPackets(_)) => {
                 other.push(c);
                 continue;
             }

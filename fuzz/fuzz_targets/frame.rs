@@ -33,6 +33,7 @@ fuzz_target!(|input: &[u8]| {
         let frame = parse_frame(linktype, data, orig_len, &cfg);
         let mut sink = Sink(0);
         frame.visit(&mut sink);
+        let _ = parsers::other::summary(&frame);
         let _ = (
             frame.is_roce(),
             frame.src(),

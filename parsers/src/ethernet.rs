@@ -75,7 +75,8 @@ pub fn ethertype_name(ethertype: u16) -> &'static str {
         ETHERTYPE_QINQ | ETHERTYPE_QINQ_OLD => "802.1ad QinQ",
         ETHERTYPE_MAC_CONTROL => "MAC control",
         ETHERTYPE_ROCEV1 => "RoCE (v1)",
-        0x0806 => "ARP",
+        crate::other::ETHERTYPE_ARP => "ARP",
+        crate::other::ETHERTYPE_LLDP => "LLDP",
         _ => "other",
     }
 }

@@ -150,11 +150,11 @@ impl Ipv4Header {
             "Time to live",
             Value::Uint(self.ttl.into()),
         ));
-        v.field(Field::new(
-            "ip.proto",
-            "Protocol",
-            Value::Uint(self.protocol.into()),
-        ));
+        let proto = Field::new("ip.proto", "Protocol", Value::Uint(self.protocol.into()));
+        v.field(match crate::other::protocol_name(self.protocol) {
+            Some(name) => proto.meaning(name),
+            None => proto,
+        });
         v.field(Field::new(
             "ip.checksum",
             "Header checksum",

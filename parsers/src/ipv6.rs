@@ -62,11 +62,15 @@ impl Ipv6Header {
             "Payload length",
             Value::Uint(self.payload_len.into()),
         ));
-        v.field(Field::new(
+        let next = Field::new(
             "ipv6.nxt",
             "Next header",
             Value::Uint(self.next_header.into()),
-        ));
+        );
+        v.field(match crate::other::protocol_name(self.next_header) {
+            Some(name) => next.meaning(name),
+            None => next,
+        });
         v.field(Field::new(
             "ipv6.hlim",
             "Hop limit",

@@ -33,6 +33,7 @@ pub mod ipv6;
 pub mod mac_control;
 pub mod mad;
 pub mod opcode;
+pub mod other;
 pub mod psn;
 pub mod rdeth;
 pub mod reth;

@@ -16,13 +16,14 @@ use clap::{Args, Parser, Subcommand};
 use rocescope::analysis;
 use rocescope::capture;
 use rocescope::dissect::{self, Style};
+use rocescope::filter::Filter;
 use rocescope::pipeline;
 use rocescope::report::{Condition, Listing};
 use rocescope::source::{LiveConfig, printout};
 use rocescope::tui;
 use values::{
-    FailOn, OpcodeSet, parse_fail_on, parse_interval, parse_mtu, parse_opcode, parse_qpn,
-    parse_secs, parse_size, parse_speed,
+    FailOn, OpcodeSet, parse_column, parse_fail_on, parse_fields_option, parse_interval, parse_mtu,
+    parse_opcode, parse_qpn, parse_secs, parse_size, parse_speed,
 };
 
 use crate::commands;
@@ -182,6 +183,7 @@ fn pipeline_config(roce: &RoceFlags, analysis: &AnalysisFlags) -> pipeline::Conf
         parse: roce.config(),
         analysis: analysis.config(),
         announced: Default::default(),
+        filter: None,
     }
 }
 
@@ -256,63 +258,157 @@ impl LiveFlags {
     }
 }
 
+/// What went wrong turning flags into a configuration: a usage error (exit status 2) or a runtime one
+/// (1: a file that cannot be read).
+#[derive(Debug)]
+pub enum ConfigError {
+    Usage(String),
+    Runtime(String),
+}
+
+/// `-Y`: tshark's display filter.
 #[derive(Args, Debug, Clone)]
+pub struct DisplayFilterFlag {
+    /// Display filter, in Wireshark's language over the fields rocescope decodes (`infiniband.bth.destqp
+    /// == 0x11 && !infiniband.aeth`, `ip.addr in {10.0.0.1, 10.0.0.2}`; docs/cli.md#display-filters).
+    #[arg(short = 'Y', long = "display-filter", value_name = "FILTER")]
+    pub display_filter: Option<String>,
+}
+
+impl DisplayFilterFlag {
+    /// The compiled filter (none for an empty one, as tshark); `before_analysis`: it selects what is
+    /// analysed, so it cannot name what the analysis finds.
+    fn filter(&self, before_analysis: bool) -> Result<Option<Arc<Filter>>, ConfigError> {
+        let Some(text) = self
+            .display_filter
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+        else {
+            return Ok(None);
+        };
+        let f = Filter::new(text).map_err(|e| ConfigError::Usage(format!("-Y: {e}")))?;
+        if before_analysis && f.analysis {
+            return Err(ConfigError::Usage(
+                "-Y: the analysis' fields (rocescope.class, .flow, .retransmission, .event, .severity) come \
+                 from the analysis this filter selects frames for: filter on them with rocescope dissect -Y"
+                    .to_string(),
+            ));
+        }
+        Ok(Some(Arc::new(f)))
+    }
+}
+
+/// The capture file: `FILE` or `-r FILE`; `-` is standard input.
+#[derive(Args, Debug, Clone)]
+#[group(required = true, multiple = false)]
+pub struct ReadFlag {
+    /// Capture file (pcap or pcapng), or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// The capture file, as tshark takes it (pcap or pcapng; `-` is standard input).
+    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    pub read: Option<PathBuf>,
+}
+
+impl ReadFlag {
+    fn path(&self) -> PathBuf {
+        self.read
+            .clone()
+            .or_else(|| self.file.clone())
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["file", "read"])))]
 pub struct DissectArgs {
     /// Capture file (pcap or pcapng), or `-` for standard input.
-    pub file: PathBuf,
+    #[arg(value_name = "FILE", conflicts_with = "read")]
+    pub file: Option<PathBuf>,
+    /// A capture file, as tshark takes it (`-` is standard input); several `-r` are dissected in turn,
+    /// each as by a run of its own.
+    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    pub read: Vec<PathBuf>,
     /// Show every field as a tree (like `tshark -V`).
-    #[arg(short = 'V', long = "verbose", conflicts_with = "json")]
+    #[arg(short = 'V', long = "verbose", conflicts_with_all = ["json", "format"])]
     pub tree: bool,
     /// Add a hex dump of each frame.
-    #[arg(short = 'x', long = "hex", conflicts_with = "json")]
+    #[arg(short = 'x', long = "hex", conflicts_with_all = ["json", "format"])]
     pub hex: bool,
     /// One JSON object per frame, keyed with Wireshark's field names.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// `-T fields`: the values of the `-e` fields, one line per frame, as tshark prints them.
+    #[arg(short = 'T', value_name = "FORMAT", value_parser = ["fields"], requires = "fields")]
+    pub format: Option<String>,
+    /// With -T fields: a field to print (Wireshark's name; repeat for more columns).
+    #[arg(short = 'e', value_name = "FIELD", value_parser = parse_column, requires = "format")]
+    pub fields: Vec<dissect::Column>,
+    /// With -T fields: header=y, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a|N, aggregator=C (as
+    /// tshark's -E).
+    #[arg(short = 'E', value_name = "OPTION=VALUE", value_parser = parse_fields_option, requires = "format")]
+    pub fields_options: Vec<dissect::FieldsOption>,
     /// Show non-RoCE frames too (they are counted and hidden by default).
     #[arg(long)]
     pub all: bool,
-    /// Stop after showing N frames.
+    /// Stop after showing N frames (0 shows none).
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
-    /// Only frames to this destination QP (decimal or 0x-prefixed hex).
+    /// Only frames of this QP's connection, both ways: to it, from it (UD), and the flow the analysis
+    /// pairs with the flow to it (decimal or 0x-prefixed hex).
     #[arg(long = "qp", value_name = "QPN", value_parser = parse_qpn)]
     pub qp: Option<u32>,
     /// Only this opcode: a name (RC_SEND_ONLY, or SEND_ONLY for every transport) or a number (0x11).
     #[arg(long, value_name = "NAME", value_parser = parse_opcode)]
     pub opcode: Option<OpcodeSet>,
     #[command(flatten)]
+    pub display: DisplayFilterFlag,
+    #[command(flatten)]
     pub roce: RoceFlags,
 }
 
 impl DissectArgs {
-    pub fn config(&self) -> dissect::Options {
-        let style = if self.json {
+    pub fn config(&self) -> Result<dissect::Options, ConfigError> {
+        let style = if self.format.is_some() {
+            Style::Fields(dissect::Columns::new(
+                self.fields.clone(),
+                &self.fields_options,
+            ))
+        } else if self.json {
             Style::Json
         } else if self.tree {
             Style::Tree
         } else {
             Style::Line
         };
-        dissect::Options {
-            file: self.file.clone(),
+        let files = match &self.file {
+            Some(f) => vec![f.clone()],
+            None => self.read.clone(),
+        };
+        Ok(dissect::Options {
+            files,
             style,
             hex: self.hex,
-            filter: dissect::Filter {
+            selection: dissect::Selection {
                 all: self.all,
-                dest_qp: self.qp,
+                qp: self.qp,
                 opcodes: self.opcode.as_ref().map(|o| *o.0),
                 count: self.count,
             },
+            display: self.display.filter(false)?,
             config: self.roce.config(),
-        }
+        })
     }
 }
 
 #[derive(Args, Debug, Clone)]
 pub struct AnalyzeArgs {
-    /// Capture file (pcap or pcapng), or `-` for standard input.
-    pub file: PathBuf,
+    #[command(flatten)]
+    pub input: ReadFlag,
+    /// Analyse only the frames this display filter passes (Wireshark's language, as `dissect -Y`; not the
+    /// analysis' own `rocescope.*` fields).
+    #[command(flatten)]
+    pub display: DisplayFilterFlag,
     /// One JSON document instead of the text report (schema in docs/json.md).
     #[arg(long)]
     pub json: bool,
@@ -336,12 +432,13 @@ pub struct AnalyzeArgs {
 }
 
 impl AnalyzeArgs {
-    pub fn config(&self) -> Result<commands::analyze::Config, String> {
+    pub fn config(&self) -> Result<commands::analyze::Config, ConfigError> {
         Ok(commands::analyze::Config {
-            file: self.file.clone(),
+            file: self.input.path(),
             json: self.json,
             pipeline: pipeline::Config {
-                announced: self.expect.announced()?,
+                announced: self.expect.announced().map_err(ConfigError::Runtime)?,
+                filter: self.display.filter(true)?,
                 ..pipeline_config(&self.roce, &self.analysis)
             },
             fail_on: self.fail_on.conditions(),
@@ -439,6 +536,10 @@ pub struct CaptureArgs {
     /// Where --report-every writes (`-`: standard error).
     #[arg(long, value_name = "FILE", requires = "report_every")]
     pub reports: Option<PathBuf>,
+    /// Analyse and report only the frames this display filter passes (as `analyze -Y`); `-w` still writes
+    /// every frame captured.
+    #[command(flatten)]
+    pub display: DisplayFilterFlag,
     /// Show the capture in the terminal UI as it runs (the same as `rocescope tui -i IFACE`): space pauses
     /// the display, w saves the frames.
     #[arg(long, conflicts_with_all = ["json", "command", "fail_on", "quiet"])]
@@ -450,21 +551,24 @@ pub struct CaptureArgs {
 }
 
 impl CaptureArgs {
-    fn session(&self) -> capture::Config {
-        capture::Config {
+    fn session(&self) -> Result<capture::Config, ConfigError> {
+        Ok(capture::Config {
             live: self.live.config(&self.interface, self.roce.port),
-            pipeline: pipeline_config(&self.roce, &self.analysis),
+            pipeline: pipeline::Config {
+                filter: self.display.filter(true)?,
+                ..pipeline_config(&self.roce, &self.analysis)
+            },
             write: self.live.write.clone(),
             rotation: self.live.rotation(),
             count: self.count,
             duration: self.duration.map(Duration::from_secs_f64),
             ring: false,
-        }
+        })
     }
 
-    pub fn config(&self) -> commands::capture::Config {
-        commands::capture::Config {
-            session: self.session(),
+    pub fn config(&self) -> Result<commands::capture::Config, ConfigError> {
+        Ok(commands::capture::Config {
+            session: self.session()?,
             command: self.command.clone(),
             grace: Duration::from_secs_f64(self.grace),
             quiet: self.quiet,
@@ -476,7 +580,7 @@ impl CaptureArgs {
                 .zip(self.reports.clone())
                 .map(|(s, f)| (Duration::from_secs_f64(s), f)),
             tui: self.tui,
-        }
+        })
     }
 }
 
@@ -508,9 +612,9 @@ pub struct TuiArgs {
 }
 
 impl TuiArgs {
-    pub fn config(&self) -> Result<commands::tui::Config, String> {
+    pub fn config(&self) -> Result<commands::tui::Config, ConfigError> {
         let pipeline = pipeline::Config {
-            announced: self.expect.announced()?,
+            announced: self.expect.announced().map_err(ConfigError::Runtime)?,
             ..pipeline_config(&self.roce, &self.analysis)
         };
         match (&self.file, &self.interface) {
@@ -535,7 +639,9 @@ impl TuiArgs {
                     ..pipeline
                 },
             })),
-            (None, None) => Err("tui: give a capture file or -i IFACE".to_string()),
+            (None, None) => Err(ConfigError::Usage(
+                "tui: give a capture file or -i IFACE".to_string(),
+            )),
         }
     }
 }

@@ -85,6 +85,16 @@ pub fn parse_opcode(s: &str) -> Result<OpcodeSet, String> {
         .ok_or_else(|| format!("unknown opcode '{s}' (try RC_SEND_ONLY, WRITE_FIRST, ACKNOWLEDGE, CNP or a number like 0x11)"))
 }
 
+/// A `-e` field (see [`rocescope::dissect::Column::new`]).
+pub fn parse_column(s: &str) -> Result<rocescope::dissect::Column, String> {
+    rocescope::dissect::Column::new(s)
+}
+
+/// A `-E` option (see [`rocescope::dissect::FieldsOption::parse`]).
+pub fn parse_fields_option(s: &str) -> Result<rocescope::dissect::FieldsOption, String> {
+    rocescope::dissect::FieldsOption::parse(s)
+}
+
 /// Opcodes to show, by number.
 #[derive(Clone, Debug)]
 pub struct OpcodeSet(pub Box<[bool; 256]>);

@@ -9,6 +9,12 @@ pub mod tui;
 
 use std::process::ExitCode;
 
+/// Status 2 with a usage error on one line (clap's status for the errors it finds).
+pub fn usage(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("rocescope: {e}");
+    ExitCode::from(2)
+}
+
 /// Status 1 with the error on one line (what every subcommand does with a runtime error).
 pub fn fail(e: impl std::fmt::Display) -> ExitCode {
     eprintln!("rocescope: {e}");

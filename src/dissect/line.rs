@@ -3,13 +3,16 @@ use std::io::{self, Write};
 
 use parsers::aeth::Syndrome;
 use parsers::cm::{CmMessage, ServiceId};
+use parsers::frame::Ip;
 use parsers::frame::{Frame, Roce};
 use parsers::icrc::IcrcStatus;
 use parsers::mac_control::MacControl;
 use parsers::mad::Mad;
+use parsers::other::{self, Summary};
 use parsers::psn::Shown as Psn;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::{Shown, write_addr};
+use super::{Mac, Shown, write_addr};
 
 pub fn write(out: &mut impl Write, shown: &Shown, frame: &Frame) -> io::Result<()> {
     let secs = shown.rel_nanos / 1_000_000_000;
@@ -232,10 +235,172 @@ fn write_other(out: &mut impl Write, frame: &Frame) -> io::Result<()> {
         return write!(out, " IP fragment");
     }
     if let Some(u) = frame.udp {
-        return write!(out, " UDP {} → {} len={}", u.src_port, u.dst_port, u.length);
+        // tshark's Len: the payload, not the header's length field.
+        let len = u.length.saturating_sub(parsers::udp::UdpHeader::LEN as u16);
+        return write!(out, " UDP {} → {} Len={len}", u.src_port, u.dst_port);
     }
-    match frame.ethertype {
-        Some(t) => write!(out, " {} (0x{t:04x})", parsers::ethernet::ethertype_name(t)),
-        None => write!(out, " unsupported link type"),
+    if let Some(summary) = other::summary(frame) {
+        return write_summary(out, &summary, frame);
     }
+    match (frame.ip, frame.ethertype) {
+        (Some(Ip::V4(h)), _) => write_protocol(out, "IPv4 protocol", h.protocol),
+        (Some(Ip::V6(h)), _) => write_protocol(out, "IPv6 next header", h.next_header),
+        (None, Some(t)) => write!(out, " {} (0x{t:04x})", parsers::ethernet::ethertype_name(t)),
+        (None, None) => write!(out, " unsupported link type"),
+    }
+}
+
+fn write_protocol(out: &mut impl Write, what: &str, p: u8) -> io::Result<()> {
+    write!(out, " {what} {p}")?;
+    match other::protocol_name(p) {
+        Some(name) => write!(out, " ({name})"),
+        None => Ok(()),
+    }
+}
+
+/// TCP, ICMP, ICMPv6, IGMP, ARP, LLDP and LLC frames as tshark's Info column has them.
+fn write_summary(out: &mut impl Write, s: &Summary, frame: &Frame) -> io::Result<()> {
+    match *s {
+        Summary::Tcp(t) => {
+            write!(out, " TCP {} → {} [", t.src_port, t.dst_port)?;
+            const FLAGS: [&str; 8] = ["FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR"];
+            let mut set = FLAGS
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| t.flags & (1 << i) != 0);
+            match set.next() {
+                None => write!(out, "<None>")?,
+                Some((_, first)) => {
+                    write!(out, "{first}")?;
+                    set.try_for_each(|(_, f)| write!(out, ", {f}"))?;
+                }
+            }
+            // Not the window: tshark shows it scaled by what the SYNs agreed.
+            write!(out, "] Len={}", t.payload_len)
+        }
+        Summary::Icmp { kind, code, echo } => {
+            let name = other::icmp_name(kind, code);
+            match (echo, frame.ip, name) {
+                // As tshark: the name padded to 21, the sequence number read both ways, the TTL.
+                (Some(e), Some(Ip::V4(h)), Some(name)) => write!(
+                    out,
+                    " ICMP {name:<21}id=0x{:04x}, seq={}/{}, ttl={}",
+                    e.id,
+                    e.seq,
+                    e.seq.swap_bytes(),
+                    h.ttl
+                ),
+                (_, _, Some(name)) => write!(out, " ICMP {name}"),
+                _ => write!(out, " ICMP type {kind} code {code}"),
+            }
+        }
+        Summary::Icmpv6(i) => write_icmpv6(out, &i),
+        Summary::Igmp { kind, group } => write_igmp(out, kind, group),
+        Summary::Arp(a) => write_arp(out, &a),
+        Summary::Lldp(l) => write_lldp(out, &l),
+        Summary::Llc { length, dsap, ssap } => {
+            write!(
+                out,
+                " LLC DSAP 0x{dsap:02x} SSAP 0x{ssap:02x} (802.3 length {length})"
+            )?;
+            if dsap == 0x42 {
+                write!(out, " STP")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn write_igmp(out: &mut impl Write, kind: u8, group: [u8; 4]) -> io::Result<()> {
+    let g = Ipv4Addr::from(group);
+    match (kind, other::igmp_name(kind)) {
+        (0x11, _) if group == [0; 4] => write!(out, " IGMP Membership Query, general"),
+        (0x11, _) => write!(out, " IGMP Membership Query, specific for group {g}"),
+        (0x12 | 0x16, _) => write!(out, " IGMP Membership Report group {g}"),
+        (0x17, _) => write!(out, " IGMP Leave Group {g}"),
+        (_, Some(name)) => write!(out, " IGMP {name}"),
+        (_, None) => write!(out, " IGMP type 0x{kind:02x}"),
+    }
+}
+
+/// ARP as tshark words it: probes (no sender address) and announcements (sender = target) apart.
+fn write_arp(out: &mut impl Write, a: &other::Arp) -> io::Result<()> {
+    let (sender, target) = (Ipv4Addr::from(a.sender_ip), Ipv4Addr::from(a.target_ip));
+    match a.op {
+        1 if a.sender_ip == [0; 4] => write!(out, " ARP Who has {target}? (ARP Probe)"),
+        1 if a.sender_ip == a.target_ip => write!(out, " ARP ARP Announcement for {sender}"),
+        1 => write!(out, " ARP Who has {target}? Tell {sender}"),
+        2 => write!(out, " ARP {sender} is at {}", Mac(a.sender_mac)),
+        op => write!(out, " ARP opcode {op}"),
+    }
+}
+
+fn write_echo(out: &mut impl Write, echo: Option<other::Echo>) -> io::Result<()> {
+    match echo {
+        Some(e) => write!(out, " id=0x{:04x}, seq={}", e.id, e.seq),
+        None => Ok(()),
+    }
+}
+
+fn write_icmpv6(out: &mut impl Write, i: &other::Icmpv6) -> io::Result<()> {
+    match other::icmpv6_name(i.kind) {
+        Some(name) => write!(out, " ICMPv6 {name}")?,
+        None => write!(out, " ICMPv6 type {} code {}", i.kind, i.code)?,
+    }
+    if let Some(t) = i.target {
+        let verb = if i.kind == 135 { " for" } else { "" };
+        write!(out, "{verb} {}", Ipv6Addr::from(t))?;
+    }
+    if i.kind == 136 {
+        let flags: Vec<&str> = [(0x80, "rtr"), (0x40, "sol"), (0x20, "ovr")]
+            .into_iter()
+            .filter(|(bit, _)| i.na_flags & bit != 0)
+            .map(|(_, name)| name)
+            .collect();
+        if !flags.is_empty() {
+            write!(out, " ({})", flags.join(", "))?;
+        }
+    }
+    if let Some(mac) = i.link_addr {
+        let how = if i.kind == 136 { "is at" } else { "from" };
+        write!(out, " {how} {}", Mac(mac))?;
+    }
+    write_echo(out, i.echo)
+}
+
+/// LLDP: the chassis and port IDs (a MAC address as such, a name as text), the time to live, the system.
+fn write_lldp(out: &mut impl Write, l: &other::Lldp) -> io::Result<()> {
+    write!(out, " LLDP")?;
+    // Chassis subtype 4 and port subtype 3 are MAC addresses.
+    for (what, id, mac) in [("chassis", l.chassis, 4), ("port", l.port, 3)] {
+        let Some((subtype, bytes)) = id else { continue };
+        write!(out, " {what} ")?;
+        match <[u8; 6]>::try_from(bytes) {
+            Ok(m) if subtype == mac => write!(out, "{}", Mac(m))?,
+            _ => write_text(out, bytes)?,
+        }
+    }
+    if let Some(ttl) = l.ttl {
+        write!(out, " ttl {ttl}")?;
+    }
+    if let Some(name) = l.system_name {
+        write!(out, " system ")?;
+        write_text(out, name)?;
+    }
+    Ok(())
+}
+
+/// Printable ASCII as itself, anything else as `.`.
+fn write_text(out: &mut impl Write, b: &[u8]) -> io::Result<()> {
+    let text: String = b
+        .iter()
+        .map(|&c| {
+            if c.is_ascii_graphic() || c == b' ' {
+                c as char
+            } else {
+                '.'
+            }
+        })
+        .collect();
+    write!(out, "{text}")
 }

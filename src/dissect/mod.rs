@@ -1,51 +1,78 @@
-//! `rocescope dissect`: one line, a field tree or a JSON object per frame.
+//! `rocescope dissect`: one line, a field tree, a JSON object or tshark's `-T fields` columns per frame,
+//! for the frames the quick selections (`--all`, `--qp`, `--opcode`) and the display filter (`-Y`) pass.
+mod fields;
 mod json;
 mod line;
 pub(crate) mod tree;
 
 use std::io::{self, BufWriter, Write};
 use std::ops::ControlFlow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parsers::opcode::Opcode;
 use parsers::{Config, Frame};
 
-use crate::analysis::Classified;
+use crate::analysis::{Classified, Engine};
+use crate::filter::{self, Analysis, Matcher, Subject};
 use crate::pipeline::{self, EngineSide};
-use crate::source::{FileSource, Packet};
+use crate::source::{CaptureFormat, FileSource, Packet};
+
+pub use fields::{Column, Columns, FieldsOption, Occurrence, Quote};
 
 /// How each frame is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Style {
     Line,
     Tree,
     Json,
+    /// `-T fields`: the `-e` fields' values.
+    Fields(Columns),
 }
 
-/// Which frames are shown.
+/// The quick selections: which frames are shown besides the display filter.
 #[derive(Debug, Clone)]
-pub struct Filter {
+pub struct Selection {
     /// Show non-RoCE frames too.
     pub all: bool,
-    pub dest_qp: Option<u32>,
+    /// Frames of either direction of the connection of this QP.
+    pub qp: Option<u32>,
     /// Opcodes to show; `None` shows every opcode.
     pub opcodes: Option<[bool; 256]>,
-    /// Stop after this many shown frames.
+    /// Stop after this many shown frames (0: show none).
     pub count: Option<u64>,
 }
 
-impl Filter {
-    fn accepts(&self, frame: &Frame) -> bool {
+impl Selection {
+    fn accepts(&self, frame: &Frame, c: Classified, engine: &Engine, pre: &Prepass) -> bool {
         let Some(roce) = &frame.roce else {
-            let unfiltered = self.dest_qp.is_none() && self.opcodes.is_none();
-            return unfiltered && (self.all || frame.to_roce || frame.malformed.is_some());
+            let unfiltered = self.qp.is_none() && self.opcodes.is_none();
+            let filtered = pre.filtered;
+            return unfiltered
+                && (self.all || filtered || frame.to_roce || frame.malformed.is_some());
         };
-        self.dest_qp.is_none_or(|qp| roce.bth.dest_qp == qp)
-            && self
-                .opcodes
-                .as_ref()
-                .is_none_or(|set| set[usize::from(roce.bth.opcode)])
+        self.qp.is_none_or(|qp| {
+            roce.bth.dest_qp == qp
+                || roce.ext.deth.is_some_and(|d| d.src_qp == qp)
+                || c.flow.is_some_and(|f| match &pre.qp_flows {
+                    Some(ids) => ids.contains(&f),
+                    None => paired_to(engine, f, qp),
+                })
+        }) && self
+            .opcodes
+            .as_ref()
+            .is_none_or(|set| set[usize::from(roce.bth.opcode)])
     }
+}
+
+/// Flow `id` is paired with a flow to `qp` (an RC connection's responses and ACKs go to the requester's
+/// QP).
+fn paired_to(engine: &Engine, id: u32, qp: u32) -> bool {
+    let flow = |id: u32| engine.flows.get(id as usize);
+    flow(id)
+        .and_then(|f| f.paired_with)
+        .and_then(flow)
+        .is_some_and(|peer| peer.key.dest_qp == qp)
 }
 
 /// The opcodes a `--opcode` argument names: a full name (`RC_SEND_ONLY`), a name without its transport
@@ -73,11 +100,22 @@ pub fn opcode_set(arg: &str) -> Option<[bool; 256]> {
 }
 
 pub struct Options {
-    pub file: PathBuf,
+    /// Capture files, each dissected in turn as by a run of its own; `-` is standard input.
+    pub files: Vec<PathBuf>,
     pub style: Style,
     pub hex: bool,
-    pub filter: Filter,
+    pub selection: Selection,
+    /// `-Y`: only the frames it passes (of every kind: it stands for `--all`).
+    pub display: Option<Arc<filter::Filter>>,
     pub config: Config,
+}
+
+impl Options {
+    /// The analysis' events are needed before the frames are shown: a first pass finds them.
+    fn needs_events(&self) -> bool {
+        let fields = matches!(&self.style, Style::Fields(c) if c.uses_events());
+        fields || self.display.as_ref().is_some_and(|f| f.events)
+    }
 }
 
 /// Totals printed after the frames.
@@ -88,9 +126,109 @@ pub struct Totals {
     pub shown: u64,
 }
 
-/// Shows the frames of `opts.file` on standard output; returns the totals.
-pub fn run(opts: &Options) -> Result<Totals, String> {
-    let mut source = FileSource::open(&opts.file).map_err(|e| e.to_string())?;
+/// What a first pass of the analysis over the file gives the second, which shows the frames: the events
+/// by frame, and the flows of `--qp`'s connection (without a first pass, standard input, the pairs known
+/// so far).
+#[derive(Default)]
+struct Prepass {
+    events: FrameEvents,
+    qp_flows: Option<Vec<u32>>,
+    /// A display filter decides which frames are shown, of every kind.
+    filtered: bool,
+}
+
+impl Prepass {
+    fn of(file: &Path, opts: &Options) -> Result<Prepass, String> {
+        let stdin = file == Path::new("-");
+        let filtered = opts.display.is_some();
+        if !opts.needs_events() && (opts.selection.qp.is_none() || stdin) {
+            return Ok(Prepass {
+                filtered,
+                ..Prepass::default()
+            });
+        }
+        if stdin {
+            return Err(
+                "rocescope.event and rocescope.severity need the capture twice (the events come from the whole \
+                 analysis): give a file, not standard input"
+                    .to_string(),
+            );
+        }
+        let mut source = FileSource::open(file).map_err(|e| e.to_string())?;
+        let cfg = pipeline::Config {
+            parse: opts.config,
+            ..Default::default()
+        };
+        let engine = pipeline::run(&mut source, &cfg, &mut (), ())?.engine;
+        let qp_flows = opts.selection.qp.map(|qp| {
+            (0..engine.flows.len() as u32)
+                .filter(|&i| {
+                    engine
+                        .flows
+                        .get(i as usize)
+                        .is_some_and(|f| f.key.dest_qp == qp)
+                        || paired_to(&engine, i, qp)
+                })
+                .collect()
+        });
+        Ok(Prepass {
+            events: FrameEvents::of(&engine),
+            qp_flows,
+            filtered,
+        })
+    }
+}
+
+/// The events of a capture by frame: `frames[i]` is the frame of `tags[i]`, in frame order.
+#[derive(Default)]
+struct FrameEvents {
+    frames: Vec<u64>,
+    tags: Vec<(&'static str, &'static str)>,
+    next: usize,
+}
+
+impl FrameEvents {
+    /// The events of a whole analysis (`Events::LIMIT` at most, as `analyze` keeps).
+    fn of(engine: &Engine) -> FrameEvents {
+        let mut list: Vec<_> = engine.events.list.iter().collect();
+        list.sort_by_key(|e| e.frame);
+        FrameEvents {
+            frames: list.iter().map(|e| e.frame).collect(),
+            tags: list
+                .iter()
+                .map(|e| (e.kind.name(), severity_name(e.kind.severity())))
+                .collect(),
+            next: 0,
+        }
+    }
+
+    /// The events of frame `number`; frames are asked for in order.
+    fn of_frame(&mut self, number: u64) -> &[(&'static str, &'static str)] {
+        while self.frames.get(self.next).is_some_and(|f| *f < number) {
+            self.next += 1;
+        }
+        let end = self.next
+            + self.frames[self.next..]
+                .iter()
+                .take_while(|f| **f == number)
+                .count();
+        &self.tags[self.next..end]
+    }
+}
+
+fn severity_name(s: crate::analysis::events::Severity) -> &'static str {
+    use crate::analysis::events::Severity;
+    match s {
+        Severity::Note => "note",
+        Severity::Warning => "warning",
+        Severity::Error => "error",
+    }
+}
+
+/// Shows the frames of `file` on standard output; returns the totals.
+pub fn run(opts: &Options, file: &Path) -> Result<Totals, String> {
+    let pre = Prepass::of(file, opts)?;
+    let mut source = FileSource::open(file).map_err(|e| e.to_string())?;
     let cfg = pipeline::Config {
         parse: opts.config,
         ..Default::default()
@@ -101,6 +239,10 @@ pub fn run(opts: &Options) -> Result<Totals, String> {
         totals: Totals::default(),
         first_ts: None,
         failed: None,
+        display: opts.display.clone().map(Matcher::new),
+        pre,
+        pcapng: source.format() == CaptureFormat::PcapNg,
+        scratch: fields::Scratch::default(),
     };
     let run = pipeline::run(&mut source, &cfg, &mut (), show)?;
     let mut show = run.engine_side;
@@ -123,6 +265,17 @@ pub fn run(opts: &Options) -> Result<Totals, String> {
     }
 }
 
+/// `-T fields -E header=y`: the header line, once before the first file's frames.
+pub fn write_header(opts: &Options) -> Result<(), String> {
+    let Style::Fields(columns) = &opts.style else {
+        return Ok(());
+    };
+    let mut out = io::stdout().lock();
+    columns
+        .write_header(&mut out)
+        .map_err(|e| format!("cannot write the output: {e}"))
+}
+
 /// The dissector as the pipeline's engine side: every frame whole, shown in capture order.
 struct Show<'o> {
     opts: &'o Options,
@@ -131,6 +284,11 @@ struct Show<'o> {
     first_ts: Option<u64>,
     /// The output failed (a closed pipe ends the run quietly).
     failed: Option<io::Error>,
+    display: Option<Matcher>,
+    pre: Prepass,
+    /// pcapng has interfaces (`frame.interface_id`); pcap does not.
+    pcapng: bool,
+    scratch: fields::Scratch,
 }
 
 impl EngineSide for Show<'_> {
@@ -141,13 +299,30 @@ impl EngineSide for Show<'_> {
         number: u64,
         packet: &Packet,
         frame: &Frame,
-        _classified: Classified,
+        classified: Classified,
+        engine: &Engine,
     ) -> ControlFlow<()> {
         self.totals.frames = number;
         self.totals.roce += u64::from(frame.to_roce);
         let start = *self.first_ts.get_or_insert(packet.ts_nanos);
         let opts = self.opts;
-        if !opts.filter.accepts(frame) {
+        if opts.selection.count.is_some_and(|c| self.totals.shown >= c) {
+            return ControlFlow::Break(());
+        }
+        if !opts.selection.accepts(frame, classified, engine, &self.pre) {
+            return ControlFlow::Continue(());
+        }
+        let subject = Subject {
+            number,
+            packet,
+            frame,
+            interface: self.pcapng.then_some(packet.interface),
+            analysis: Some(Analysis {
+                classified,
+                events: self.pre.events.of_frame(number),
+            }),
+        };
+        if self.display.as_mut().is_some_and(|m| !m.matches(&subject)) {
             return ControlFlow::Continue(());
         }
         self.totals.shown += 1;
@@ -157,10 +332,11 @@ impl EngineSide for Show<'_> {
             packet,
         };
         let out = &mut self.out;
-        let written = match opts.style {
+        let written = match &opts.style {
             Style::Line => line::write(out, &shown, frame),
             Style::Tree => tree::write(out, &shown, frame),
             Style::Json => json::write(out, &shown, frame),
+            Style::Fields(c) => c.write(out, &shown, &subject, &mut self.scratch),
         };
         let written = written.and_then(|()| {
             if opts.hex {
@@ -173,7 +349,7 @@ impl EngineSide for Show<'_> {
             self.failed = Some(e);
             return ControlFlow::Break(());
         }
-        if opts.filter.count.is_some_and(|c| self.totals.shown >= c) {
+        if opts.selection.count.is_some_and(|c| self.totals.shown >= c) {
             return ControlFlow::Break(());
         }
         ControlFlow::Continue(())

@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use std::ops::ControlFlow;
 
@@ -15,9 +15,43 @@ use parsers::{Frame, parse_frame};
 use crate::analysis::{Class, Classified};
 use crate::capture::ring::{Rec, Ring};
 use crate::dissect::{self, Mac, Shown};
+use crate::filter::{Analysis, Filter, Matcher, Subject};
 use crate::pipeline::{self, EngineSide, ReadSide};
 use crate::report::Report;
 use crate::source::{CaptureFormat, FileSource, Packet};
+
+/// The frames of the file the display filter `text` passes, each with how the engine counted it
+/// (`rocescope.class`, `.flow`, `.retransmission`; the events are `dissect -Y`'s).
+pub fn matching(index: &Index, text: &str) -> Result<Vec<u64>, String> {
+    let filter = Filter::new(text).map_err(|e| format!("filter: {e}"))?;
+    if filter.events {
+        return Err(
+            "filter: rocescope.event and rocescope.severity are rocescope dissect -Y's (the packet list has \
+             the analysis' classes: rocescope.class, .flow, .retransmission)"
+                .to_string(),
+        );
+    }
+    let mut m = Matcher::new(Arc::new(filter));
+    let all: Vec<u64> = (1..=index.len()).collect();
+    let pcapng = index.format == CaptureFormat::PcapNg;
+    let mut out = Vec::new();
+    index.read_frames(&all, |n, p, frame| {
+        let s = Subject {
+            number: n,
+            packet: p,
+            frame,
+            interface: pcapng.then_some(p.interface),
+            analysis: Some(Analysis {
+                classified: index.classified(n),
+                events: &[],
+            }),
+        };
+        if m.matches(&s) {
+            out.push(n);
+        }
+    })?;
+    Ok(out)
+}
 
 /// Most PSN/time points kept for one flow's chart (downsampled past this; gaps, retransmissions and NAKs
 /// are always kept).

@@ -192,6 +192,9 @@ const HEX: &str = "packets: scroll the open packet's hex dump";
 const ALL_FRAMES: &str = "packets: every frame of the capture";
 const SEVERITY: &str = "events: severity shown (all, warning+, error)";
 const FILTER: &str = "filter by text (flows, events); Enter keeps it, Esc clears";
+const DISPLAY_FILTER: &str =
+    "packets: a display filter, as -Y (ip.addr == 10.0.0.1 && infiniband.aeth);
+Enter runs it, Esc shows every packet";
 const TAB: &str = "next / previous view: Flows, Packets, Events";
 const PAUSE: &str = "live: pause / resume the display (the capture goes on)";
 const SAVE: &str = "live: save the frames (flush -w FILE, else the buffered
@@ -227,6 +230,7 @@ pub static KEYS: &[Binding] = &[
     bind(&[ch('v')],                      &[EVENTS],                   Action::CycleSeverity,               "severity",        SEVERITY),
     bind(&[ch('/')],                      &[FLOWS],                    Action::EditFilter(Editing::Flows),  "filter",          FILTER),
     bind(&[ch('/')],                      &[EVENTS],                   Action::EditFilter(Editing::Events), "filter",          FILTER),
+    bind(&[ch('/')],                      &[PACKETS],                  Action::EditFilter(Editing::Packets), "filter",         DISPLAY_FILTER),
     // The flows are the start: back goes only along the Tab history there, not worth a hint.
     bind(BACK,                            &[FLOWS],                    Action::Back,                        "",                "back"),
     bind(BACK,                            &[DETAIL, PACKETS, EVENTS],  Action::Back,                        "back",            "back"),

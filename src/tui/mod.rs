@@ -357,6 +357,18 @@ fn run_cmds(
                 }
                 continue;
             }
+            (Cmd::FilterPackets(text), Store::File(Some(index))) => {
+                let (tx, index) = (tx.clone(), Arc::clone(index));
+                std::thread::spawn(move || {
+                    let msg = Msg::Filtered(data::matching(&index, &text));
+                    let _ = tx.send(Work::Msg(msg));
+                });
+                continue;
+            }
+            (Cmd::FilterPackets(_), _) => Msg::Filtered(Err(
+                "the packet list's display filter reads a capture file: save the frames (w), then open them with rocescope tui FILE"
+                    .to_string(),
+            )),
             (Cmd::LoadRows(numbers), Store::File(Some(index))) => {
                 match data::rows(index, &numbers) {
                     Ok(rows) => Msg::Rows(rows),

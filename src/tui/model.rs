@@ -202,6 +202,10 @@ pub struct PacketsState {
     pub tree_scroll: u16,
     /// Lines the hex dump is scrolled by.
     pub hex_scroll: u16,
+    /// The display filter being typed or applied.
+    pub filter: String,
+    /// The frames the applied filter passes (`None`: every frame): the list of every packet shows these.
+    pub matching: Option<Arc<[u64]>>,
 }
 
 impl Default for PacketsState {
@@ -215,6 +219,8 @@ impl Default for PacketsState {
             detail: None,
             tree_scroll: 0,
             hex_scroll: 0,
+            filter: String::new(),
+            matching: None,
         }
     }
 }
@@ -232,6 +238,8 @@ pub struct EventsState {
 pub enum Editing {
     Flows,
     Events,
+    /// The packet list's display filter (Wireshark's language, as `-Y`).
+    Packets,
 }
 
 /// A live capture's part of the model.
@@ -298,6 +306,8 @@ pub enum Msg {
     Series(Arc<FlowSeries>),
     Rows(Vec<PacketRow>),
     Packet(PacketDetail),
+    /// The answer to [`Cmd::FilterPackets`]: the frames the filter passes, or why it cannot run.
+    Filtered(Result<Vec<u64>, String>),
     Error(String),
     /// SIGTERM or another request to stop.
     Quit,
@@ -314,6 +324,8 @@ pub enum Cmd {
     LoadPacket(u64),
     /// Live capture: save the frames (flush `-w FILE`, else write the ring to a new pcapng) -> `Msg::Saved`.
     Save,
+    /// Run this display filter over the file's frames -> `Msg::Filtered`.
+    FilterPackets(String),
 }
 
 /// Rows kept in the packet-row cache before it is cleared.
@@ -482,9 +494,10 @@ impl Model {
 
     /// Length of the packet list.
     pub fn packet_count(&self) -> usize {
-        match self.packets.scope {
-            Scope::All => self.indexed as usize,
-            Scope::Flow(f) => self.flow_frames(f).map_or(0, |v| v.len()),
+        match (self.packets.scope, &self.packets.matching) {
+            (Scope::All, Some(m)) => m.len(),
+            (Scope::All, None) => self.indexed as usize,
+            (Scope::Flow(f), _) => self.flow_frames(f).map_or(0, |v| v.len()),
         }
     }
 
@@ -498,9 +511,12 @@ impl Model {
 
     /// Frame number at a list position.
     pub fn packet_at(&self, pos: usize) -> Option<u64> {
-        match self.packets.scope {
-            Scope::All => (pos < self.indexed as usize).then_some(pos as u64 + self.first_frame),
-            Scope::Flow(f) => self.flow_frames(f)?.get(pos).copied(),
+        match (self.packets.scope, &self.packets.matching) {
+            (Scope::All, Some(m)) => m.get(pos).copied(),
+            (Scope::All, None) => {
+                (pos < self.indexed as usize).then_some(pos as u64 + self.first_frame)
+            }
+            (Scope::Flow(f), _) => self.flow_frames(f)?.get(pos).copied(),
         }
     }
 
@@ -706,7 +722,7 @@ impl Model {
             Action::Back => self.go_back(),
             Action::Enter => self.enter(),
             Action::EditFilter(target) => self.editing = Some(target),
-            Action::KeepFilter => self.stop_editing(),
+            Action::KeepFilter => return self.keep_filter(),
             Action::ClearFilter => self.clear_filter(),
             Action::NextSort => self.next_sort(),
             Action::ReverseSort => self.reverse_sort(),
@@ -728,6 +744,7 @@ impl Model {
         match target {
             Editing::Flows => &mut self.flows.filter,
             Editing::Events => &mut self.events.filter,
+            Editing::Packets => &mut self.packets.filter,
         }
     }
 
@@ -749,11 +766,38 @@ impl Model {
         self.filter_changed();
     }
 
+    /// Enter: a text filter applies as it is typed; the packets' display filter runs over the file now
+    /// (an empty one shows every packet again).
+    fn keep_filter(&mut self) -> Vec<Cmd> {
+        let packets = self.editing == Some(Editing::Packets);
+        self.stop_editing();
+        let text = self.packets.filter.trim();
+        match (packets, text.is_empty()) {
+            (false, _) => Vec::new(),
+            (true, true) => {
+                self.filtered(None);
+                Vec::new()
+            }
+            (true, false) => vec![Cmd::FilterPackets(text.to_string())],
+        }
+    }
+
     fn clear_filter(&mut self) {
         if let Some(target) = self.editing {
             self.filter_text(target).clear();
+            if target == Editing::Packets {
+                self.filtered(None);
+            }
         }
         self.stop_editing();
+    }
+
+    /// The packet list shows these frames now (`None`: all), from the top.
+    fn filtered(&mut self, matching: Option<Arc<[u64]>>) {
+        self.packets.matching = matching;
+        self.packets.selected = 0;
+        self.packets.offset = 0;
+        self.packets.open = false;
     }
 
     /// The filtered lists start again from the top.
@@ -976,6 +1020,14 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Cmd> {
         }
         Msg::Packet(p) => {
             model.packets.detail = Some(p);
+            Vec::new()
+        }
+        Msg::Filtered(Ok(frames)) => {
+            model.filtered(Some(frames.into()));
+            Vec::new()
+        }
+        Msg::Filtered(Err(e)) => {
+            model.error = Some(e);
             Vec::new()
         }
         Msg::Error(e) => {

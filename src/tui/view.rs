@@ -244,6 +244,7 @@ fn draw_footer(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             let text = match e {
                 Editing::Flows => &model.flows.filter,
                 Editing::Events => &model.events.filter,
+                Editing::Packets => &model.packets.filter,
             };
             Line::from(vec![
                 Span::styled("filter: ", theme.bold()),
@@ -781,7 +782,15 @@ fn draw_packets(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             model.first_frame,
             model.first_frame + model.indexed.saturating_sub(1)
         ),
-        Scope::All => "all frames".to_string(),
+        Scope::All => match &model.packets.matching {
+            Some(m) => format!(
+                "{} of {} frames pass {}",
+                m.len(),
+                model.indexed,
+                model.packets.filter
+            ),
+            None => "all frames".to_string(),
+        },
         Scope::Flow(f) => {
             let cut = model
                 .detail

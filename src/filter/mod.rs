@@ -1,0 +1,214 @@
+//! Display filters (`-Y`): Wireshark's display-filter language as tshark 4.0 reads it, over every field
+//! rocescope emits (`Frame::visit`'s, `frame.*` and the analysis' `rocescope.*`). The grammar is a pest
+//! PEG (`grammar.pest`); this module resolves names and literals against the field list and evaluates a
+//! compiled filter in one walk of a frame's fields, without allocating per frame.
+mod compile;
+mod eval;
+mod literal;
+mod names;
+
+use std::fmt;
+
+use parsers::fields::{Field, Value, Visitor};
+use parsers::frame::Frame;
+
+use crate::analysis::{Class, Classified};
+use crate::source::Packet;
+
+pub use eval::Matcher;
+pub use names::{ANALYSIS_FIELDS, Resolved, resolve};
+
+/// A compiled display filter.
+pub struct Filter {
+    text: String,
+    root: Node,
+    leaves: Vec<Leaf>,
+    /// It names `rocescope.event` or `rocescope.severity`: the analysis' events, some of them known only at
+    /// the end of the capture.
+    pub events: bool,
+    /// It names a field of the analysis (`rocescope.class`, `.flow`, `.retransmission`, the events).
+    pub analysis: bool,
+}
+
+impl Filter {
+    /// Compiles `text`; a bad filter is one line naming the column and the problem.
+    pub fn new(text: &str) -> Result<Filter, String> {
+        compile::compile(text)
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+impl fmt::Debug for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Filter({:?})", self.text)
+    }
+}
+
+impl PartialEq for Filter {
+    fn eq(&self, other: &Filter) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Filter {}
+
+enum Node {
+    Or(Vec<Node>),
+    And(Vec<Node>),
+    Not(Box<Node>),
+    Leaf(usize),
+}
+
+/// One test of one field (or of the fields an alias such as `ip.addr` stands for).
+struct Leaf {
+    keys: Keys,
+    test: Test,
+}
+
+enum Keys {
+    /// The keys whose values the test reads.
+    Exact(Vec<&'static str>),
+    /// A protocol or header: any key under it (`infiniband.aeth.`).
+    Prefix(String),
+}
+
+enum Test {
+    Exists,
+    /// `all`: every occurrence must compare so (`!=`, `===`); else any one.
+    Compare {
+        op: Cmp,
+        all: bool,
+        rhs: Lit,
+    },
+    In(Vec<(Lit, Option<Lit>)>),
+    Contains(Lit),
+    BitAnd(u64),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cmp {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+/// A literal, read as the kind of the field it is compared with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Lit {
+    Uint(u64),
+    Bool(bool),
+    /// An address and its prefix length (32 or 128 for one address).
+    Ipv4(u32, u8),
+    Ipv6(u128, u8),
+    Bytes(Vec<u8>),
+    Text(String),
+}
+
+/// A frame as the filter (and `-T fields`) sees it: `frame.*`, its headers, and the analysis' view of it
+/// when there is one.
+pub struct Subject<'s, 'a> {
+    pub number: u64,
+    pub packet: &'s Packet<'a>,
+    pub frame: &'s Frame<'a>,
+    /// The pcapng interface (tshark has no `frame.interface_id` for pcap files).
+    pub interface: Option<u32>,
+    pub analysis: Option<Analysis<'s>>,
+}
+
+/// How the engine counted a frame, and the events it ties to it.
+#[derive(Clone, Copy)]
+pub struct Analysis<'s> {
+    pub classified: Classified,
+    /// (kind, severity) of each event whose frame this is.
+    pub events: &'s [(&'static str, &'static str)],
+}
+
+impl<'a> Subject<'_, 'a> {
+    /// Every field in order: `frame.*`, the headers, then the analysis'.
+    pub fn visit(&self, v: &mut impl Visitor<'a>) {
+        let p = self.packet;
+        v.header("Frame", 0, p.data.len());
+        v.field(Field::new(
+            "frame.number",
+            "Number",
+            Value::Uint(self.number),
+        ));
+        if let Some(i) = self.interface {
+            v.field(Field::new(
+                "frame.interface_id",
+                "Interface",
+                Value::Uint(i.into()),
+            ));
+        }
+        v.field(Field::new(
+            "frame.len",
+            "Length",
+            Value::Uint(p.orig_len.into()),
+        ));
+        v.field(Field::new(
+            "frame.cap_len",
+            "Captured length",
+            Value::Uint(p.data.len() as u64),
+        ));
+        self.frame.visit(v);
+        let Some(a) = self.analysis else {
+            return;
+        };
+        v.header("Analysis", 0, 0);
+        let c = a.classified;
+        if let Some(flow) = c.flow {
+            v.field(Field::new(
+                "rocescope.flow",
+                "Flow",
+                Value::Uint(flow.into()),
+            ));
+        }
+        if let Some(name) = class_name(c.class) {
+            v.field(Field::new(
+                "rocescope.class",
+                "Counted as",
+                Value::Text(name),
+            ));
+        }
+        if c.class == Class::Retransmission {
+            v.field(Field::new(
+                "rocescope.retransmission",
+                "Retransmission",
+                Value::Bool(true),
+            ));
+        }
+        for &(kind, severity) in a.events {
+            v.field(Field::new("rocescope.event", "Event", Value::Text(kind)));
+            v.field(Field::new(
+                "rocescope.severity",
+                "Severity",
+                Value::Text(severity),
+            ));
+        }
+    }
+}
+
+/// `rocescope.class`: how the engine counted the frame (nothing for `Other`).
+fn class_name(c: Class) -> Option<&'static str> {
+    Some(match c {
+        Class::Other => return None,
+        Class::Request => "request",
+        Class::Gap => "gap",
+        Class::Retransmission => "retransmission",
+        Class::Response => "response",
+        Class::Nak => "nak",
+        Class::RnrNak => "rnr_nak",
+        Class::Cnp => "cnp",
+        Class::BadIcrc => "bad_icrc",
+        Class::Malformed => "malformed",
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,193 @@
+//! The language on built frames whose every field is known: what passes, what fails, what is refused.
+use std::sync::Arc;
+
+use parsers::builder::RoceFrame;
+use parsers::opcode;
+
+use super::{Analysis, Filter, Matcher, Subject};
+use crate::analysis::{Class, Classified};
+use crate::source::Packet;
+
+/// An RC WRITE_FIRST 10.0.0.1 → 10.0.0.2, QP 0x11, PSN 0x10, RETH length 3000, AckReq, MACs
+/// 02:00:00:00:00:01 → 02:00:00:00:00:02, UDP 49152 → 4791.
+fn write_first() -> Vec<u8> {
+    let mut f = RoceFrame::new(opcode::rc::WRITE_FIRST);
+    f.bth.psn = 0x10;
+    f.bth.ack_req = true;
+    f.ext.reth = Some(parsers::reth::Reth {
+        va: 0x1000,
+        r_key: 0x22,
+        dma_len: 3000,
+    });
+    f.payload = vec![0xab; 1024];
+    f.build()
+}
+
+fn passes(filter: &str, data: &[u8], analysis: Option<Analysis>) -> bool {
+    let filter = Filter::new(filter).unwrap_or_else(|e| panic!("{filter}: {e}"));
+    let packet = Packet {
+        ts_nanos: 0,
+        linktype: 1,
+        interface: 0,
+        data,
+        orig_len: data.len() as u32,
+    };
+    let frame = parsers::parse_frame(1, data, data.len(), &Default::default());
+    let s = Subject {
+        number: 7,
+        packet: &packet,
+        frame: &frame,
+        interface: None,
+        analysis,
+    };
+    Matcher::new(Arc::new(filter)).matches(&s)
+}
+
+#[test]
+fn comparisons_sets_and_logic() {
+    let f = write_first();
+    for yes in [
+        "infiniband",
+        "infiniband.reth",
+        "frame.number == 7",
+        "infiniband.bth.psn == 0x10",
+        "infiniband.bth.psn == 16 && infiniband.bth.destqp == 0x11",
+        "infiniband.bth.a == 1 and infiniband.bth.a == True",
+        "infiniband.bth.se == 0",
+        "infiniband.reth.dmalen >= 3000",
+        "infiniband.reth.dmalen in {1..5, 2999..3001}",
+        "infiniband.bth.opcode in {6, 10}",
+        "infiniband.bth.opcode not in {7, 8}",
+        "infiniband.bth.opcode & 0x02",
+        "ip.src == 10.0.0.1",
+        "ip.addr == 10.0.0.2",
+        "ip.addr ~= 10.0.0.2",
+        "ip.src == 10.0.0.0/8",
+        "ip.src in {192.168.0.0/16, 10.0.0.0/24}",
+        "ip.dst > 10.0.0.1",
+        "eth.src == 02:00:00:00:00:01",
+        "eth.src == 02-00-00-00-00-01",
+        "eth.src == 0200.0000.0001",
+        "eth.addr contains 00:02",
+        "udp.port == 4791",
+        "rocescope.opcode_name == \"RC_WRITE_FIRST\" && rocescope.opcode_name == RC_WRITE_FIRST",
+        "rocescope.icrc_status == \"valid\"",
+        "not udp.srcport == 4791",
+        "!(ip.src == 10.0.0.2) && (udp || tcp_is_not_a_field_here_but_never_read)",
+        "frame.len > 1000 and not infiniband.aeth",
+    ]
+    .into_iter()
+    .filter(|y| !y.contains("tcp_is"))
+    {
+        assert!(passes(yes, &f, None), "{yes} should pass");
+    }
+    for no in [
+        "infiniband.aeth",
+        "infiniband.bth.psn == 0x11",
+        "infiniband.bth.psn != 16",
+        "ip.addr != 10.0.0.2",
+        "ip.addr === 10.0.0.2",
+        "infiniband.bth.opcode in {7, 8}",
+        "infiniband.bth.opcode not in {6}",
+        "infiniband.aeth.msn != 3",
+        "ip.src == 10.0.1.0/24",
+        "eth.src contains 03",
+        "rocescope.retransmission",
+        "frame.number == 1 or frame.number == 7 and frame.number == 3",
+    ] {
+        assert!(!passes(no, &f, None), "{no} should not pass");
+    }
+}
+
+#[test]
+fn the_analysis_fields() {
+    let f = write_first();
+    let events = [("psn_gap", "error"), ("go_back_n", "warning")];
+    let a = Analysis {
+        classified: Classified {
+            flow: Some(3),
+            class: Class::Retransmission,
+        },
+        events: &events,
+    };
+    for yes in [
+        "rocescope.retransmission",
+        "rocescope.class == \"retransmission\"",
+        "rocescope.flow == 3",
+        "rocescope.event == \"go_back_n\"",
+        "rocescope.event == \"psn_gap\" && rocescope.severity == \"error\"",
+        "rocescope.event != \"nak\"",
+    ] {
+        assert!(passes(yes, &f, Some(a)), "{yes} should pass");
+    }
+    assert!(!passes("rocescope.event != \"psn_gap\"", &f, Some(a)));
+    assert!(!passes("rocescope.event", &f, None));
+    let filter = Filter::new("rocescope.event == \"stall\" or ip").unwrap();
+    assert!(filter.analysis && filter.events);
+    let filter = Filter::new("rocescope.retransmission").unwrap();
+    assert!(filter.analysis && !filter.events);
+}
+
+/// Each refused filter's one line: the column, and what is wrong there.
+#[test]
+fn bad_filters_say_where_and_what() {
+    for (filter, error) in [
+        (
+            "infiniband.bth.opcode == 6 or",
+            "column 30 (at the end): expected a field name",
+        ),
+        ("(frame.number == 1", "column 19 (at the end): expected"),
+        ("udp.port in {4791 53}", "column 19 (at \"53}\"): expected"),
+        (
+            "infiniband.bth.psnn == 3",
+            "column 1 (at \"infiniband.bth.psnn\"): \"infiniband.bth.psnn\" is neither a field nor a protocol",
+        ),
+        (
+            "ip.src == \"10.0.0.1\"",
+            "column 11 (at \"\"10.0.0.1\"\"): \"10.0.0.1\" is a string; this field holds an IPv4 address",
+        ),
+        (
+            "infiniband.bth.psn == 5454383.0",
+            "column 23 (at \"5454383.0\"): \"5454383.0\" is not a number",
+        ),
+        ("ip.src == 10.0.0.0/33", "the prefix length must be 0 to 32"),
+        ("ip.src > 10.0.0.0/8", "only == and != take a network"),
+        ("infiniband.reth == 3", "infiniband.reth is a protocol"),
+        ("eth.src == 02:00", "is not a MAC address"),
+        (
+            "frame.number = 3",
+            "column 14 (at \"=\"): expected a comparison",
+        ),
+        (
+            "frame.number == 1 xor frame.number == 2",
+            "column 19 (at \"xor\"): expected",
+        ),
+        ("udp.port contains 3", "\"contains\" needs bytes or text"),
+        ("", "column 1 (at the end): expected a field name"),
+    ] {
+        let e = Filter::new(filter)
+            .err()
+            .unwrap_or_else(|| panic!("{filter} compiled"));
+        assert!(e.contains(error), "{filter}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    let deep = format!("{}ip{}", "(".repeat(100), ")".repeat(100));
+    assert!(
+        Filter::new(&deep)
+            .unwrap_err()
+            .contains("nested deeper than 64")
+    );
+    // Hostile text is refused, never a panic.
+    for junk in [
+        "\"",
+        "\\",
+        "{",
+        "ip.src == \"\\x",
+        "ip in {",
+        "!!!!",
+        "ip.src == 1.2.3.4/",
+        "ü == 3",
+    ] {
+        assert!(Filter::new(junk).is_err(), "{junk}");
+    }
+}
