@@ -335,3 +335,46 @@ fn text_report_names_the_trouble() {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
 }
+
+/// The flow table's rate and latency columns, its legend, and `--top`. Expected values from tshark's listing
+/// of rdma_read_lat.pcap: the requester (QP 0x000027) sends 5 READ requests, 370 bytes of frames between
+/// 0.249380 s and 0.250482 s (1.102 ms: 370 × 8 / 0.001102 = 2.69 Mb/s); each is answered after 160, 35, 131,
+/// 40 and 41 µs: median 41 µs (to the histogram's two significant digits), p99 the largest, 160 µs.
+#[test]
+fn text_report_shows_rate_latency_and_a_legend() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/public/rdma_read_lat.pcap");
+    let o = rocescope(&["analyze", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.contains("0x000027"))
+        .unwrap_or_else(|| panic!("no requester row in\n{text}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert!(cols.contains(&"2.7Mb/s"), "{row}");
+    let lat = cols.last().unwrap();
+    let (p50, p99) = lat.split_once('/').unwrap();
+    let p50: f64 = p50.trim_end_matches("µs").parse().unwrap();
+    assert!((40.5..41.5).contains(&p50), "{row}");
+    assert_eq!(p99, "160.0µs", "{row}");
+    assert!(
+        text.contains("Legend: pair: the flow of the other direction"),
+        "{text}"
+    );
+
+    // write_loss.pcap: two flows, the requester with the loss first; --top 1 shows it alone.
+    let file = dir().join("../lab/write_loss.pcap");
+    let o = rocescope(&["analyze", "--top", "1", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Flows"))
+        .skip(2)
+        .take_while(|l| !l.starts_with("  ..."))
+        .collect();
+    assert_eq!(table.len(), 1, "{text}");
+    assert!(table[0].contains("0x000015 requester"), "{text}");
+    assert!(
+        text.contains("  ... and 1 more (a larger --top shows them"),
+        "{text}"
+    );
+}

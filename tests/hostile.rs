@@ -86,7 +86,7 @@ fn run(bytes: Vec<u8>) {
     }
     engine.finish();
     let report = Report::build(&engine, "mutant");
-    text::write(&mut sink, &report).unwrap();
+    text::write(&mut sink, &report, None).unwrap();
     serde_json::to_writer(&mut sink, &report).unwrap();
 }
 

@@ -1218,28 +1218,7 @@ fn a_snapshot_of_1200_flows_keeps_its_bounds() {
 /// gap events, retransmitted requests, and NAKs plus RNR NAKs of its paired flow.
 #[test]
 fn the_chart_marks_what_the_report_counts() {
-    let mut files = Vec::new();
-    for dir in [
-        "testdata/analysis",
-        "testdata/diagnosis",
-        "testdata/edge",
-        "testdata/lab",
-        "testdata/public",
-        "../shared/corpus/public",
-    ] {
-        let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if matches!(
-                p.extension().and_then(|x| x.to_str()),
-                Some("pcap" | "pcapng")
-            ) {
-                files.push(p);
-            }
-        }
-    }
+    let files = every_capture();
     assert!(files.len() >= 40, "{} captures", files.len());
     let mut marked = (0, 0, 0);
     for path in files {
@@ -1339,4 +1318,69 @@ fn the_live_header_says_whether_the_nic_agrees() {
     ]);
     assert!(h.contains("NIC agrees (2)"), "{h}");
     assert!(!header(Vec::new()).contains("NIC"));
+}
+
+/// Every capture of testdata and the public corpus.
+fn every_capture() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in [
+        "testdata/analysis",
+        "testdata/diagnosis",
+        "testdata/edge",
+        "testdata/lab",
+        "testdata/public",
+        "../shared/corpus/public",
+    ] {
+        let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if matches!(
+                p.extension().and_then(|x| x.to_str()),
+                Some("pcap" | "pcapng")
+            ) {
+                files.push(p);
+            }
+        }
+    }
+    files
+}
+
+/// The TUI's flows view (sorted by trouble, as it opens) and the text report list a capture's flows in one
+/// order, on every capture of testdata and the corpus.
+#[test]
+fn the_text_report_and_the_tui_list_flows_in_one_order() {
+    let mut compared = 0;
+    for path in every_capture() {
+        let Ok((report, index)) = data::analyze(&path, &Default::default(), |_, _| true) else {
+            continue;
+        };
+        let mut text = Vec::new();
+        rocescope::report::text::write(&mut text, &report, None).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let from_text: Vec<u32> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Flows"))
+            .skip(2)
+            .map_while(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        let mut m = Model::new(path.display().to_string(), true);
+        update(&mut m, Msg::Resize(200, 60));
+        let report = Arc::new(report);
+        let cmds = update(&mut m, Msg::Snapshot(report.clone(), index.len()));
+        settle(&mut m, &index, cmds);
+        assert_eq!(m.sort_key(), SortKey::Trouble);
+        let from_tui: Vec<u32> = m
+            .visible_flows()
+            .iter()
+            .map(|&i| report.flows[i].id)
+            .collect();
+        assert_eq!(from_text, from_tui, "{}", path.display());
+        compared += usize::from(from_tui.len() > 1);
+    }
+    assert!(
+        compared >= 30,
+        "only {compared} captures with several flows"
+    );
 }

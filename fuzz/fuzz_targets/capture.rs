@@ -27,5 +27,5 @@ fuzz_target!(|data: &[u8]| {
     let report = Report::build(&engine, "fuzz");
     let _ = serde_json::to_vec(&report);
     let mut text = Vec::new();
-    let _ = rocescope::report::text::write(&mut text, &report);
+    let _ = rocescope::report::text::write(&mut text, &report, Some(3));
 });

@@ -18,7 +18,7 @@ use rocescope::capture;
 use rocescope::dissect::{self, Style};
 use rocescope::filter::Filter;
 use rocescope::pipeline;
-use rocescope::report::{Condition, Listing};
+use rocescope::report::{Condition, Listing, Output};
 use rocescope::source::{LiveConfig, printout};
 use rocescope::tui;
 use values::{
@@ -435,7 +435,7 @@ impl AnalyzeArgs {
     pub fn config(&self) -> Result<commands::analyze::Config, ConfigError> {
         Ok(commands::analyze::Config {
             file: self.input.path(),
-            json: self.json,
+            output: self.listing.output(self.json),
             pipeline: pipeline::Config {
                 announced: self.expect.announced().map_err(ConfigError::Runtime)?,
                 filter: self.display.filter(true)?,
@@ -458,6 +458,10 @@ pub struct ListingFlags {
     /// List every flow (the JSON is then written flow by flow, never held whole in memory).
     #[arg(long, conflicts_with = "report_flows")]
     pub all_flows: bool,
+    /// The text report's flow table shows the N flows with the most trouble (the JSON lists what
+    /// --report-flows says).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
 }
 
 impl ListingFlags {
@@ -466,6 +470,14 @@ impl ListingFlags {
             Listing::All
         } else {
             Listing::Top(self.report_flows)
+        }
+    }
+
+    fn output(&self, json: bool) -> Output {
+        if json {
+            Output::Json
+        } else {
+            Output::Text { top: self.top }
         }
     }
 }
@@ -572,7 +584,7 @@ impl CaptureArgs {
             command: self.command.clone(),
             grace: Duration::from_secs_f64(self.grace),
             quiet: self.quiet,
-            json: self.json,
+            output: self.listing.output(self.json),
             fail_on: self.fail_on.conditions(),
             listing: self.listing.listing(),
             reports: self

@@ -9,7 +9,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use rocescope::pipeline::{self, ReadSide};
-use rocescope::report::{self, Condition, Listing, Report};
+use rocescope::report::{self, Condition, Listing, Output, Report};
 use rocescope::source::FileSource;
 use rocescope::tui::{data, plot};
 
@@ -18,7 +18,7 @@ use super::fail;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub file: PathBuf,
-    pub json: bool,
+    pub output: Output,
     pub pipeline: pipeline::Config,
     /// Conditions that make the exit status 3.
     pub fail_on: Vec<Condition>,
@@ -47,7 +47,7 @@ pub fn run(cfg: &Config) -> ExitCode {
     if let Some(why) = &report.capture.truncation {
         eprintln!("rocescope: warning: {why}: analysed up to the cut");
     }
-    if let Err(e) = report::write(io::stdout().lock(), &report, cfg.json) {
+    if let Err(e) = report::write(io::stdout().lock(), &report, cfg.output) {
         return fail(e);
     }
     if let (Some(dir), Some(index)) = (&cfg.plot, index) {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use rocescope::capture;
-use rocescope::report::{Condition, Listing};
+use rocescope::report::{Condition, Listing, Output};
 
 use super::fail;
 
@@ -17,7 +17,7 @@ pub struct Config {
     pub grace: Duration,
     /// No status line and no start message.
     pub quiet: bool,
-    pub json: bool,
+    pub output: Output,
     pub fail_on: Vec<Condition>,
     /// Which flows the report lists in full.
     pub listing: Listing,
@@ -94,7 +94,8 @@ mod live {
             Some((prog, rest)) => {
                 // The command's output goes where the report does not: ours when that is text, standard
                 // error when it is JSON or the capture itself (`-w -`).
-                let to_stderr = cfg.json || cfg.session.write.as_deref() == Some(Path::new("-"));
+                let to_stderr = cfg.output == super::Output::Json
+                    || cfg.session.write.as_deref() == Some(Path::new("-"));
                 Some(Wrapped::start(
                     prog,
                     rest,
@@ -151,9 +152,9 @@ mod live {
         report.judge(&cfg.fail_on);
         let to_stderr = cfg.session.write.as_deref() == Some(Path::new("-"));
         if to_stderr {
-            report::write(io::stderr().lock(), &report, cfg.json)?;
+            report::write(io::stderr().lock(), &report, cfg.output)?;
         } else {
-            report::write(io::stdout().lock(), &report, cfg.json)?;
+            report::write(io::stdout().lock(), &report, cfg.output)?;
         }
         if !report.verdict.failed_on.is_empty() {
             return Ok(report.exit_status());

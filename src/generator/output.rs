@@ -145,7 +145,7 @@ pub fn print_checked(
     print_report(report, false);
     println!();
     let mut out = std::io::stdout().lock();
-    rocescope::report::text::write(&mut out, captured)
+    rocescope::report::text::write(&mut out, captured, None)
         .map_err(|e| format!("cannot write the capture report: {e}"))?;
     drop(out);
     for l in super::check::detail_lines(check) {

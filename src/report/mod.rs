@@ -571,14 +571,21 @@ pub fn analyze_file(
 
 /// Writes the report as JSON or text to `sink` (buffered); a reader that went away (a closed pipe) is not an
 /// error.
-pub fn write(sink: impl Write, report: &Report, json: bool) -> Result<(), String> {
+/// How a report is written: one JSON document, or the text report (its flow table cut to the `top` flows
+/// with the most trouble, when given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Json,
+    Text { top: Option<usize> },
+}
+
+pub fn write(sink: impl Write, report: &Report, output: Output) -> Result<(), String> {
     let mut out = BufWriter::new(sink);
-    let written = if json {
-        serde_json::to_writer_pretty(&mut out, report)
+    let written = match output {
+        Output::Json => serde_json::to_writer_pretty(&mut out, report)
             .map_err(io::Error::other)
-            .and_then(|()| writeln!(out))
-    } else {
-        text::write(&mut out, report)
+            .and_then(|()| writeln!(out)),
+        Output::Text { top } => text::write(&mut out, report, top),
     };
     match written.and_then(|()| out.flush()) {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {

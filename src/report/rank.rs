@@ -1,7 +1,7 @@
 //! How much trouble a flow shows, and its health: the one ranking behind the text report's "most trouble
 //! first", the TUI's trouble sort and colours, the choice of flows the SVG plots draw and of the flows a
 //! report of many lists in full.
-use super::FlowReport;
+use super::{FlowReport, Report};
 use crate::analysis::flow::trouble_score;
 
 /// The ranking of `analysis::flow::trouble_score`, of a flow's report.
@@ -21,11 +21,44 @@ pub fn trouble(f: &FlowReport) -> u64 {
     )
 }
 
-/// Flows most trouble first; equal trouble in flow order.
-pub fn by_trouble<'a>(flows: impl IntoIterator<Item = &'a FlowReport>) -> Vec<&'a FlowReport> {
-    let mut order: Vec<&FlowReport> = flows.into_iter().collect();
-    order.sort_by(|a, b| trouble(b).cmp(&trouble(a)).then(a.id.cmp(&b.id)));
-    order
+/// The report's flows (indices into `flows`) most trouble first, equal trouble in flow order, the sides of a
+/// connection side by side: the text report's order and the TUI's default.
+pub fn order(r: &Report) -> Vec<usize> {
+    let mut ids: Vec<usize> = (0..r.flows.len()).collect();
+    ids.sort_by(|&a, &b| {
+        trouble(&r.flows[b])
+            .cmp(&trouble(&r.flows[a]))
+            .then(a.cmp(&b))
+    });
+    together(r, ids)
+}
+
+/// The two directions of a connection side by side, where the first of them sorts.
+pub fn together(r: &Report, ids: Vec<usize>) -> Vec<usize> {
+    let mut visible = vec![false; r.flows.len()];
+    for &i in &ids {
+        visible[i] = true;
+    }
+    let mut placed = vec![false; r.flows.len()];
+    let mut out = Vec::with_capacity(ids.len());
+    for i in ids {
+        if std::mem::replace(&mut placed[i], true) {
+            continue;
+        }
+        out.push(i);
+        let c = r.flows[i]
+            .connection
+            .and_then(|c| r.connections.get(c as usize));
+        for id in c.iter().flat_map(|c| c.sides.iter().filter_map(|s| s.flow)) {
+            let Ok(p) = r.flows.binary_search_by_key(&id, |f| f.id) else {
+                continue;
+            };
+            if p < visible.len() && visible[p] && !std::mem::replace(&mut placed[p], true) {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
 
 /// Health of a flow, for its colour.

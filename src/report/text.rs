@@ -1,7 +1,7 @@
 //! The text report: capture summary, flows sorted by trouble, PFC, events, verdict.
 use std::io::{self, Write};
 
-use super::{FlowReport, Report};
+use super::{FlowReport, Report, format};
 
 /// Widths of the counter columns of the flow table ([`FlowReport::counters`]).
 const COUNTER_WIDTHS: [usize; 10] = [5, 6, 6, 5, 4, 5, 5, 5, 6, 4];
@@ -9,15 +9,23 @@ const COUNTER_WIDTHS: [usize; 10] = [5, 6, 6, 5, 4, 5, 5, 5, 6, 4];
 /// Events listed in the text report (all are in the JSON).
 pub const EVENTS_SHOWN: usize = 50;
 
-fn lat(l: &Option<super::Latency>) -> String {
-    match l {
-        Some(l) => format!("{:.1}/{:.1}", l.p50, l.p99),
+/// A flow's latency, p50/p99 in adaptive units: request → ACK, or for READs request → first response.
+fn lat(f: &FlowReport) -> String {
+    let us = |v: f64| format::duration(v * 1e-6);
+    match f.latency_us.as_ref().or(f.read_latency_us.as_ref()) {
+        Some(l) => format!("{}/{}", us(l.p50), us(l.p99)),
         None => "-".to_string(),
     }
 }
 
+/// What the flow table's short headers mean.
+pub const LEGEND: &str = "pair: the flow of the other direction; rate: bits/s over the flow's life; gaps: PSN \
+     gaps; miss: PSNs never seen; retx: retransmitted requests; dup: duplicates; epis: go-back-N episodes; NAK, \
+     RNR: NAKs, RNR NAKs; CNP: CNPs; CE: ECN CE marks; ICRC: bad ICRCs; latency: request → ACK (READ: → first \
+     response), p50/p99";
+
 /// The text report: what happened, the capture, the flows, PFC, the events, the verdict.
-pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
+pub fn write(out: &mut impl Write, r: &Report, top: Option<usize>) -> io::Result<()> {
     let story = super::story::lines(r);
     if !story.is_empty() {
         writeln!(out, "What happened")?;
@@ -28,7 +36,7 @@ pub fn write(out: &mut impl Write, r: &Report) -> io::Result<()> {
     }
     capture(out, r)?;
     writeln!(out)?;
-    flows(out, r)?;
+    flows(out, r, top)?;
     if !r.connections.is_empty() {
         writeln!(out)?;
         super::connections::write_text(out, &r.connections)?;
@@ -77,24 +85,25 @@ fn capture(out: &mut impl Write, r: &Report) -> io::Result<()> {
     Ok(())
 }
 
-/// The flow table, most trouble first.
-fn flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
-    let order = super::rank::by_trouble(&r.flows);
+/// The flow table, most trouble first (the first `top` of them, when given), and its legend.
+fn flows(out: &mut impl Write, r: &Report, top: Option<usize>) -> io::Result<()> {
+    let order = super::rank::order(r);
+    let shown = top.unwrap_or(usize::MAX).min(order.len());
     writeln!(out, "Flows (most trouble first)")?;
     write!(
         out,
-        "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11}",
-        "id", "source → destination", "QP", "role", "pair", "packets", "bytes",
+        "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11} {:>9}",
+        "id", "source → destination", "QP", "role", "pair", "packets", "bytes", "rate",
     )?;
     for (name, width) in FlowReport::COUNTERS.iter().zip(COUNTER_WIDTHS) {
         write!(out, " {name:>width$}")?;
     }
-    writeln!(out, " {:>13}", "ack p50/p99µs")?;
-    for f in &order {
+    writeln!(out, " {:>17}", "latency p50/p99")?;
+    for f in order[..shown].iter().map(|&i| &r.flows[i]) {
         let endpoints = format!("{} → {}", f.src, f.dst);
         write!(
             out,
-            "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11}",
+            "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11} {:>9}",
             f.id,
             endpoints,
             format!("0x{:06x}", f.dest_qp),
@@ -105,11 +114,19 @@ fn flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
             f.paired_with.map_or("-".to_string(), |p| p.to_string()),
             f.packets,
             f.bytes,
+            format::bit_rate(super::rank::throughput(f)),
         )?;
         for (value, width) in f.counters().iter().zip(COUNTER_WIDTHS) {
             write!(out, " {value:>width$}")?;
         }
-        writeln!(out, " {:>13}", lat(&f.latency_us))?;
+        writeln!(out, " {:>17}", lat(f))?;
+    }
+    if shown < order.len() {
+        writeln!(
+            out,
+            "  ... and {} more (a larger --top shows them; --json lists them)",
+            order.len() - shown
+        )?;
     }
     if let Some(e) = &r.evicted {
         writeln!(
@@ -135,7 +152,21 @@ fn flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
             o.sum.bytes
         )?;
     }
-    Ok(())
+    legend(out)
+}
+
+/// [`LEGEND`], wrapped at 110 columns.
+fn legend(out: &mut impl Write) -> io::Result<()> {
+    let mut line = String::from("  Legend:");
+    for word in LEGEND.split(' ') {
+        if line.chars().count() + 1 + word.chars().count() > 110 {
+            writeln!(out, "{line}")?;
+            line = String::from("   ");
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    writeln!(out, "{line}")
 }
 
 /// PFC per priority and 802.3x PAUSE, and the flows on a paused priority.

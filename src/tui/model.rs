@@ -9,7 +9,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use super::data::{FlowSeries, PacketDetail, PacketRow};
 use super::keys::{self, Action, Mode, Step};
 use crate::analysis::events::Severity;
-use crate::report::rank::{throughput, trouble};
+use crate::report::rank::{throughput, together, trouble};
 use crate::report::{FlowReport, Report};
 
 /// The screens, in Tab order (the flow detail is reached with Enter from the flows).
@@ -96,34 +96,6 @@ impl SortKey {
             SortKey::Id | SortKey::Endpoints | SortKey::Qp | SortKey::Role | SortKey::Connection
         )
     }
-}
-
-/// The two directions of a connection side by side, where the first of them sorts.
-fn together(r: &Report, ids: Vec<usize>) -> Vec<usize> {
-    let mut visible = vec![false; r.flows.len()];
-    for &i in &ids {
-        visible[i] = true;
-    }
-    let mut placed = vec![false; r.flows.len()];
-    let mut out = Vec::with_capacity(ids.len());
-    for i in ids {
-        if std::mem::replace(&mut placed[i], true) {
-            continue;
-        }
-        out.push(i);
-        let c = r.flows[i]
-            .connection
-            .and_then(|c| r.connections.get(c as usize));
-        for id in c.iter().flat_map(|c| c.sides.iter().filter_map(|s| s.flow)) {
-            let Ok(p) = r.flows.binary_search_by_key(&id, |f| f.id) else {
-                continue;
-            };
-            if p < visible.len() && visible[p] && !std::mem::replace(&mut placed[p], true) {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 fn sort_value(f: &FlowReport, key: SortKey) -> (u64, f64, String) {
