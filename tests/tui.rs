@@ -12,7 +12,7 @@ use serde_json::Value;
 use rocescope::analysis::events::Severity;
 use rocescope::tui::data::{self, Index, PointKind};
 use rocescope::tui::keys::{Action, KEYS, Key, Mode, Step};
-use rocescope::tui::model::{Cmd, Model, Msg, Scope, SortKey, View, update};
+use rocescope::tui::model::{Cmd, Model, Msg, SORT_KEYS, Scope, SortKey, View, update};
 use rocescope::tui::view;
 
 fn root() -> PathBuf {
@@ -198,13 +198,19 @@ fn flows_view_matches_every_expected_json() {
 }
 
 #[test]
-fn sort_cycles_and_puts_the_worst_flow_first() {
+fn sort_picker_and_reverse_put_the_worst_flow_first_and_last() {
     let (mut m, idx) = load("testdata/analysis/psn_wrap.pcap", 120, 40);
     assert_eq!(m.sort_key(), SortKey::Trouble);
-    // Sort by gaps: s until the gaps column.
-    while m.sort_key() != SortKey::Gaps {
-        keys(&mut m, &idx, "s");
+    // s opens the picker on the sort in effect; down to the gaps column, Enter.
+    keys(&mut m, &idx, "s");
+    assert_eq!(m.picking, Some(0));
+    assert!(screen(&render(&m)).contains("Sort by"));
+    let gaps = SORT_KEYS.iter().position(|&k| k == SortKey::Gaps).unwrap();
+    for _ in 0..gaps {
+        key(&mut m, &idx, KeyCode::Down);
     }
+    key(&mut m, &idx, KeyCode::Enter);
+    assert_eq!((m.sort_key(), m.picking), (SortKey::Gaps, None));
     let r = m.report.clone().unwrap();
     let order = m.visible_flows();
     assert!(r.flows[order[0]].psn.gap_events >= r.flows[order[1]].psn.gap_events);
@@ -215,11 +221,11 @@ fn sort_cycles_and_puts_the_worst_flow_first() {
     let rev = m.visible_flows();
     assert_eq!(rev[rev.len() - 1], order[0], "the gap flow last");
     assert!(screen(&render(&m)).contains("sort: gaps ↑"));
-    // A full cycle comes back to the first key.
-    for _ in 0..rocescope::tui::model::SORT_KEYS.len() {
-        keys(&mut m, &idx, "s");
-    }
-    assert_eq!(m.sort_key(), SortKey::Gaps);
+    // Esc closes the picker with the sort unchanged.
+    keys(&mut m, &idx, "s");
+    key(&mut m, &idx, KeyCode::Down);
+    key(&mut m, &idx, KeyCode::Esc);
+    assert_eq!((m.sort_key(), m.picking), (SortKey::Gaps, None));
 }
 
 #[test]
@@ -264,7 +270,11 @@ fn a_display_filter_narrows_the_packets() {
         s.contains("3 of 11 frames pass rocescope.retransmission"),
         "{s}"
     );
-    assert!(s.contains("RC_WRITE_ONLY      104"), "{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.contains("RC_WRITE_ONLY") && l.split_whitespace().any(|w| w == "104")),
+        "{s}"
+    );
     // Another filter replaces it; Esc while typing shows every packet again.
     keys(&mut m, &idx, "/");
     for _ in 0.."rocescope.retransmission".len() {
@@ -340,6 +350,15 @@ fn event_jumps_to_its_packet_with_tree_and_hex() {
     let s = screen(&render(&m));
     assert!(s.contains("▶6 "), "{s}");
     assert!(s.contains("NAK(PSN sequence error)"), "{s}");
+    // The tree opens at the BTH, 24 lines down: the frame's line, Ethernet and its 3 fields, IPv4 and its
+    // 13 (version aside, as -V lists them), UDP and its 4;
+    // K scrolls up to the frame's first line.
+    assert!(s.contains("Frame 6 (-V)"), "{s}");
+    assert!(s.contains("│Base Transport Header  [bytes 42..54]"), "{s}");
+    assert!(!s.contains("Ethernet II  [bytes 0..14]"), "{s}");
+    assert_eq!(m.packets.tree_scroll, 24);
+    keys(&mut m, &idx, &"K".repeat(24));
+    let s = screen(&render(&m));
     assert!(s.contains("Frame 6: "), "{s}");
     assert!(s.contains("Ethernet II  [bytes 0..14]"), "{s}");
     assert!(s.contains("0000  02 00 00 00 00 0"), "{s}");
@@ -385,8 +404,14 @@ fn packet_list_reads_only_the_rows_on_screen() {
         out
     };
     let picked = data::rows(&idx, &[1, 2, 150, 309, 310]).unwrap();
+    // The index adds the flow the engine counted each in: frame 1, the first WRITE, opened flow 0.
+    assert_eq!(picked[0].flow, Some(0));
     for r in picked {
-        assert_eq!(r, seq[r.number as usize - 1]);
+        let unindexed = data::PacketRow {
+            flow: None,
+            ..r.clone()
+        };
+        assert_eq!(unindexed, seq[r.number as usize - 1]);
     }
 }
 
@@ -720,7 +745,15 @@ fn did(action: Action, a: &Model, b: &Model) -> bool {
         Action::Back => b.view == a.back.last().copied().unwrap_or(View::Flows),
         Action::Enter => b.view != a.view || !a.packets.open && b.packets.open,
         Action::EditFilter(target) => b.editing == Some(target),
-        Action::NextSort => b.flows.sort == a.flows.sort + 1,
+        Action::PickSort => b.picking == Some(a.flows.sort),
+        Action::NextEvent => {
+            let (from, to) = (
+                a.packet_at(a.packets.selected),
+                b.packet_at(b.packets.selected),
+            );
+            let r = b.report.as_ref().unwrap();
+            to > from && r.events.iter().any(|e| Some(e.frame) == to)
+        }
         Action::ReverseSort => b.flows.descending != a.flows.descending,
         Action::CycleSeverity => b.events.min_severity != a.events.min_severity,
         Action::FlowPackets => b.view == View::Packets && matches!(b.packets.scope, Scope::Flow(_)),
@@ -829,6 +862,38 @@ fn svg_plots_mark_gaps_retransmissions_and_naks() {
     let thr = std::fs::read_to_string(dir.join("throughput.svg")).unwrap();
     assert_eq!(thr.matches("class=\"flow\"").count(), 2);
     assert!(thr.contains("10.0.0.1 → 10.0.0.2 QP 0x000011"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The overview's buckets and the ticks are round: write_loss.pcap lasts 1.177372 s (tshark's last
+/// frame.time_relative), a hundredth of it 11.8 ms, the next round width 20 ms: 59 buckets, an axis of
+/// 1.18 s, whose ticks step by 0.2 s (1.18 s / 6 = 0.197, rounded up) from 0 to 1.0.
+#[test]
+fn svg_buckets_and_ticks_are_round() {
+    let dir = std::env::temp_dir().join(format!("rocescope-round-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (report, index) = data::analyze(
+        &root().join("testdata/lab/write_loss.pcap"),
+        &Default::default(),
+        |_, _| true,
+    )
+    .unwrap();
+    rocescope::tui::plot::write(&index, &report, &dir).unwrap();
+    let thr = std::fs::read_to_string(dir.join("throughput.svg")).unwrap();
+    assert!(thr.contains("(per 20.00ms bucket)"), "{thr}");
+    let ticks: Vec<String> = thr
+        .split("class=\"tick\"")
+        .skip(1)
+        .map(|t| t[t.find('>').unwrap() + 1..t.find('<').unwrap()].to_string())
+        .collect();
+    assert_eq!(ticks, ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]);
+    // Each flow's line is a step per bucket: two points each.
+    let flows: Vec<&str> = thr.split("class=\"flow\" points=\"").skip(1).collect();
+    assert_eq!(flows.len(), 2);
+    for f in flows {
+        let points = f[..f.find('"').unwrap()].split(' ').count();
+        assert_eq!(points, 2 * 59);
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -1051,7 +1116,7 @@ fn live_packet_list_reads_the_ring_and_follows_the_newest() {
     live_key(&mut m, &ring, KeyCode::End);
     live_key(&mut m, &ring, KeyCode::Enter);
     let s = screen(&render(&m));
-    assert!(s.contains("Frame 310: "), "{s}");
+    assert!(s.contains("Frame 310 (-V)"), "{s}");
     // A frame that has left the ring: its row says so, and an event pointing at it says why.
     let rows = data::ring_rows(&ring, Default::default(), &[10, 300]);
     assert!(

@@ -89,8 +89,11 @@ impl Bth {
         put_u24(out, self.psn);
     }
 
+    /// The header's title in the `-V` tree.
+    pub const TITLE: &'static str = "Base Transport Header";
+
     pub fn visit<'a>(&self, offset: usize, v: &mut impl Visitor<'a>) {
-        v.header("Base Transport Header", offset, Self::LEN);
+        v.header(Self::TITLE, offset, Self::LEN);
         v.field(
             Field::new(
                 "infiniband.bth.opcode",

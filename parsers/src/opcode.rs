@@ -204,6 +204,12 @@ impl Opcode {
         }
     }
 
+    /// A name for narrow columns: the operation abbreviated (`SEND_F`, `WR_LI`, `RD_RSP_O`, `ACK`), after the
+    /// transport unless that is RC (`UD SEND_O`); `CNP`; `UNKNOWN` as [`Opcode::name`].
+    pub fn short_name(self) -> ShortName {
+        ShortName(self)
+    }
+
     /// Looks an opcode up by name, case-insensitively (`rc_send_only`), or by number (`4`, `0x11`).
     pub fn from_name(name: &str) -> Option<Opcode> {
         let parsed = match name.strip_prefix("0x").or_else(|| name.strip_prefix("0X")) {
@@ -333,6 +339,54 @@ impl Opcode {
             _ => Headers::NONE,
         };
         by_transport.with(by_op)
+    }
+}
+
+/// [`Opcode::short_name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShortName(Opcode);
+
+impl core::fmt::Display for ShortName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let op = self.0;
+        let transport = match op.transport() {
+            Transport::Rc => "",
+            Transport::Uc => "UC ",
+            Transport::Rd => "RD ",
+            Transport::Ud => "UD ",
+            Transport::Xrc => "XRC ",
+            Transport::Cnp | Transport::Unknown => return f.write_str(op.name()),
+        };
+        let operation = match op.operation() {
+            rc::SEND_FIRST => "SEND_F",
+            rc::SEND_MIDDLE => "SEND_M",
+            rc::SEND_LAST => "SEND_L",
+            rc::SEND_LAST_IMM => "SEND_LI",
+            rc::SEND_ONLY => "SEND_O",
+            rc::SEND_ONLY_IMM => "SEND_OI",
+            rc::WRITE_FIRST => "WR_F",
+            rc::WRITE_MIDDLE => "WR_M",
+            rc::WRITE_LAST => "WR_L",
+            rc::WRITE_LAST_IMM => "WR_LI",
+            rc::WRITE_ONLY => "WR_O",
+            rc::WRITE_ONLY_IMM => "WR_OI",
+            rc::READ_REQUEST => "RD_REQ",
+            rc::READ_RESPONSE_FIRST => "RD_RSP_F",
+            rc::READ_RESPONSE_MIDDLE => "RD_RSP_M",
+            rc::READ_RESPONSE_LAST => "RD_RSP_L",
+            rc::READ_RESPONSE_ONLY => "RD_RSP_O",
+            rc::ACKNOWLEDGE => "ACK",
+            rc::ATOMIC_ACKNOWLEDGE => "AT_ACK",
+            rc::COMPARE_SWAP => "CSWAP",
+            rc::FETCH_ADD => "FADD",
+            0x15 => "RESYNC",
+            rc::SEND_LAST_INVALIDATE => "SEND_LINV",
+            rc::SEND_ONLY_INVALIDATE => "SEND_OINV",
+            rc::FLUSH => "FLUSH",
+            rc::ATOMIC_WRITE => "AT_WRITE",
+            _ => return f.write_str(op.name()),
+        };
+        write!(f, "{transport}{operation}")
     }
 }
 

@@ -260,3 +260,49 @@ fn named_rc_opcodes() {
         assert_eq!(lookup(code).map(|e| e.name), Some(name));
     }
 }
+
+/// Short names, written out from the IBTA names: every known opcode has one of at most 13 characters, no two
+/// alike.
+#[test]
+fn short_names() {
+    for (op, want) in [
+        (0x00, "SEND_F"),
+        (0x01, "SEND_M"),
+        (0x03, "SEND_LI"),
+        (0x04, "SEND_O"),
+        (0x08, "WR_L"),
+        (0x0B, "WR_OI"),
+        (0x0C, "RD_REQ"),
+        (0x10, "RD_RSP_O"),
+        (0x11, "ACK"),
+        (0x12, "AT_ACK"),
+        (0x13, "CSWAP"),
+        (0xB4, "XRC FADD"),
+        (0x17, "SEND_OINV"),
+        (0x2A, "UC WR_O"),
+        (0x55, "RD RESYNC"),
+        (0x64, "UD SEND_O"),
+        (0xAE, "XRC RD_RSP_M"),
+        (0x81, "CNP"),
+        (0x18, "UNKNOWN"),
+    ] {
+        assert_eq!(
+            Opcode(op).short_name().to_string(),
+            want,
+            "opcode {op:#04x}"
+        );
+    }
+    let known: Vec<String> = (0..=255u8)
+        .map(Opcode)
+        .filter(|o| o.is_known())
+        .map(|o| o.short_name().to_string())
+        .collect();
+    assert!(
+        known.iter().all(|n| n.len() <= 13 && n != "UNKNOWN"),
+        "{known:?}"
+    );
+    let mut unique = known.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), known.len());
+}

@@ -39,6 +39,20 @@ pub fn duration(s: f64) -> String {
     }
 }
 
+/// The smallest 1, 2 or 5 × 10^k at or above `x`: a round width for buckets and ticks (1 for a width that
+/// is not positive).
+pub fn round_step(x: f64) -> f64 {
+    if !(x.is_finite() && x > 0.0) {
+        return 1.0;
+    }
+    let p = 10f64.powf(x.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|&s| s >= x * (1.0 - 1e-9))
+        .unwrap_or(10.0 * p)
+}
+
 /// Milliseconds from microseconds, as the RNR timer table writes them: `0.01`, `655.36`.
 pub fn millis(us: u32) -> String {
     format!("{}.{:02}", us / 1000, (us % 1000) / 10)
@@ -60,5 +74,10 @@ mod tests {
         assert_eq!(duration(0.000012), "12.0µs");
         assert_eq!(millis(10), "0.01");
         assert_eq!(millis(655_360), "655.36");
+        assert_eq!(round_step(0.0118), 0.02);
+        assert_eq!(round_step(0.3), 0.5);
+        assert_eq!(round_step(1.0), 1.0);
+        assert_eq!(round_step(7.0), 10.0);
+        assert_eq!(round_step(0.0), 1.0);
     }
 }

@@ -18,6 +18,7 @@ use crate::dissect::{self, Mac, Shown};
 use crate::filter::{Analysis, Filter, Matcher, Subject};
 use crate::pipeline::{self, EngineSide, ReadSide};
 use crate::report::Report;
+use crate::report::format::round_step;
 use crate::source::{CaptureFormat, FileSource, Packet};
 
 /// The frames of the file the display filter `text` passes, each with how the engine counted it
@@ -387,9 +388,9 @@ pub struct FlowSeries {
     pub frames: Vec<u64>,
     /// More frames than [`MAX_FLOW_FRAMES`]: the list stops there.
     pub frames_truncated: bool,
-    /// The flow's bytes on the wire in [`THROUGHPUT_BUCKETS`] equal slices of its life.
+    /// The flow's bytes on the wire in slices of its life, at most [`THROUGHPUT_BUCKETS`].
     pub throughput: Vec<u64>,
-    /// Width of one slice, seconds.
+    /// Width of one slice, seconds: a round figure (1, 2 or 5 × 10^k).
     pub bucket_s: f64,
 }
 
@@ -420,7 +421,6 @@ struct SeriesBuilder {
     pair: Option<u32>,
     first_ts: u64,
     first_ns: u64,
-    life_ns: f64,
     /// The last request's PSN: the reference for unwrapping.
     unwrap: Unwrapper,
     requests_seen: u64,
@@ -433,18 +433,19 @@ impl SeriesBuilder {
             .get(flow as usize)
             .ok_or_else(|| format!("no flow {flow}"))?;
         let life_ns = ((f.last_time - f.first_time) * 1e9).max(1.0);
+        let bucket_s = round_step(life_ns / 1e9 / THROUGHPUT_BUCKETS as f64);
+        let buckets = ((life_ns / 1e9 / bucket_s).floor() as usize + 1).min(THROUGHPUT_BUCKETS);
         Ok(SeriesBuilder {
             out: FlowSeries {
                 flow,
                 stride: 1,
-                throughput: vec![0; THROUGHPUT_BUCKETS],
-                bucket_s: life_ns / 1e9 / THROUGHPUT_BUCKETS as f64,
+                throughput: vec![0; buckets],
+                bucket_s,
                 ..Default::default()
             },
             pair: f.paired_with,
             first_ts,
             first_ns: (f.first_time * 1e9) as u64,
-            life_ns,
             unwrap: Unwrapper::default(),
             requests_seen: 0,
         })
@@ -465,9 +466,9 @@ impl SeriesBuilder {
         let mine = c.flow == Some(self.out.flow);
         let t = ts.saturating_sub(self.first_ts) as f64 / 1e9;
         if mine {
-            let at = ts.saturating_sub(self.first_ns) as f64 / self.life_ns;
-            let b = ((at * THROUGHPUT_BUCKETS as f64) as usize).min(THROUGHPUT_BUCKETS - 1);
-            self.out.throughput[b] += u64::from(orig_len);
+            let at = ts.saturating_sub(self.first_ns) as f64 / 1e9 / self.out.bucket_s;
+            let last = self.out.throughput.len() - 1;
+            self.out.throughput[(at as usize).min(last)] += u64::from(orig_len);
         }
         let kind = match c.class {
             Class::Request if mine => PointKind::Request,
@@ -516,6 +517,31 @@ impl SeriesBuilder {
     }
 }
 
+/// Bytes on the wire of each of `flows` in `buckets` slices of `bucket_s` seconds from the capture's first
+/// frame, in one read of their frames.
+pub fn throughput_of(
+    index: &Index,
+    flows: &[u32],
+    bucket_s: f64,
+    buckets: usize,
+) -> Result<Vec<Vec<u64>>, String> {
+    let mut out = vec![vec![0u64; buckets.max(1)]; flows.len()];
+    index.read_frames(&index.frames_of(flows), |n, p, _| {
+        let Some(i) = index
+            .classified(n)
+            .flow
+            .and_then(|f| flows.iter().position(|&x| x == f))
+        else {
+            return;
+        };
+        let at = p.ts_nanos.saturating_sub(index.first_ts) as f64 / 1e9 / bucket_s;
+        let line = &mut out[i];
+        let last = line.len() - 1;
+        line[(at as usize).min(last)] += u64::from(p.orig_len);
+    })?;
+    Ok(out)
+}
+
 /// The series of one flow, from its frames in the file.
 pub fn flow_series(index: &Index, report: &Report, flow: u32) -> Result<FlowSeries, String> {
     let mut all = series_of(index, report, &[flow])?;
@@ -556,11 +582,15 @@ pub struct PacketRow {
     pub qp: Option<u32>,
     /// Opcode name, or the protocol of a non-RoCE frame.
     pub opcode: String,
+    /// The opcode's short name (`WR_F`) for narrow terminals; the protocol of a non-RoCE frame.
+    pub opcode_short: String,
     pub psn: Option<u32>,
     /// SE, AckReq, FECN, BECN, CE, then ACK/NAK/RNR, ICRC and damage notes.
     pub info: String,
     /// Something is wrong with it (NAK, bad ICRC, malformed).
     pub bad: bool,
+    /// The flow the engine counted it in.
+    pub flow: Option<u32>,
 }
 
 /// The list row of a frame.
@@ -605,7 +635,8 @@ pub fn packet_row(number: u64, p: &Packet, frame: &Frame, first_ts: u64) -> Pack
                 bad = true;
                 info.push("[ICRC bad]".into());
             }
-            (Some(b.dest_qp), b.op().name().to_string(), Some(b.psn))
+            let names = (b.op().name().to_string(), b.op().short_name().to_string());
+            (Some(b.dest_qp), names, Some(b.psn))
         }
         None => {
             let proto = if frame.mac_control.is_some() {
@@ -620,7 +651,7 @@ pub fn packet_row(number: u64, p: &Packet, frame: &Frame, first_ts: u64) -> Pack
                     None => "?".to_string(),
                 }
             };
-            (None, proto, None)
+            (None, (proto.clone(), proto), None)
         }
     };
     if let Some(m) = &frame.malformed {
@@ -633,10 +664,12 @@ pub fn packet_row(number: u64, p: &Packet, frame: &Frame, first_ts: u64) -> Pack
         src,
         dst,
         qp,
-        opcode,
+        opcode: opcode.0,
+        opcode_short: opcode.1,
         psn,
         info: info.join(" "),
         bad,
+        flow: None,
     }
 }
 
@@ -647,6 +680,8 @@ pub struct PacketDetail {
     /// (is a header line, text).
     pub tree: Vec<(bool, String)>,
     pub hex: Vec<String>,
+    /// The tree line it opens at: the BTH's, else the first.
+    pub opens_at: u16,
 }
 
 /// The `-V` tree and hex dump of a frame, as `dissect -V -x` writes them.
@@ -668,16 +703,22 @@ pub fn packet_detail(number: u64, p: &Packet, frame: &Frame) -> PacketDetail {
             .map(str::to_string)
             .collect()
     };
+    let tree: Vec<(bool, String)> = lines(tree)
+        .into_iter()
+        .map(|l| match l.strip_prefix("    ") {
+            Some(field) => (false, field.to_string()),
+            None => (true, l),
+        })
+        .collect();
+    let opens_at = tree
+        .iter()
+        .position(|(header, l)| *header && l.starts_with(parsers::bth::Bth::TITLE))
+        .unwrap_or(0);
     PacketDetail {
         number,
-        tree: lines(tree)
-            .into_iter()
-            .map(|l| match l.strip_prefix("    ") {
-                Some(field) => (false, field.to_string()),
-                None => (true, l),
-            })
-            .collect(),
+        tree,
         hex: lines(hex),
+        opens_at: u16::try_from(opens_at).unwrap_or(0),
     }
 }
 
@@ -685,7 +726,10 @@ pub fn packet_detail(number: u64, p: &Packet, frame: &Frame) -> PacketDetail {
 pub fn rows(index: &Index, numbers: &[u64]) -> Result<Vec<PacketRow>, String> {
     let mut out = Vec::with_capacity(numbers.len());
     index.read_frames(numbers, |n, p, f| {
-        out.push(packet_row(n, p, f, index.first_ts))
+        out.push(PacketRow {
+            flow: index.classified(n).flow,
+            ..packet_row(n, p, f, index.first_ts)
+        })
     })?;
     Ok(out)
 }
@@ -723,7 +767,10 @@ pub fn ring_rows(ring: &Mutex<Ring>, parse: parsers::Config, numbers: &[u64]) ->
         .map(|rec| {
             let p = rec_packet(rec, linktype);
             let frame = parse_frame(linktype, p.data, p.orig_len as usize, &parse);
-            packet_row(rec.number, &p, &frame, first_ts)
+            PacketRow {
+                flow: rec.classified.flow,
+                ..packet_row(rec.number, &p, &frame, first_ts)
+            }
         })
         .collect();
     for &n in numbers {
@@ -735,9 +782,11 @@ pub fn ring_rows(ring: &Mutex<Ring>, parse: parsers::Config, numbers: &[u64]) ->
                 dst: String::new(),
                 qp: None,
                 opcode: "(left the buffer)".to_string(),
+                opcode_short: "(gone)".to_string(),
                 psn: None,
                 info: String::new(),
                 bad: false,
+                flow: None,
             });
         }
     }

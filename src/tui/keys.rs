@@ -16,6 +16,8 @@ pub enum Mode {
     Error,
     /// The help is open.
     Help,
+    /// The flows' sort picker is open.
+    Picking,
     /// A live capture whose display follows the snapshots.
     Live,
     /// A live capture whose display is paused.
@@ -64,13 +66,20 @@ pub enum Action {
     KeepFilter,
     /// Stops typing, the filter cleared.
     ClearFilter,
-    NextSort,
+    /// Opens the sort picker.
+    PickSort,
+    /// The picker's column becomes the sort.
+    KeepSort,
+    /// Closes the picker, the sort unchanged.
+    CancelSort,
     ReverseSort,
     CycleSeverity,
     /// The packets of the selected flow and its pair.
     FlowPackets,
     /// Every frame of the capture.
     AllPackets,
+    /// The next frame with an event of the selected frame's flow (or its pair).
+    NextEvent,
     /// Scrolls the open packet's tree by this many lines.
     TreeScroll(i16),
     /// Scrolls the open packet's hex dump by this many lines.
@@ -186,10 +195,11 @@ const PAGE: &str = "a page up / down";
 const ENDS: &str = "to the first / last";
 const DRILL: &str = "drill down: flow -> detail -> packet; event -> its packet";
 const FLOW_PACKETS: &str = "packets of the selected flow (and its pair)";
-const SORT: &str = "flows: sort by the next column / reverse the order";
+const SORT: &str = "flows: pick the sort column / reverse the order";
 const TREE: &str = "packets: scroll the open packet's tree";
 const HEX: &str = "packets: scroll the open packet's hex dump";
 const ALL_FRAMES: &str = "packets: every frame of the capture";
+const NEXT_EVENT: &str = "packets: the next frame with an event of this frame's flow or its pair";
 const SEVERITY: &str = "events: severity shown (all, warning+, error)";
 const FILTER: &str = "filter by text (flows, events); Enter keeps it, Esc clears";
 const DISPLAY_FILTER: &str =
@@ -220,13 +230,14 @@ pub static KEYS: &[Binding] = &[
     bind(ENTER,                           &[PACKETS],                  Action::Enter,                       "open",            DRILL),
     bind(&[ch('p')],                      &[FLOWS],                    Action::FlowPackets,                 "packets",         FLOW_PACKETS),
     bind(&[ch('p')],                      &[DETAIL],                   Action::FlowPackets,                 "flow packets",    FLOW_PACKETS),
-    bind(&[ch('s')],                      &[FLOWS],                    Action::NextSort,                    "sort",            SORT),
+    bind(&[ch('s')],                      &[FLOWS],                    Action::PickSort,                    "sort",            SORT),
     bind(&[ch('S')],                      &[FLOWS],                    Action::ReverseSort,                 "reverse",         SORT),
     bind(&[ch('J')],                      &[PACKETS],                  Action::TreeScroll(1),               "tree",            TREE),
     bind(&[ch('K')],                      &[PACKETS],                  Action::TreeScroll(-1),              "tree",            TREE),
     bind(&[ch(']')],                      &[PACKETS],                  Action::HexScroll(1),                "hex",             HEX),
     bind(&[ch('[')],                      &[PACKETS],                  Action::HexScroll(-1),               "hex",             HEX),
     bind(&[ch('a')],                      &[PACKETS],                  Action::AllPackets,                  "all",             ALL_FRAMES),
+    bind(&[ch('n')],                      &[PACKETS],                  Action::NextEvent,                   "next event",      NEXT_EVENT),
     bind(&[ch('v')],                      &[EVENTS],                   Action::CycleSeverity,               "severity",        SEVERITY),
     bind(&[ch('/')],                      &[FLOWS],                    Action::EditFilter(Editing::Flows),  "filter",          FILTER),
     bind(&[ch('/')],                      &[EVENTS],                   Action::EditFilter(Editing::Events), "filter",          FILTER),
@@ -246,6 +257,11 @@ pub static KEYS: &[Binding] = &[
     bind(&[Key::Any],                     &[Mode::Help],               Action::CloseHelp,                   "closes the help", ""),
     bind(&[Key::Any],                     &[Mode::Error],              Action::DismissError,                "",                ""),
     bind(&[code(KeyCode::Enter)],         &[Mode::Editing],            Action::KeepFilter,                  "keep",            ""),
+    bind(UP,                              &[Mode::Picking],            Action::Move(Step::Up),              "move",            ""),
+    bind(DOWN,                            &[Mode::Picking],            Action::Move(Step::Down),            "move",            ""),
+    bind(ENTER,                           &[Mode::Picking],            Action::KeepSort,                    "sort by it",      ""),
+    bind(&[code(KeyCode::Esc), ch('s')],  &[Mode::Picking],            Action::CancelSort,                  "cancel",          ""),
+    bind(&[Key::Any],                     &[Mode::Picking],            Action::CancelSort,                  "",                ""),
     bind(&[code(KeyCode::Esc)],           &[Mode::Editing],            Action::ClearFilter,                 "clear",           ""),
     bind(&[CTRL_C],                       &[Mode::Always],             Action::Quit,                        "",                "quit"),
 ];
@@ -264,6 +280,12 @@ pub fn binding(modes: &[Mode], key: KeyEvent) -> Option<&'static Binding> {
 /// The footer's hints for `mode`, two spaces apart: "KEY hint", a run of bindings with the same hint
 /// sharing one ("J/K tree").
 pub fn hints(mode: Mode) -> String {
+    hints_within(mode, usize::MAX)
+}
+
+/// [`hints`] in at most `width` columns: the hints that do not fit are left out from the end, the help
+/// key's last (it names every key).
+pub fn hints_within(mode: Mode, width: usize) -> String {
     let mut entries: Vec<(String, &str)> = Vec::new();
     for b in KEYS
         .iter()
@@ -275,10 +297,20 @@ pub fn hints(mode: Mode) -> String {
             _ => entries.push((key, b.hint)),
         }
     }
-    let entries: Vec<String> = entries
+    let mut entries: Vec<String> = entries
         .iter()
         .map(|(keys, hint)| format!("{keys} {hint}"))
         .collect();
+    let columns = |e: &[String]| e.iter().map(|s| s.chars().count() + 2).sum::<usize>();
+    while entries.len() > 1 && columns(&entries) > width.saturating_add(2) {
+        let last = entries.len() - 1;
+        let drop = if entries[last].ends_with(" help") {
+            last - 1
+        } else {
+            last
+        };
+        entries.remove(drop);
+    }
     entries.join("  ")
 }
 
@@ -345,6 +377,7 @@ mod tests {
                 m.error = Some("a read failed".into());
             }
             Mode::Help => m.help = true,
+            Mode::Picking => m.picking = Some(0),
             Mode::Paused => m.live.as_mut().unwrap().paused = true,
             Mode::View(v) => m.view = v,
         }
@@ -432,7 +465,7 @@ mod tests {
             ),
             (
                 PACKETS,
-                "↑/↓ move  Enter open  J/K tree  ]/[ hex  a all  Esc back  Tab view",
+                "↑/↓ move  Enter open  J/K tree  ]/[ hex  a all  n next event  / filter  Esc back  Tab view",
             ),
             (
                 EVENTS,
@@ -444,6 +477,17 @@ mod tests {
         }
         assert_eq!(hints(Mode::Help), "any key closes the help");
         assert_eq!(hints(Mode::Editing), "Enter keep  Esc clear");
+        assert_eq!(
+            hints(Mode::Picking),
+            "↑/↓ move  Enter sort by it  Esc cancel"
+        );
+        // In 80 columns (the live hints aside) the packets' hints leave out the last ones, never the help.
+        let narrow = hints_within(PACKETS, 80);
+        assert_eq!(
+            narrow,
+            "↑/↓ move  Enter open  J/K tree  ]/[ hex  a all  n next event  / filter  ? help"
+        );
+        assert!(narrow.chars().count() <= 80);
         assert_eq!(hints(Mode::Live), "space pause  w save");
         assert_eq!(hints(Mode::Paused), "space resume  w save");
     }
@@ -454,7 +498,7 @@ mod tests {
         for want in [
             "  ↑ k / ↓ j       move the selection",
             "  Enter → l       drill down: flow -> detail -> packet; event -> its packet",
-            "  s / S           flows: sort by the next column / reverse the order",
+            "  s / S           flows: pick the sort column / reverse the order",
             "  Esc ← h Bksp    back",
             "  w               live: save the frames (flush -w FILE, else the buffered",
             "                  frames to rocescope-IFACE-TIME.pcapng here)",

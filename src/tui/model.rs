@@ -256,6 +256,8 @@ pub struct Model {
     pub packets: PacketsState,
     pub events: EventsState,
     pub editing: Option<Editing>,
+    /// The sort picker is open, its cursor on this index of [`SORT_KEYS`].
+    pub picking: Option<usize>,
     /// Terminal size, for the list heights (updated by `Msg::Resize`).
     pub width: u16,
     pub height: u16,
@@ -324,6 +326,7 @@ impl Model {
             packets: PacketsState::default(),
             events: EventsState::default(),
             editing: None,
+            picking: None,
             width: 80,
             height: 24,
             color,
@@ -627,6 +630,10 @@ impl Model {
         let clamp = |v: usize, len: usize| -> usize {
             (v as isize + delta).clamp(0, len.saturating_sub(1) as isize) as usize
         };
+        if let Some(at) = self.picking {
+            self.picking = Some(clamp(at, SORT_KEYS.len()));
+            return;
+        }
         match self.view {
             View::Flows => {
                 let n = self.visible_flows().len();
@@ -656,6 +663,8 @@ impl Model {
             modes.push(Mode::Error);
         } else if self.help {
             modes.push(Mode::Help);
+        } else if self.picking.is_some() {
+            modes.push(Mode::Picking);
         } else {
             modes.extend(self.live.as_ref().map(|live| Mode::live(live.paused)));
             modes.push(Mode::View(self.view));
@@ -696,11 +705,14 @@ impl Model {
             Action::EditFilter(target) => self.editing = Some(target),
             Action::KeepFilter => return self.keep_filter(),
             Action::ClearFilter => self.clear_filter(),
-            Action::NextSort => self.next_sort(),
+            Action::PickSort => self.picking = Some(self.flows.sort % SORT_KEYS.len()),
+            Action::KeepSort => self.keep_sort(),
+            Action::CancelSort => self.picking = None,
             Action::ReverseSort => self.reverse_sort(),
             Action::CycleSeverity => self.cycle_severity(),
             Action::FlowPackets => self.flow_packets(),
             Action::AllPackets => self.all_packets(),
+            Action::NextEvent => self.next_event(),
             Action::TreeScroll(lines) => {
                 self.packets.tree_scroll = self.packets.tree_scroll.saturating_add_signed(lines)
             }
@@ -804,10 +816,13 @@ impl Model {
         }
     }
 
-    fn next_sort(&mut self) {
-        self.flows.sort = (self.flows.sort + 1) % SORT_KEYS.len();
-        self.flows.descending = self.sort_key().descending_by_default();
-        self.flows.selected = 0;
+    /// The picker's column becomes the sort, in its default direction.
+    fn keep_sort(&mut self) {
+        if let Some(at) = self.picking.take() {
+            self.flows.sort = at;
+            self.flows.descending = self.sort_key().descending_by_default();
+            self.flows.selected = 0;
+        }
     }
 
     fn reverse_sort(&mut self) {
@@ -840,6 +855,39 @@ impl Model {
         self.packets.scope = Scope::All;
         self.packets.selected = 0;
         self.packets.offset = 0;
+    }
+
+    /// Selects the next frame after the selected one at which the report has an event of the selected
+    /// frame's flow or its pair: in the list shown if it holds that frame, else among all frames.
+    fn next_event(&mut self) {
+        let Some(at) = self.packet_at(self.packets.selected) else {
+            return;
+        };
+        let (Some(flow), Some(r)) = (
+            self.packets.rows.get(&at).and_then(|row| row.flow),
+            &self.report,
+        ) else {
+            return;
+        };
+        let pair = r.flow(flow).and_then(|f| f.paired_with);
+        let Some(next) = r
+            .events
+            .iter()
+            .filter(|e| e.frame > at && e.flow.is_some_and(|f| f == flow || Some(f) == pair))
+            .map(|e| e.frame)
+            .min()
+        else {
+            return;
+        };
+        match (0..self.packet_count()).find(|&pos| self.packet_at(pos) == Some(next)) {
+            Some(pos) => {
+                self.packets.selected = pos;
+                self.packets.tree_scroll = 0;
+                self.packets.hex_scroll = 0;
+                self.center_packets();
+            }
+            None => self.jump_to_packet(next),
+        }
     }
 
     fn pause(&mut self) {
@@ -991,6 +1039,10 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Cmd> {
             Vec::new()
         }
         Msg::Packet(p) => {
+            // A newly read packet opens at its RoCE headers.
+            if model.packets.tree_scroll == 0 {
+                model.packets.tree_scroll = p.opens_at;
+            }
             model.packets.detail = Some(p);
             Vec::new()
         }

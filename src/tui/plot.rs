@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::data::{self, FlowSeries, Index, PointKind};
 use crate::analysis::flow::Role;
 use crate::report::Report;
-use crate::report::format::bit_rate;
+use crate::report::format::{bit_rate, duration, round_step};
 use crate::report::rank::trouble;
 
 /// Most flows with a PSN chart (most trouble first).
@@ -38,7 +38,7 @@ pub fn write(index: &Index, report: &Report, dir: &Path) -> Result<Vec<PathBuf>,
         written.push(p);
         Ok(())
     };
-    save("throughput.svg".into(), throughput_svg(report))?;
+    save("throughput.svg".into(), throughput_svg(index, report)?)?;
     let mut flows: Vec<usize> = (0..report.flows.len())
         .filter(|&i| matches!(report.flows[i].role, Role::Requester | Role::Both))
         .collect();
@@ -79,7 +79,21 @@ impl Scale {
     }
 }
 
-/// Axes box with min/mid/max tick labels.
+/// Ticks at the multiples of a round step (1, 2 or 5 × 10^k) within `d0..=d1`, three to seven, and the
+/// decimals the step needs.
+fn ticks(d0: f64, d1: f64) -> (Vec<f64>, usize) {
+    let step = round_step((d1 - d0) / 6.0);
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    let first = (d0 / step).ceil() as i64;
+    let ticks = (first..)
+        .map(|k| k as f64 * step)
+        .take_while(|&v| v <= d1 + step * 1e-9)
+        .take(12)
+        .collect();
+    (ticks, decimals)
+}
+
+/// Axes box with tick labels at round values.
 fn axes(
     out: &mut String,
     x: Scale,
@@ -95,16 +109,17 @@ fn axes(
         r - l,
         b - t
     );
-    for k in 0..=4 {
-        let f = f64::from(k) / 4.0;
-        let xv = x.d0 + f * (x.d1 - x.d0);
-        let yv = y.d0 + f * (y.d1 - y.d0);
-        let (px, py) = (x.at(xv), y.at(yv));
+    let (xs, decimals) = ticks(x.d0, x.d1);
+    for xv in xs {
+        let px = x.at(xv);
         let _ = writeln!(
             out,
-            r##"<line x1="{px:.1}" y1="{t:.1}" x2="{px:.1}" y2="{b:.1}" stroke="#eee"/><text x="{px:.1}" y="{:.1}" font-size="11" text-anchor="middle">{xv:.6}</text>"##,
+            r##"<line x1="{px:.1}" y1="{t:.1}" x2="{px:.1}" y2="{b:.1}" stroke="#eee"/><text class="tick" x="{px:.1}" y="{:.1}" font-size="11" text-anchor="middle">{xv:.decimals$}</text>"##,
             b + 14.0
         );
+    }
+    for yv in ticks(y.d0, y.d1).0 {
+        let py = y.at(yv);
         let _ = writeln!(
             out,
             r##"<line x1="{l:.1}" y1="{py:.1}" x2="{r:.1}" y2="{py:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
@@ -279,51 +294,45 @@ pub fn flow_svg(report: &Report, s: &FlowSeries) -> String {
     out
 }
 
-/// Throughput per series bucket of the busiest flows.
-pub fn throughput_svg(report: &Report) -> String {
+/// Buckets of the overview's throughput: about this many over the capture.
+const OVERVIEW_BUCKETS: f64 = 100.0;
+
+/// The busiest flows' throughput over the capture, in round buckets of about a hundredth of it.
+fn throughput_svg(index: &Index, report: &Report) -> Result<String, String> {
     let h = TOP + PSN_H + 60.0;
     let mut out = String::new();
     let mut flows: Vec<usize> = (0..report.flows.len()).collect();
     flows.sort_by_key(|&i| std::cmp::Reverse(report.flows[i].bytes));
     flows.truncate(MAX_THROUGHPUT_LINES);
+    let bucket = round_step(report.capture.duration_s / OVERVIEW_BUCKETS);
+    let buckets = (report.capture.duration_s / bucket).floor() as usize + 1;
+    let ids: Vec<u32> = flows.iter().map(|&i| report.flows[i].id).collect();
+    let lines = data::throughput_of(index, &ids, bucket, buckets)?;
     header(
         &mut out,
         h,
         &format!(
-            "{}: throughput of the {} busiest flows (per {}-second bucket)",
+            "{}: throughput of the {} busiest flows (per {} bucket)",
             report.capture.file,
             flows.len(),
-            report
-                .flows
-                .first()
-                .map_or(1, |f| f.series.bucket_seconds.max(1))
+            duration(bucket)
         ),
     );
-    let bucket = report
-        .flows
-        .first()
-        .map_or(1, |f| f.series.bucket_seconds.max(1)) as f64;
-    let buckets = flows
-        .iter()
-        .map(|&i| report.flows[i].series.bytes.len())
-        .max()
-        .unwrap_or(0)
-        .max(1);
-    let peak = flows
-        .iter()
-        .flat_map(|&i| report.flows[i].series.bytes.iter().copied())
-        .max()
-        .unwrap_or(0) as f64
-        / bucket;
+    let peak = lines.iter().flatten().copied().max().unwrap_or(0) as f64 / bucket;
     let x = Scale::new(0.0, buckets as f64 * bucket, LEFT, W - RIGHT);
     let y = Scale::new(0.0, peak.max(1.0), TOP + PSN_H, TOP);
-    axes(&mut out, x, y, "seconds (bucket start)", "throughput", bps);
-    for (n, &i) in flows.iter().enumerate() {
+    axes(
+        &mut out,
+        x,
+        y,
+        "seconds since the first frame",
+        "throughput",
+        bps,
+    );
+    for (n, (&i, line)) in flows.iter().zip(&lines).enumerate() {
         let f = &report.flows[i];
         let c = COLOURS[n % COLOURS.len()];
-        let pts: Vec<String> = f
-            .series
-            .bytes
+        let pts: Vec<String> = line
             .iter()
             .enumerate()
             .map(|(k, &b)| {
@@ -353,5 +362,5 @@ pub fn throughput_svg(report: &Report) -> String {
         );
     }
     out.push_str("</svg>\n");
-    out
+    Ok(out)
 }

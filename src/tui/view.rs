@@ -114,7 +114,44 @@ pub fn view(model: &Model, frame: &mut Frame) {
     draw_footer(model, &theme, frame, footer);
     if model.help {
         draw_help(frame, area);
+    } else if let Some(at) = model.picking {
+        draw_sort_picker(model, at, &theme, frame, area);
     }
+}
+
+/// The sort picker: the flows' columns, the cursor's highlighted, the sort in effect marked.
+fn draw_sort_picker(model: &Model, at: usize, theme: &Theme, frame: &mut Frame, area: Rect) {
+    let current = model.sort_key();
+    let lines: Vec<Line> = SORT_KEYS
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let mark = if *k == current { "•" } else { " " };
+            let text = format!("{mark} {}", k.name());
+            if i == at {
+                Line::styled(text, theme.selected())
+            } else {
+                Line::raw(text)
+            }
+        })
+        .collect();
+    let w = 18.min(area.width);
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let r = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    // Scrolled so the cursor shows when the terminal is shorter than the list.
+    let scroll = (at as u16).saturating_sub(h.saturating_sub(3));
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .scroll((scroll, 0))
+            .block(Block::default().borders(Borders::ALL).title("Sort by")),
+        r,
+    );
 }
 
 fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
@@ -229,13 +266,16 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(vec![Line::from(l1), Line::from(l2)]), area);
 }
 
-/// The footer's key hints: the help's, else the view's.
-fn footer_keys(model: &Model) -> String {
-    keys::hints(if model.help {
+/// The footer's key hints, the help's or else the view's, in `width` columns.
+fn footer_keys(model: &Model, width: usize) -> String {
+    let mode = if model.help {
         Mode::Help
+    } else if model.picking.is_some() {
+        Mode::Picking
     } else {
         Mode::View(model.view)
-    })
+    };
+    keys::hints_within(mode, width)
 }
 
 fn draw_footer(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
@@ -270,7 +310,12 @@ fn draw_footer(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
                     )),
                 }
             }
-            spans.push(Span::styled(footer_keys(model), theme.fg(Color::DarkGray)));
+            let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+            let room = usize::from(area.width).saturating_sub(used);
+            spans.push(Span::styled(
+                footer_keys(model, room),
+                theme.fg(Color::DarkGray),
+            ));
             Line::from(spans)
         }
     };
@@ -696,18 +741,25 @@ fn draw_chart(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area:
         pts(PointKind::Retransmission),
         pts(PointKind::Nak),
     );
-    let title = format!(
-        "PSN vs time: {} requests, {} gaps, {} retransmissions, {} NAKs{}",
-        req.len(),
-        gap.len(),
-        retx.len(),
-        nak.len(),
-        if s.stride > 1 {
-            format!(" (1 request in {} shown)", s.stride)
-        } else {
-            String::new()
-        }
-    );
+    // The legend is the title, in the marks' colours: a legend inside the chart would cover its newest points.
+    let mut title = vec![Span::raw("PSN vs time: ")];
+    for (i, (n, name, color)) in [
+        (req.len(), "requests", Color::Cyan),
+        (gap.len(), "gaps", Color::Yellow),
+        (retx.len(), "retransmissions", Color::Red),
+        (nak.len(), "NAKs", Color::Magenta),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let sep = if i == 0 { "" } else { ", " };
+        title.push(Span::raw(sep));
+        title.push(Span::styled(format!("{n} {name}"), theme.fg(color)));
+    }
+    if s.stride > 1 {
+        title.push(Span::raw(format!(" (1 request in {} shown)", s.stride)));
+    }
+    let title = Line::from(title);
     let Some((t0, mut t1, p0, mut p1)) = s.bounds() else {
         frame.render_widget(
             Paragraph::new("no requests in this flow (responses, CNPs or datagrams only)")
@@ -762,7 +814,7 @@ fn draw_chart(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area:
                 .bounds([p0 - pp, p1 + pp])
                 .labels([format!("{p0:.0}"), format!("{p1:.0}")]),
         )
-        .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)));
+        .legend_position(None);
     frame.render_widget(chart, area);
 }
 
@@ -814,6 +866,8 @@ fn draw_packets(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             n
         )
     };
+    // Full opcode names where they fit, short ones (`WR_F`) at 80 columns.
+    let wide = list.width >= 120;
     let header = Row::new(
         [
             "No.",
@@ -850,7 +904,7 @@ fn draw_packets(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
                         Cell::from(r.src.clone()),
                         Cell::from(r.dst.clone()),
                         Cell::from(r.qp.map_or(String::new(), |q| format!("0x{q:06x}"))),
-                        Cell::from(r.opcode.clone()),
+                        Cell::from(if wide { &r.opcode } else { &r.opcode_short }.clone()),
                         Cell::from(r.psn.map_or(String::new(), |p| p.to_string())),
                         Cell::from(r.info.clone()),
                     ])
@@ -875,9 +929,9 @@ fn draw_packets(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             Constraint::Length(15),
             Constraint::Length(15),
             Constraint::Length(8),
-            Constraint::Length(18),
+            Constraint::Length(if wide { 24 } else { 10 }),
             Constraint::Length(8),
-            Constraint::Min(6),
+            Constraint::Min(0),
         ],
     )
     .header(header)

@@ -15,6 +15,11 @@ pub struct Tmux {
 
 impl Tmux {
     pub fn start(name: &str) -> Tmux {
+        Tmux::start_sized(name, 120, 40)
+    }
+
+    /// A terminal of `width` × `height`.
+    pub fn start_sized(name: &str, width: u16, height: u16) -> Tmux {
         let ok = Command::new("tmux")
             .arg("-V")
             .output()
@@ -31,9 +36,9 @@ impl Tmux {
             "new-session",
             "-d",
             "-x",
-            "120",
+            &width.to_string(),
             "-y",
-            "40",
+            &height.to_string(),
             "-c",
             root,
             &format!(
