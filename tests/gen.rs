@@ -103,6 +103,11 @@ fn gen_without_rdma_fails_in_one_line_and_the_rest_works() {
         l.contains("RDMA") && l.contains("libibverbs"),
         "the line says neither RDMA nor libibverbs: {l}"
     );
+    // What to do, for a user who has only the binary: the lab's own subcommand, not a path in the checkout.
+    assert!(
+        l.contains("rocescope lab up") && !l.contains("README"),
+        "{l}"
+    );
 
     // usage errors stay usage errors (2), and the rest of rocescope works on the same binary
     let o = Command::new(bin())

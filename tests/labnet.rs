@@ -190,8 +190,20 @@ fn up_refuses_unusable_options_and_other_users() {
     if skip_unless_root("up as another user") {
         return;
     }
+    // The binary copied where any user may run it: the checkout may sit under a directory that user cannot
+    // enter (a clone under a 0700 directory), and the state file's directory too, which `up` must not read
+    // before it has checked its privilege.
+    let shared = std::env::temp_dir().join(format!("rocescope-labnet-{}", std::process::id()));
+    fs::create_dir_all(&shared).unwrap();
+    let exe = shared.join("rocescope");
+    fs::copy(bin(), &exe).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for (p, mode) in [(&shared, 0o755), (&exe, 0o755), (&dir, 0o700)] {
+        fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+    }
     let o = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", bin()])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
         .args(["lab", "up", "--name", "rlnobody"])
         .env("ROCESCOPE_LAB_STATE", &state)
         .output()
@@ -201,6 +213,7 @@ fn up_refuses_unusable_options_and_other_users() {
     assert!(l.contains("needs root") && l.contains("sudo"), "{l}");
     assert!(!state.exists());
     assert!(!Path::new("/sys/class/net/rlnobody0").exists());
+    fs::remove_dir_all(&shared).unwrap();
 }
 
 /// `lab up` where rdma_rxe cannot run: everything before the rxe step is built (veth, sysctls, addresses,
@@ -237,6 +250,15 @@ fn up_fails_at_rxe_and_leaves_nothing(ns: Option<&str>, name: &str, extra: &[&st
         l.contains("`modprobe rdma_rxe`") && l.ends_with("; lab up undid everything it had done"),
         "{what}: {l}"
     );
+    // The package named is this distribution's (Debian ships rdma_rxe in linux-image, Ubuntu in
+    // linux-modules-extra).
+    let os = fs::read_to_string("/etc/os-release").unwrap_or_default();
+    if os.lines().any(|l| l == "ID=debian") {
+        assert!(
+            l.contains("apt install linux-image-") && !l.contains("linux-modules-extra"),
+            "{what}: {l}"
+        );
+    }
     assert!(!state.exists(), "{what}: state file left behind");
     assert!(
         fs::read_dir(&dir).unwrap().next().is_none(),

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use super::writer::Writer;
 use crate::analysis::Classified;
+use crate::report::format::Utc;
 
 /// Frames kept by default.
 pub const MAX_FRAMES: usize = 100_000;
@@ -276,13 +277,10 @@ pub fn timestamped_path(dir: &Path, interface: &str, unix_secs: u64) -> PathBuf 
             }
         })
         .collect();
-    let (y, mo, d) = civil_from_days((unix_secs / 86_400) as i64);
-    let s = unix_secs % 86_400;
+    let t = Utc::of(unix_secs);
     let stem = format!(
-        "rocescope-{iface}-{y:04}{mo:02}{d:02}-{:02}{:02}{:02}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
+        "rocescope-{iface}-{:04}{:02}{:02}-{:02}{:02}{:02}Z",
+        t.year, t.month, t.day, t.hour, t.minute, t.second
     );
     let mut path = dir.join(format!("{stem}.pcapng"));
     let mut n = 2;
@@ -291,20 +289,6 @@ pub fn timestamped_path(dir: &Path, interface: &str, unix_secs: u64) -> PathBuf 
         n += 1;
     }
     path
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
@@ -432,8 +416,6 @@ mod tests {
         std::fs::write(&p, b"").unwrap();
         let q = timestamped_path(&dir, "eth0/x", t);
         assert!(q.to_str().unwrap().ends_with("180509Z-2.pcapng"), "{q:?}");
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -19,8 +19,8 @@ pub enum GenCommand {
     /// The responder of a two-host run: waits for `gen client` on a TCP port (default 18516), creates its
     /// QPs, checks the data it receives or is written, and sends the client a summary.
     Server(ServerArgs),
-    /// The requester of a two-host run against `gen server HOST`: exchanges QPNs, PSNs, GIDs, MTU, R_Keys
-    /// and buffer addresses over TCP, then posts as `gen loopback` does.
+    /// The requester of a two-host run against `gen server` running on HOST (`gen client HOST`): exchanges
+    /// QPNs, PSNs, GIDs, MTU, R_Keys and buffer addresses over TCP, then posts as `gen loopback` does.
     Client(ClientArgs),
 }
 

@@ -5,16 +5,19 @@ use parsers::fields::{Field, Value, Visitor};
 use parsers::frame::Frame;
 
 use super::{Mac, Shown};
+use crate::report::format::Utc;
 
 pub fn write(out: &mut impl Write, shown: &Shown, frame: &Frame) -> io::Result<()> {
     let p = shown.packet;
     writeln!(
         out,
-        "Frame {}: {} bytes on wire, {} bytes captured, interface {}, time {}.{:09}",
+        "Frame {}: {} bytes on wire, {} bytes captured, interface {}, time {}.{:09} UTC (epoch {}.{:09})",
         shown.number,
         p.orig_len,
         p.data.len(),
         p.interface,
+        Utc::of(p.ts_nanos / 1_000_000_000),
+        p.ts_nanos % 1_000_000_000,
         p.ts_nanos / 1_000_000_000,
         p.ts_nanos % 1_000_000_000
     )?;

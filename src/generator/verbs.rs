@@ -109,7 +109,10 @@ pub struct Side {
 pub fn devices() -> Result<DeviceList, String> {
     let list = DeviceList::new().map_err(|e| match &e.0 {
         GetDeviceListErrorKind::Ibverbs(io) => no_rdma_message(io),
-        _ => format!("no RDMA here: libibverbs cannot list the RDMA devices: {e}"),
+        _ => format!(
+            "no RDMA here: libibverbs cannot list the RDMA devices: {e}; `sudo rocescope lab up` makes a \
+             Soft-RoCE device"
+        ),
     })?;
     if list.is_empty() {
         return Err(
@@ -151,13 +154,17 @@ pub fn device_name(
 fn no_rdma_message(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EOPNOTSUPP) => "no RDMA here: libibverbs (libibverbs.so.1) could not be loaded; install \
-             libibverbs1 and ibverbs-providers (rdma-core), or run in the Soft-RoCE lab (lab/README.md)"
+             libibverbs1 and ibverbs-providers (rdma-core), then make a Soft-RoCE device on this host with \
+             `sudo rocescope lab up`"
             .to_string(),
         Some(libc::ENOSYS) => "no RDMA here: this kernel has no RDMA support (libibverbs: \
-             ibv_get_device_list failed with ENOSYS); run where RDMA devices exist, e.g. the Soft-RoCE lab \
-             (lab/README.md)"
+             ibv_get_device_list failed with ENOSYS); run where RDMA devices exist, or on a kernel with rdma_rxe \
+             and `sudo rocescope lab up`"
             .to_string(),
-        _ => format!("no RDMA here: libibverbs cannot list the RDMA devices: {e}"),
+        _ => format!(
+            "no RDMA here: libibverbs cannot list the RDMA devices: {e}; `sudo rocescope lab up` makes a \
+             Soft-RoCE device"
+        ),
     }
 }
 

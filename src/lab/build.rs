@@ -9,7 +9,8 @@ use super::ip::{Net, Tools, rule_args};
 use super::layout::Layout;
 use super::state::{Item, State, save_state};
 use super::system::{
-    netdev_exists, os_release, rdma_dev_exists, read_trim, roce_v2_ipv4_gid, sysctl_get, sysctl_set,
+    netdev_exists, rdma_dev_exists, read_trim, roce_v2_ipv4_gid, rxe_package_hint, sysctl_get,
+    sysctl_set,
 };
 
 /// How long `up` waits for the RoCE v2 IPv4-mapped GIDs to appear.
@@ -254,8 +255,8 @@ impl Builder<'_> {
             };
             return Err(format!(
                 "cannot create the rxe device {rxe} on {dev} (`rdma link add` said: {why}): {what} \
-                 `modprobe rdma_rxe` (Ubuntu: apt install linux-modules-extra-{})",
-                os_release()
+                 `modprobe rdma_rxe` ({})",
+                rxe_package_hint()
             ));
         }
         self.record(Item::Rxe {

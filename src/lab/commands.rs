@@ -16,11 +16,12 @@ use super::undo::undo_all;
 pub fn up(cfg: &Config) -> Result<ExitCode, String> {
     let path = state_path();
     let layout = Layout::of(cfg)?;
+    // Privilege first: another user may not even read the state file's directory.
+    require_root()?;
     if let Some(st) = load_state(&path)? {
         already_up(&st, &layout, &path)?;
         return Ok(ExitCode::SUCCESS);
     }
-    require_root()?;
     let ctx = Tools::find()?;
     let net = ctx.snapshot()?;
     let move_local = preflight(&layout, &net)?;
@@ -154,13 +155,13 @@ fn print_built(st: &State, path: &Path, move_local: bool) {
 
 pub fn down() -> Result<ExitCode, String> {
     let path = state_path();
+    require_root()?;
     let Some(mut st) = load_state(&path)? else {
         return Err(format!(
             "not up (no state file {}): nothing to remove",
             path.display()
         ));
     };
-    require_root()?;
     let ctx = Tools::find()?;
     let (done, failed) = undo_all(&ctx, &st.items);
     for d in &done {

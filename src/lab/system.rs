@@ -85,6 +85,28 @@ pub fn os_release() -> String {
     read_trim(Path::new("/proc/sys/kernel/osrelease")).unwrap_or_else(|| "$(uname -r)".into())
 }
 
+/// Where this distribution ships the rdma_rxe module, from /etc/os-release's ID and ID_LIKE.
+pub fn rxe_package_hint() -> String {
+    let os = fs::read_to_string("/etc/os-release").unwrap_or_default();
+    let ids: Vec<&str> = os
+        .lines()
+        .filter_map(|l| l.strip_prefix("ID=").or_else(|| l.strip_prefix("ID_LIKE=")))
+        .flat_map(|v| v.trim_matches('"').split(' '))
+        .collect();
+    let release = os_release();
+    if ids.contains(&"ubuntu") {
+        format!(
+            "Ubuntu has it in linux-modules-extra-{release}: apt install linux-modules-extra-{release}"
+        )
+    } else if ids.contains(&"debian") {
+        format!(
+            "Debian's kernel packages include it: apt install linux-image-{release}, or boot a Debian kernel"
+        )
+    } else {
+        "it is the kernel's rdma_rxe module (CONFIG_RDMA_RXE); install your distribution's package with it".into()
+    }
+}
+
 pub fn require_root() -> Result<(), String> {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {

@@ -53,6 +53,57 @@ pub fn round_step(x: f64) -> f64 {
         .unwrap_or(10.0 * p)
 }
 
+/// A time of day in UTC, from seconds since 1970-01-01 (proleptic Gregorian).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Utc {
+    pub year: i64,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u64,
+    pub minute: u64,
+    pub second: u64,
+}
+
+impl Utc {
+    pub fn of(unix_secs: u64) -> Utc {
+        let (year, month, day) = civil_from_days((unix_secs / 86_400) as i64);
+        let s = unix_secs % 86_400;
+        Utc {
+            year,
+            month,
+            day,
+            hour: s / 3600,
+            minute: s / 60 % 60,
+            second: s % 60,
+        }
+    }
+}
+
+/// `2026-12-01 09:30:05`.
+impl std::fmt::Display for Utc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        )
+    }
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 /// Milliseconds from microseconds, as the RNR timer table writes them: `0.01`, `655.36`.
 pub fn millis(us: u32) -> String {
     format!("{}.{:02}", us / 1000, (us % 1000) / 10)
@@ -79,5 +130,9 @@ mod tests {
         assert_eq!(round_step(1.0), 1.0);
         assert_eq!(round_step(7.0), 10.0);
         assert_eq!(round_step(0.0), 1.0);
+        // date -u -d @1795972934: Sun Nov 29 17:22:14 UTC 2026; @951782400: Tue Feb 29 00:00:00 UTC 2000.
+        assert_eq!(Utc::of(1_795_972_934).to_string(), "2026-11-29 17:22:14");
+        assert_eq!(Utc::of(951_782_400).to_string(), "2000-02-29 00:00:00");
+        assert_eq!(Utc::of(0).to_string(), "1970-01-01 00:00:00");
     }
 }

@@ -59,8 +59,8 @@ fn no_subsystem(root: &Root, host: &HostFacts) -> Finding {
         (
             "no RDMA subsystem in this kernel (ib_core neither loaded nor among its modules): RDMA cannot \
              run here",
-            "boot a kernel with CONFIG_INFINIBAND (every distribution kernel has it), or use the Soft-RoCE \
-             lab (lab/README.md)",
+            "boot a kernel with CONFIG_INFINIBAND (every distribution kernel has it), then `sudo rocescope \
+             lab up` makes a Soft-RoCE device",
         )
     };
     At::HOST.finding(
