@@ -333,6 +333,14 @@ fn json_lines_are_objects_with_wireshark_names() {
     assert_eq!(f["infiniband.reth.r_key"], 0x1986);
     assert_eq!(f["infiniband.invariant.crc"], 0x26a7_e208u32);
     assert_eq!(f["rocescope.icrc_status"], "valid");
+    // tshark's -T json and -T ek name the same output.
+    for t in ["json", "ek"] {
+        assert_eq!(
+            stdout(&rocescope(&["dissect", "-T", t, file.to_str().unwrap()])),
+            out,
+            "-T {t}"
+        );
+    }
 }
 
 #[test]

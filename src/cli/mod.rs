@@ -338,8 +338,10 @@ pub struct DissectArgs {
     /// One JSON object per frame, keyed with Wireshark's field names.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// `-T fields`: the values of the `-e` fields, one line per frame, as tshark prints them.
-    #[arg(short = 'T', value_name = "FORMAT", value_parser = ["fields"], requires = "fields")]
+    /// `-T fields`: the values of the `-e` fields, one line per frame, as tshark prints them; `-T json` or
+    /// `-T ek`: --json's objects (one per line, Wireshark's names as flat keys, not tshark's layers tree).
+    #[arg(short = 'T', value_name = "FORMAT", value_parser = ["fields", "json", "ek"],
+          requires_if("fields", "fields"))]
     pub format: Option<String>,
     /// With -T fields: a field to print (Wireshark's name; repeat for more columns).
     #[arg(short = 'e', value_name = "FIELD", value_parser = parse_column, requires = "format")]
@@ -369,12 +371,12 @@ pub struct DissectArgs {
 
 impl DissectArgs {
     pub fn config(&self) -> Result<dissect::Options, ConfigError> {
-        let style = if self.format.is_some() {
+        let style = if self.format.as_deref() == Some("fields") {
             Style::Fields(dissect::Columns::new(
                 self.fields.clone(),
                 &self.fields_options,
             ))
-        } else if self.json {
+        } else if self.json || self.format.is_some() {
             Style::Json
         } else if self.tree {
             Style::Tree
