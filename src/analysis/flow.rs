@@ -321,6 +321,16 @@ impl Flow {
         )
     }
 
+    /// Its PFC priority: the VLAN PCP, or for untagged traffic the priority `map` gives its DSCP.
+    pub fn priority(&self, map: &super::DscpMap) -> Option<u8> {
+        self.pcp.or_else(|| self.dscp.and_then(|d| map.get(d)))
+    }
+
+    /// Carries RoCE requests or their answers (not only CNPs): traffic PFC should keep lossless.
+    pub fn carries_roce(&self) -> bool {
+        self.requests > 0 || self.responses > 0
+    }
+
     pub fn role(&self) -> Role {
         let ud = self.opcodes.iter().any(|(op, _)| (0x60..0x80).contains(op));
         match (self.requests > 0, self.responses > 0) {

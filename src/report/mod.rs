@@ -117,6 +117,10 @@ pub struct ConfigUsed {
     pub mtu_source: &'static str,
     pub link_speed_bps: u64,
     pub cnp_window_us: u64,
+    /// `--pause-storm-ms`.
+    pub pause_storm_ms: u64,
+    /// `--dscp-map`: {DSCP: priority}.
+    pub dscp_map: BTreeMap<String, u8>,
 }
 
 #[derive(Debug, Serialize)]
@@ -270,9 +274,15 @@ pub struct PriorityReport {
     pub frames: u64,
     pub xoff: u64,
     pub xon: u64,
+    /// The quanta the XOFFs asked for, added up.
     pub quanta: u64,
-    /// Pause time the quanta imply at the link speed, microseconds.
+    /// Time a pause was in effect (each XOFF pauses for its quanta at the link speed until a later XOFF
+    /// replaces it or an XON ends it), up to the end of the capture, microseconds.
     pub pause_us: f64,
+    /// `pause_us` over the capture's duration.
+    pub paused_fraction: f64,
+    /// The longest time paused without a break, microseconds.
+    pub longest_pause_us: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -322,11 +332,11 @@ impl Report {
     pub fn build_listing(engine: &Engine, file: &str, listing: Listing) -> Report {
         let t = &engine.totals;
         let first = t.first_ts.unwrap_or(0);
-        let paused = paused_priorities(engine);
+        let paused = engine.paused_priorities();
         let ids = listing::listed(engine, listing);
         let flows: Vec<FlowReport> = ids
             .iter()
-            .map(|&id| flow_report(engine, id, &engine.flows[id as usize], &paused))
+            .map(|&id| flow_report(engine, id, &engine.flows[id as usize], paused))
             .collect();
         let priority = |i: usize, p: &crate::analysis::PriorityPause| PriorityReport {
             priority: i as u8,
@@ -334,7 +344,9 @@ impl Report {
             xoff: p.xoff,
             xon: p.xon,
             quanta: p.quanta,
-            pause_us: engine.pause_us(p.quanta),
+            pause_us: p.paused_nanos as f64 / 1000.0,
+            paused_fraction: fraction(p.paused_nanos, t.last_ts.saturating_sub(first)),
+            longest_pause_us: p.longest_nanos as f64 / 1000.0,
         };
         let pfc = engine
             .pause
@@ -385,6 +397,13 @@ impl Report {
                 mtu_source,
                 link_speed_bps: engine.cfg.link_speed_bps,
                 cnp_window_us: engine.cfg.cnp_window_nanos / 1000,
+                pause_storm_ms: engine.cfg.pause_storm_nanos / 1_000_000,
+                dscp_map: engine
+                    .cfg
+                    .dscp_map
+                    .pairs()
+                    .map(|(d, p)| (d.to_string(), p))
+                    .collect(),
             },
             flows,
             other_flows: listing::others(engine, &ids),
@@ -443,12 +462,17 @@ impl Report {
     }
 }
 
-/// The priorities PFC paused (an XOFF was seen), for each flow's `paused_priority`.
-fn paused_priorities(engine: &Engine) -> Vec<bool> {
-    engine.pause.iter().map(|p| p.xoff > 0).collect()
+/// `part` of `whole`, 0 when `whole` is.
+fn fraction(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
 }
 
-fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: &[bool]) -> FlowReport {
+/// `paused`: the priorities PFC paused (bit p), for `paused_priority`.
+fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: u8) -> FlowReport {
     let paired = f.paired_with.and_then(|p| engine.flows.get(p as usize));
     let has_requests = f.requests > 0;
     let s = &f.series;
@@ -538,8 +562,8 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: &[bool]) -> FlowRepor
         pcp: f.pcp,
         dscp: f.dscp,
         paused_priority: f
-            .pcp
-            .is_some_and(|p| paused.get(usize::from(p)).copied().unwrap_or(false))
+            .priority(&engine.cfg.dscp_map)
+            .is_some_and(|p| paused & (1 << p) != 0)
             || engine.link_pause.xoff > 0,
         counters: Counters {
             out_of_sequence: f.psn.gap_events,

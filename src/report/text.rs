@@ -146,18 +146,10 @@ fn pauses(out: &mut impl Write, r: &Report) -> io::Result<()> {
         r.config.link_speed_bps / 1_000_000_000
     )?;
     if let Some(p) = &r.link_pause {
-        writeln!(
-            out,
-            "  802.3x PAUSE (whole link): {} frames ({} XOFF, {} XON), {} quanta = {:.3} µs",
-            p.frames, p.xoff, p.xon, p.quanta, p.pause_us
-        )?;
+        writeln!(out, "  802.3x PAUSE (whole link): {}", pause_line(p))?;
     }
     for p in &r.pfc {
-        writeln!(
-            out,
-            "  priority {}: {} frames ({} XOFF, {} XON), {} quanta = {:.3} µs",
-            p.priority, p.frames, p.xoff, p.xon, p.quanta, p.pause_us
-        )?;
+        writeln!(out, "  priority {}: {}", p.priority, pause_line(p))?;
     }
     let paused: Vec<String> = r
         .flows
@@ -169,6 +161,20 @@ fn pauses(out: &mut impl Write, r: &Report) -> io::Result<()> {
         writeln!(out, "  flows on a paused priority: {}", paused.join(" "))?;
     }
     Ok(())
+}
+
+/// One priority's frames, quanta and the time its pause was in effect.
+fn pause_line(p: &super::PriorityReport) -> String {
+    format!(
+        "{} frames ({} XOFF, {} XON), {} quanta; paused {:.3} µs ({:.1}% of the capture), longest {:.3} µs",
+        p.frames,
+        p.xoff,
+        p.xon,
+        p.quanta,
+        p.pause_us,
+        p.paused_fraction * 100.0,
+        p.longest_pause_us
+    )
 }
 
 /// The first [`EVENTS_SHOWN`] events.
