@@ -245,7 +245,7 @@ fn hand_worked(dir: &Path, n: usize) {
 
 #[test]
 fn hand_worked_figures() {
-    hand_worked(&dir(), 16);
+    hand_worked(&dir(), 18);
 }
 
 #[test]

@@ -29,7 +29,8 @@ fn report(capture: &Path) -> Value {
 
 /// The diagnosis' event kinds, and the lossless machinery's (PFC storms and priorities, CNPs ignored),
 /// which every clean capture must be silent on as well.
-const DIAGNOSIS: [&str; 17] = [
+const DIAGNOSIS: [&str; 18] = [
+    "cnp_ignored",
     "pause_storm",
     "pause_on_idle_priority",
     "roce_unprotected",
@@ -314,6 +315,8 @@ fn expected_diagnosis(name: &str) -> Vec<(&'static str, u64)> {
         // Built to (examples/make_testdata/congestion.rs): a 300 ms storm on priority 3; pauses on priority
         // 3 while RoCE runs on PCP 0 (two flows). dscp_unprotected fires only with its --dscp-map.
         "testdata/analysis/pause_storm.pcap" => vec![("pause_storm", 1)],
+        // A sender that keeps its rate after both CNPs.
+        "testdata/analysis/cnp_ignored.pcap" => vec![("cnp_ignored", 1)],
         "testdata/analysis/pause_wrong_priority.pcap" => {
             vec![("pause_on_idle_priority", 1), ("roce_unprotected", 2)]
         }

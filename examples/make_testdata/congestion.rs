@@ -3,7 +3,7 @@
 //! beside the figures worked out by hand (`NAME.expected.json`, as in analysis.rs).
 use std::path::Path;
 
-use parsers::builder::mac_control_frame;
+use parsers::builder::{Net, mac_control_frame};
 use parsers::mac_control::MacControl;
 use parsers::vlan::VlanTag;
 use serde_json::json;
@@ -196,7 +196,99 @@ fn xon_ends_pause(dir: &Path) {
     );
 }
 
+/// A requester sending 64-byte WRITEs (138 bytes on the wire) at `times` (PSN 0, 1, ...), CE marks on the
+/// WRITEs at 249 and 648 µs and a CNP back toward its QP 1 or 2 µs after each (250, 650), an ACK of PSN 1 at
+/// 1 µs (the pairing) and of the last PSN 1 µs after the last WRITE.
+fn cnp_sender(times: &[u64]) -> Capture {
+    let mut c = Capture::new(1);
+    let none = json!({});
+    for (psn, &at) in times.iter().enumerate() {
+        let mut w = AB.write(psn as u32);
+        if let Net::V4(ip) = &mut w.net {
+            ip.ecn = if at == 249 || at == 648 { 3 } else { 2 };
+        }
+        c.add_at(at, w.build(), none.clone());
+    }
+    for at in [250, 650] {
+        let mut cnp = AB.frame(false, 0x81, 0);
+        cnp.bth.becn = true;
+        c.add_at(at, cnp.build(), none.clone());
+    }
+    c.add_at(1, AB.ack(1, 2), none.clone());
+    let last = times.len() as u32 - 1;
+    c.add_at(times[last as usize] + 1, AB.ack(last, last + 1), none);
+    // Stable: a WRITE before the ACK or CNP of the same microsecond.
+    c.frames.sort_by_key(|f| f.0);
+    c
+}
+
+/// A sender that halves its rate within 50 µs of each CNP (windows of 100 µs, the default): a WRITE every
+/// µs from 0 to 280, every 2 µs from 282 to 680, every 4 µs from 684 to 1000.
+fn cnp_halving(dir: &Path) {
+    let times: Vec<u64> = (0..=280)
+        .chain((282..=680).step_by(2))
+        .chain((684..=1000).step_by(4))
+        .collect();
+    // 281 + 200 + 80 = 561 WRITEs.
+    assert_eq!(times.len(), 561);
+    let c = cnp_sender(&times);
+    // CNP at 250 (window 2, 200-299): before, window 1 (100-199) holds 100 WRITEs (13800 bytes); after,
+    // windows 3 (300-399) and 4 (400-499) hold the even µs, 50 each (6900): 1 - 6900/13800 = 0.5. The first
+    // WRITE at the lower rate is at 282 (gap 2 µs: 69 bytes/µs, below 0.9 x 138): 32 µs after the CNP.
+    // CNP at 650 (window 6): before, window 5 holds 50 (6900); after, windows 7 (700, 704, ... 796) and 8
+    // hold 25 each (3450): 0.5 again. First at 684 (gap 4: 34.5 bytes/µs, below 0.9 x 69): 34 µs.
+    // Mean time 33 µs, max 34. The CNPs are 400 µs apart. Both CE marks are answered 1-2 µs later.
+    write(
+        dir,
+        "cnp_halving",
+        &c,
+        json!({
+            "config": {"rate_window_us": 100},
+            "flows": [
+                {"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "packets": 561, "ecn": {"ce": 2},
+                 "ce_without_cnp": 0, "counters": {"np_cnp_sent": 2},
+                 "cnp_reaction": {"cnps": 2, "measured": 2, "no_reduction": 0, "median_reduction": 0.5,
+                                  "worst_reduction": 0.5, "mean_time_to_reduction_us": 33.0,
+                                  "max_time_to_reduction_us": 34.0}},
+                {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "cnp": 2, "cnp_reaction": null,
+                 "cnp_interval_us": {"min": 400.0, "mean": 400.0, "max": 400.0}}
+            ],
+            "event_counts": {"cnp_ignored": 0, "ce_without_cnp": 0}
+        }),
+    );
+}
+
+/// A sender that ignores CNPs: a WRITE every µs from 0 to 1000, the same CE marks and CNPs.
+fn cnp_ignored(dir: &Path) {
+    let times: Vec<u64> = (0..=1000).collect();
+    let c = cnp_sender(&times);
+    // Both CNPs: 100 WRITEs in the window before and in each of the two after: no reduction (0), two
+    // measured, both with none: cnp_ignored, at the first CNP. Frames: WRITEs at 0 and 1 (1, 2), the ACK
+    // at 1 (3), WRITEs 2-250 (4-252), the CNP at 250: frame 253.
+    write(
+        dir,
+        "cnp_ignored",
+        &c,
+        json!({
+            "flows": [
+                {"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "packets": 1001,
+                 "cnp_reaction": {"cnps": 2, "measured": 2, "no_reduction": 2, "median_reduction": 0.0,
+                                  "worst_reduction": 0.0, "mean_time_to_reduction_us": null,
+                                  "max_time_to_reduction_us": null}}
+            ],
+            "event_counts": {"cnp_ignored": 1},
+            "events": [{"kind": "cnp_ignored", "frame": 253,
+                        "detail": {"cnps": 2, "measured": 2, "no_reduction": 2}}],
+            "events_text": ["CNPs ignored: the sender kept its rate after 2 of the 2 CNPs whose reaction was \
+                             measured (2 reached it): congestion control is off or not reacting on this QP \
+                             (rp_cnp_ignored on mlx5)"]
+        }),
+    );
+}
+
 pub fn write_all(dir: &Path) {
+    cnp_halving(dir);
+    cnp_ignored(dir);
     pause_storm(dir);
     pause_wrong_priority(dir);
     dscp_unprotected(dir);

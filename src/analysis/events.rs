@@ -57,6 +57,13 @@ pub enum Kind {
     CeWithoutCnp {
         count: u64,
     },
+    /// A sender that kept its rate after CNPs: of the `cnps` that reached it, `measured` had their
+    /// reaction measured, `no_reduction` of those showed none.
+    CnpIgnored {
+        cnps: u64,
+        measured: u64,
+        no_reduction: u64,
+    },
     BadIcrc {
         expected: u32,
         found: u32,
@@ -222,6 +229,7 @@ impl Kind {
             Kind::GoBackN { .. }
             | Kind::ImpliedNak { .. }
             | Kind::CeWithoutCnp { .. }
+            | Kind::CnpIgnored { .. }
             | Kind::RnrNak { .. }
             | Kind::RoceUnprotected { .. }
             | Kind::TimeoutRetransmission { .. } => Severity::Warning,
@@ -243,6 +251,7 @@ impl Kind {
             Kind::RnrStorm { .. } => "rnr_storm",
             Kind::ImpliedNak { .. } => "implied_nak",
             Kind::CeWithoutCnp { .. } => "ce_without_cnp",
+            Kind::CnpIgnored { .. } => "cnp_ignored",
             Kind::BadIcrc { .. } => "bad_icrc",
             Kind::Malformed(_) => "malformed",
             Kind::LengthMismatch { .. } => "length_mismatch",
@@ -363,6 +372,16 @@ impl fmt::Display for Kind {
             Kind::CeWithoutCnp { count } => write!(
                 f,
                 "CE marks without CNP: {count} CE-marked packets not answered by a CNP"
+            ),
+            Kind::CnpIgnored {
+                cnps,
+                measured,
+                no_reduction,
+            } => write!(
+                f,
+                "CNPs ignored: the sender kept its rate after {no_reduction} of the {measured} CNPs whose \
+                 reaction was measured ({cnps} reached it): congestion control is off or not reacting on \
+                 this QP (rp_cnp_ignored on mlx5)"
             ),
             Kind::BadIcrc { expected, found } => write!(
                 f,

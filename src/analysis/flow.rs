@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use parsers::frame::Addr;
 
 use super::psn::RequestPsns;
+use super::rate::{Intervals, Rate, Reaction};
 use super::series::Series;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -214,6 +215,12 @@ pub struct Flow {
     /// UD: the DETH source QP.
     pub src_qp: Option<u32>,
     pub series: Series,
+    /// Bytes per `--rate-window-us` window.
+    pub rate: Rate,
+    /// The CNPs that reached this flow's sender and what it did after them (made at the first).
+    pub reaction: Option<Box<Reaction>>,
+    /// The times between this flow's CNPs (the notification point's CNP interval).
+    pub cnp_intervals: Intervals,
     /// When the paired responder last NAKed (sequence error or RNR) this flow's requests.
     pub(crate) nak_ts: Option<u64>,
     /// NAKs (sequence error or RNR) not yet followed by a go-back-N: each explains one.
@@ -292,6 +299,9 @@ impl Flow {
             dscp: None,
             src_qp: None,
             series: Series::default(),
+            rate: Rate::default(),
+            reaction: None,
+            cnp_intervals: Intervals::default(),
             nak_ts: None,
             naks_unanswered: 0,
             progress_ts: ts,

@@ -9,6 +9,7 @@ pub mod flow;
 mod handshake;
 mod pfc;
 pub mod psn;
+pub mod rate;
 mod requests;
 mod responses;
 pub mod series;
@@ -331,6 +332,14 @@ impl Engine {
         f.last_ts = ts;
         f.series
             .add(ts.saturating_sub(start), frame.orig_len as u64);
+        let offsets = (ts.saturating_sub(start), ts.saturating_sub(f.prev_ts));
+        let width = self.cfg.rate_window_nanos;
+        f.rate.add(
+            f.reaction.as_deref_mut(),
+            offsets,
+            frame.orig_len as u64,
+            width,
+        );
         let bth = roce.bth;
         f.count_opcode(bth.opcode);
         f.fecn += u64::from(bth.fecn);
@@ -366,7 +375,8 @@ impl Engine {
         f.payload_bytes += payload;
         if bth.opcode == CNP {
             f.cnp += 1;
-            self.cnp_received(id, ts);
+            f.cnp_intervals.add(ts);
+            self.cnp_received(id, ts, number);
             return Class::Cnp;
         }
         if let Some(deth) = roce.ext.deth {
@@ -453,6 +463,7 @@ impl Engine {
                 kind: Kind::CeWithoutCnp { count },
             });
         }
+        self.settle_reaction(id, end);
         let r = &self.flows[id].resp;
         let span = r.last_rnr_ts.saturating_sub(r.first_rnr_ts);
         if r.rnr_naks >= self.cfg.rnr_storm

@@ -153,6 +153,10 @@ pub struct AnalysisFlags {
     /// A CE mark counts as answered by a CNP toward its sender within this many microseconds.
     #[arg(long, default_value_t = analysis::Config::DEFAULT_CNP_WINDOW_US, value_name = "US")]
     pub cnp_window_us: u64,
+    /// Measure a flow's rate in windows of this many microseconds (the CNP reaction compares the window
+    /// before a CNP with the two after it).
+    #[arg(long, default_value_t = analysis::Config::DEFAULT_RATE_WINDOW_US, value_name = "US")]
+    pub rate_window_us: u64,
     /// A priority paused without a break for longer than this many milliseconds is a pause storm.
     #[arg(long, default_value_t = analysis::Config::DEFAULT_PAUSE_STORM_MS, value_name = "MS")]
     pub pause_storm_ms: u64,
@@ -177,6 +181,7 @@ impl AnalysisFlags {
             cnp_window_nanos: self.cnp_window_us.saturating_mul(1000),
             pause_storm_nanos: self.pause_storm_ms.saturating_mul(1_000_000),
             dscp_map: self.dscp_map.unwrap_or_default(),
+            rate_window_nanos: self.rate_window_us.saturating_mul(1000).max(1),
             stall_nanos: self.stall_ms.saturating_mul(1_000_000).max(1),
             max_flows: (self.max_flows > 0).then_some(self.max_flows),
             flow_timeout_nanos: (self.flow_timeout > 0)

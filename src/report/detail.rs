@@ -36,6 +36,11 @@ pub fn of(k: &Kind) -> Map<String, Value> {
         Kind::RnrStorm { count, span_us } => json!({"count": count, "span_s": us_to_s(span_us)}),
         Kind::ImpliedNak { expected, got } => json!({"expected": expected, "got": got}),
         Kind::CeWithoutCnp { count } => json!({"count": count}),
+        Kind::CnpIgnored {
+            cnps,
+            measured,
+            no_reduction,
+        } => json!({"cnps": cnps, "measured": measured, "no_reduction": no_reduction}),
         Kind::BadIcrc { expected, found } => json!({"expected": expected, "found": found}),
         Kind::Malformed(m) => json!({"layer": m.layer.name(), "reason": m.to_string()}),
         Kind::LengthMismatch { dma_len, payload } => {

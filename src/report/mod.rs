@@ -121,6 +121,8 @@ pub struct ConfigUsed {
     pub pause_storm_ms: u64,
     /// `--dscp-map`: {DSCP: priority}.
     pub dscp_map: BTreeMap<String, u8>,
+    /// `--rate-window-us`.
+    pub rate_window_us: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -240,6 +242,36 @@ pub struct FlowReport {
     pub paused_priority: bool,
     pub counters: Counters,
     pub series: SeriesReport,
+    /// The CNPs that reached this flow's sender and what its rate did after them; null when none did.
+    pub cnp_reaction: Option<CnpReaction>,
+    /// The times between this flow's CNPs (the notification point's CNP interval); null with fewer than two.
+    pub cnp_interval_us: Option<IntervalReport>,
+}
+
+/// What a flow's sender (the reaction point) did after the CNPs that reached it (docs/analysis.md).
+#[derive(Debug, Serialize)]
+pub struct CnpReaction {
+    /// CNPs toward the flow's source QP.
+    pub cnps: u64,
+    /// Those whose reaction was measured (the window before full enough, the two after within the capture,
+    /// no reaction to an earlier CNP in measurement).
+    pub measured: u64,
+    /// Measured with no visible reduction (the rate after above 90 % of the rate before).
+    pub no_reduction: u64,
+    /// Reductions, 0 to 1: the median (to the whole percent) and the smallest (the worst reaction).
+    pub median_reduction: Option<f64>,
+    pub worst_reduction: Option<f64>,
+    /// From the CNP to the first packet sent at the reduced rate, over the visible reductions: mean and
+    /// maximum, microseconds.
+    pub mean_time_to_reduction_us: Option<f64>,
+    pub max_time_to_reduction_us: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IntervalReport {
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
 }
 
 impl FlowReport {
@@ -404,6 +436,7 @@ impl Report {
                     .pairs()
                     .map(|(d, p)| (d.to_string(), p))
                     .collect(),
+                rate_window_us: engine.cfg.rate_window_nanos / 1000,
             },
             flows,
             other_flows: listing::others(engine, &ids),
@@ -576,7 +609,34 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: u8) -> FlowReport {
             rx_icrc_encapsulated: f.icrc_bad,
         },
         series,
+        cnp_reaction: f.reaction.as_deref().map(cnp_reaction),
+        cnp_interval_us: interval(&f.cnp_intervals),
     }
+}
+
+fn cnp_reaction(r: &crate::analysis::rate::Reaction) -> CnpReaction {
+    use crate::analysis::rate::rounded_mean;
+    let us = |nanos: u64| nanos as f64 / 1000.0;
+    let measured = r.measured > 0;
+    let timed = r.times > 0;
+    CnpReaction {
+        cnps: r.cnps,
+        measured: r.measured,
+        no_reduction: r.no_reduction,
+        median_reduction: r.median(),
+        worst_reduction: measured.then_some(r.worst),
+        mean_time_to_reduction_us: timed.then(|| us(rounded_mean(r.time_sum, r.times))),
+        max_time_to_reduction_us: timed.then(|| us(r.time_max)),
+    }
+}
+
+fn interval(i: &crate::analysis::rate::Intervals) -> Option<IntervalReport> {
+    let mean = i.mean()?;
+    Some(IntervalReport {
+        min: i.min as f64 / 1000.0,
+        mean: mean as f64 / 1000.0,
+        max: i.max as f64 / 1000.0,
+    })
 }
 
 /// The report of a capture file (or `-`, standard input): the pipeline over it, nothing else.
