@@ -157,7 +157,14 @@ fn flow_key(f: &Value) -> (String, String, u64) {
 
 fn compare(name: &str, got: &Value, want: &Value) -> Vec<String> {
     let mut errors = Vec::new();
-    for section in ["capture", "config", "verdict", "pfc", "connections"] {
+    for section in [
+        "capture",
+        "config",
+        "verdict",
+        "pfc",
+        "priorities",
+        "connections",
+    ] {
         if let Some(w) = want.get(section) {
             check(&got[section], w, section, &mut errors);
         }

@@ -250,6 +250,12 @@ fn lossless_figures_match_the_truth() {
     let want = truth.to_json();
     let mut diffs = Vec::new();
     compare("capture", &want["capture"], &report["capture"], &mut diffs);
+    compare(
+        "priorities[0]",
+        &want["priorities"][0],
+        &report["priorities"][0],
+        &mut diffs,
+    );
     let flows = report["flows"].as_array().expect("flows");
     for w in want["flows"].as_array().expect("truth flows") {
         let key = |f: &Value| (f["src"].clone(), f["dst"].clone(), f["dest_qp"].clone());

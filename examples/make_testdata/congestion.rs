@@ -109,6 +109,8 @@ fn pause_wrong_priority(dir: &Path) {
     // Frames by time: WRITEs at 0, 50, 100 (1-3), XOFFs at 110, 112 (4, 5), WRITEs 150-300 (6-9), the XOFF
     // at 305 (10), WRITEs 350-450 (11-13), the ACK (14). Paused 110 to 117.12 (the XOFF at 112 replaces the
     // one at 110: 7.12 µs, not 2 x 5.12) and 305 to the end, 500 (195 µs): 202.12 µs of 500.
+    // Priority 0 carries 10 tagged WRITEs (142 bytes) and the tagged ACK (66): 1486 bytes, 640 of payload,
+    // over 500 µs: 1486 x 8 / 500000 ns = 0.023776 Gb/s, goodput 0.01024.
     write(
         dir,
         "pause_wrong_priority",
@@ -121,6 +123,8 @@ fn pause_wrong_priority(dir: &Path) {
                 {"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "pcp": 0, "paused_priority": false},
                 {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "pcp": 0, "paused_priority": false}
             ],
+            "priorities": [{"priority": 0, "flows": 2, "bytes": 1486, "goodput_bytes": 640, "gbps": 0.023776,
+                            "goodput_gbps": 0.01024, "link_share": 0.00023776}],
             "event_counts": {"pause_on_idle_priority": 1, "roce_unprotected": 2, "pause_storm": 0},
             "events": [
                 {"kind": "pause_on_idle_priority", "frame": 4,
@@ -238,6 +242,10 @@ fn cnp_halving(dir: &Path) {
     // CNP at 650 (window 6): before, window 5 holds 50 (6900); after, windows 7 (700, 704, ... 796) and 8
     // hold 25 each (3450): 0.5 again. First at 684 (gap 4: 34.5 bytes/µs, below 0.9 x 69): 34 µs.
     // Mean time 33 µs, max 34. The CNPs are 400 µs apart. Both CE marks are answered 1-2 µs later.
+    // Throughput: 561 x 138 = 77418 bytes from 0 to 1000 µs: 77418 x 8 / 1e6 ns = 0.619344 Gb/s, of
+    // 100 Gb/s; goodput 561 x 64 = 35904 bytes: 0.287232 Gb/s. The busiest window is window 0 (or 1): 100
+    // WRITEs, 13800 bytes in 100 µs: 1.104 Gb/s. The reverse flow: 2 ACKs (62 bytes) and 2 CNPs (74): 272.
+    // Untagged, no --dscp-map: no known priority, 77690 bytes over the capture's 1001 µs.
     write(
         dir,
         "cnp_halving",
@@ -249,10 +257,15 @@ fn cnp_halving(dir: &Path) {
                  "ce_without_cnp": 0, "counters": {"np_cnp_sent": 2},
                  "cnp_reaction": {"cnps": 2, "measured": 2, "no_reduction": 0, "median_reduction": 0.5,
                                   "worst_reduction": 0.5, "mean_time_to_reduction_us": 33.0,
-                                  "max_time_to_reduction_us": 34.0}},
+                                  "max_time_to_reduction_us": 34.0},
+                 "throughput": {"gbps": 0.619344, "goodput_gbps": 0.287232, "link_share": 0.00619344,
+                                "peak_gbps": 1.104, "peak_link_share": 0.01104}},
                 {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "cnp": 2, "cnp_reaction": null,
                  "cnp_interval_us": {"min": 400.0, "mean": 400.0, "max": 400.0}}
             ],
+            "priorities": [{"priority": null, "flows": 2, "bytes": 77690, "goodput_bytes": 35904,
+                            "gbps": 77690.0 * 8.0 / 1_001_000.0, "goodput_gbps": 35904.0 * 8.0 / 1_001_000.0,
+                            "link_share": 77690.0 * 8.0 / 1_001_000.0 / 100.0}],
             "event_counts": {"cnp_ignored": 0, "ce_without_cnp": 0}
         }),
     );

@@ -336,6 +336,11 @@ impl Flow {
         self.pcp.or_else(|| self.dscp.and_then(|d| map.get(d)))
     }
 
+    /// Payload bytes less those retransmitted: what got through, once.
+    pub fn goodput_bytes(&self) -> u64 {
+        self.payload_bytes.saturating_sub(self.retransmitted_bytes)
+    }
+
     /// Carries RoCE requests or their answers (not only CNPs): traffic PFC should keep lossless.
     pub fn carries_roce(&self) -> bool {
         self.requests > 0 || self.responses > 0

@@ -219,7 +219,7 @@ pub struct Diagnosis {
     pub connections: u64,
 }
 
-pub use evict::{Evicted, Remap};
+pub use evict::{Evicted, Remap, Traffic};
 pub use pfc::PriorityPause;
 
 impl Engine {

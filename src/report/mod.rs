@@ -43,6 +43,8 @@ pub struct Report {
     /// The connections the CM handshakes and the hosts' printouts name (docs/json.md).
     pub connections: Vec<connections::ConnectionReport>,
     pub pfc: Vec<PriorityReport>,
+    /// Traffic by priority (every flow's, the evicted ones' too), over the capture's duration.
+    pub priorities: Vec<PriorityTraffic>,
     /// 802.3x PAUSE (whole link), when any.
     pub link_pause: Option<PriorityReport>,
     pub events: Vec<EventReport>,
@@ -246,6 +248,34 @@ pub struct FlowReport {
     pub cnp_reaction: Option<CnpReaction>,
     /// The times between this flow's CNPs (the notification point's CNP interval); null with fewer than two.
     pub cnp_interval_us: Option<IntervalReport>,
+    pub throughput: Throughput,
+}
+
+/// A flow's rates at the link's speed (docs/analysis.md).
+#[derive(Debug, Serialize)]
+pub struct Throughput {
+    /// Bytes on the wire and payload less retransmitted payload, over the time from its first frame to its
+    /// last, Gb/s; null for a flow of no duration.
+    pub gbps: Option<f64>,
+    pub goodput_gbps: Option<f64>,
+    /// `gbps` over `--link-speed`.
+    pub link_share: Option<f64>,
+    /// The busiest `--rate-window-us` window, Gb/s, and over `--link-speed`.
+    pub peak_gbps: f64,
+    pub peak_link_share: f64,
+}
+
+/// One priority's traffic (`priority` null: flows of no known priority).
+#[derive(Debug, Serialize)]
+pub struct PriorityTraffic {
+    pub priority: Option<u8>,
+    pub flows: u64,
+    pub bytes: u64,
+    pub goodput_bytes: u64,
+    /// Over the capture's duration (null for a capture of no duration), Gb/s, and over `--link-speed`.
+    pub gbps: Option<f64>,
+    pub goodput_gbps: Option<f64>,
+    pub link_share: Option<f64>,
 }
 
 /// What a flow's sender (the reaction point) did after the CNPs that reached it (docs/analysis.md).
@@ -444,6 +474,7 @@ impl Report {
             evicted: (engine.evicted.flows > 0).then(|| EvictedReport::of(&engine.evicted)),
             connections: connections::build(engine),
             pfc,
+            priorities: priorities(engine, t.last_ts.saturating_sub(first)),
             link_pause,
             events,
             events_dropped: engine.events.dropped,
@@ -611,7 +642,53 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: u8) -> FlowReport {
         series,
         cnp_reaction: f.reaction.as_deref().map(cnp_reaction),
         cnp_interval_us: interval(&f.cnp_intervals),
+        throughput: throughput(engine, f),
     }
+}
+
+/// Gb/s of `bytes` over `nanos` (bits per nanosecond); none over no time.
+fn gbps(bytes: u64, nanos: u64) -> Option<f64> {
+    (nanos > 0).then(|| bytes as f64 * 8.0 / nanos as f64)
+}
+
+fn throughput(engine: &Engine, f: &Flow) -> Throughput {
+    let link = engine.cfg.link_speed_bps as f64 / 1e9;
+    let span = f.last_ts.saturating_sub(f.first_ts);
+    let rate = gbps(f.bytes, span);
+    let peak = gbps(f.rate.peak_bytes, engine.cfg.rate_window_nanos).unwrap_or(0.0);
+    Throughput {
+        gbps: rate,
+        goodput_gbps: gbps(f.goodput_bytes(), span),
+        link_share: rate.map(|r| r / link),
+        peak_gbps: peak,
+        peak_link_share: peak / link,
+    }
+}
+
+/// Every flow's traffic by priority, with the evicted flows', over the capture's duration.
+fn priorities(engine: &Engine, duration: u64) -> Vec<PriorityTraffic> {
+    let mut by = engine.evicted.by_priority;
+    for f in &engine.flows {
+        let p = f.priority(&engine.cfg.dscp_map).map_or(8, usize::from);
+        by[p.min(8)].add(f);
+    }
+    let link = engine.cfg.link_speed_bps as f64 / 1e9;
+    by.iter()
+        .enumerate()
+        .filter(|(_, t)| t.flows > 0)
+        .map(|(p, t)| {
+            let rate = gbps(t.bytes, duration);
+            PriorityTraffic {
+                priority: (p < 8).then_some(p as u8),
+                flows: t.flows,
+                bytes: t.bytes,
+                goodput_bytes: t.goodput_bytes,
+                gbps: rate,
+                goodput_gbps: gbps(t.goodput_bytes, duration),
+                link_share: rate.map(|r| r / link),
+            }
+        })
+        .collect()
 }
 
 fn cnp_reaction(r: &crate::analysis::rate::Reaction) -> CnpReaction {

@@ -4,7 +4,7 @@
 //! # Model
 //!
 //! - `senders` requesters, host i+1 (10.0.0.(i+2)) to host 0 (10.0.0.1), each one RC QP pair: 256-byte WRITE
-//!   ONLYs (346 bytes on the wire) tagged VLAN 10, PCP 3, ECT(0); an ACK back from host 0 (PCP 3) after every
+//!   ONLYs (334 bytes on the wire) tagged VLAN 10, PCP 3, ECT(0); an ACK back from host 0 (PCP 3) after every
 //!   64th WRITE, 1 µs later. Sender i starts at `i` µs and sends one WRITE every `gap_ns` (a paced rate).
 //! - DCQCN, with α at 1 (CNPs often enough that it never decays): CNP j toward sender i passes the capture at
 //!   c = start + (j + 1) × 8W + W/2 + i µs, W the window `window_ns`; the WRITE before it (at or before
@@ -77,6 +77,8 @@ pub struct SenderTruth {
     /// The QPN CNPs and ACKs go to.
     pub qpn: u32,
     pub writes: u64,
+    /// The WRITEs' bytes on the wire.
+    pub bytes: u64,
     pub ce: u64,
     pub cnps: u64,
     pub reacts: bool,
@@ -97,6 +99,8 @@ pub struct LosslessTruth {
     pub storm_ns: u64,
     /// The rate window the model's figures are exact for.
     pub window_ns: u64,
+    /// The RoCE frames' bytes (every one on priority 3).
+    pub roce_bytes: u64,
 }
 
 const PCP: u8 = 3;
@@ -153,7 +157,9 @@ impl Sender<'_> {
         if let Net::V4(h) = &mut w.net {
             h.ecn = if ce { 3 } else { 2 };
         }
-        self.frames.push((ts, w.build()));
+        let frame = w.build();
+        self.truth.bytes += frame.len() as u64;
+        self.frames.push((ts, frame));
         self.truth.writes += 1;
         self.truth.ce += u64::from(ce);
         if self.truth.writes.is_multiple_of(64) {
@@ -238,6 +244,7 @@ pub fn generate_lossless<W: Write>(p: &LosslessParams, mut out: W) -> io::Result
         }
         truth.senders.push(s.truth);
     }
+    truth.roce_bytes = frames.iter().map(|f| f.1.len() as u64).sum();
     if storm_ns > 0 {
         storm(&mut frames, &mut truth, storm_at, storm_ns);
     }
@@ -328,7 +335,8 @@ impl LosslessTruth {
                 "cnp_reaction": null,
             }));
             flows.push(json!({
-                "src": s.src, "dst": s.dst, "dest_qp": s.dest_qp, "packets": s.writes, "pcp": PCP,
+                "src": s.src, "dst": s.dst, "dest_qp": s.dest_qp, "packets": s.writes, "bytes": s.bytes,
+                "pcp": PCP,
                 "ecn": {"ce": s.ce}, "ce_without_cnp": 0, "counters": {"np_cnp_sent": s.cnps},
                 "paused_priority": self.xoff > 0,
                 "cnp_reaction": {
@@ -353,6 +361,7 @@ impl LosslessTruth {
             "capture": {"frames": self.frames},
             "flows": flows,
             "pfc": pfc,
+            "priorities": [{"priority": PCP, "flows": 2 * self.senders.len(), "bytes": self.roce_bytes}],
             "events": {"cnp_ignored": ignored, "pause_storm": u64::from(self.storm_ns > 100_000_000),
                        "pause_on_idle_priority": 0, "roce_unprotected": 0, "ce_without_cnp": 0},
         })
