@@ -368,3 +368,33 @@ fn text_report_names_the_trouble() {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
 }
+
+/// "What happened" tells a sender that ignored its CNPs, RoCE on a priority PFC does not pause, and a pause
+/// storm (a line of its own: it has no flow).
+#[test]
+fn the_story_tells_the_lossless_machinery() {
+    let told = [
+        (
+            "cnp_ignored",
+            "did not slow down after its CNPs: its sender kept its rate after 2 of the 2 CNPs measured",
+        ),
+        (
+            "pause_wrong_priority",
+            "is not protected by PFC: it runs on priority 0, which PFC never paused while it paused priority 3",
+        ),
+        (
+            "pause_storm",
+            "PFC pause storm: priority 3 paused without a break for 300 ms by 1200 XOFFs",
+        ),
+    ];
+    for (name, line) in told {
+        let file = dir().join(format!("{name}.pcap"));
+        let o = rocescope(&["analyze", file.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        let happened: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
+        assert!(
+            happened.iter().any(|l| l.contains(line)),
+            "{name}: {line:?} not in {happened:?}"
+        );
+    }
+}
