@@ -73,6 +73,11 @@ fn pause_storm(dir: &Path) {
     c.add_at(301_600, ack_on(10, &p3), none.clone());
     // Paused from the first XOFF (frame 12, 1000 µs) to the XON (301000 µs): 300000 µs without a break, past
     // the 100 ms threshold. 1200 x 65535 = 78642000 quanta. The capture lasts 301600 µs: 300000 / 301600.
+    // By bucket: 1024 buckets of 100 µs do not hold 301 ms, nor of 200; of 400 µs they do: 800-1200 paused
+    // from 1000 (0.5), 1200-300800 wholly (buckets 3-751), 300800-301200 until 301000 (0.5): 753 buckets.
+    let mut by_bucket = vec![0.0, 0.0, 0.5];
+    by_bucket.extend([1.0; 749]);
+    by_bucket.push(0.5);
     write(
         dir,
         "pause_storm",
@@ -81,7 +86,8 @@ fn pause_storm(dir: &Path) {
             "capture": {"frames": 1214, "roce_frames": 13, "other_frames": 1201},
             "pfc": [{"priority": 3, "frames": 1201, "xoff": 1200, "xon": 1, "quanta": 78_642_000u64,
                      "pause_us": 300_000.0, "longest_pause_us": 300_000.0,
-                     "paused_fraction": 300_000.0 / 301_600.0}],
+                     "paused_fraction": 300_000.0 / 301_600.0,
+                     "paused_series": {"bucket_us": 400.0, "fraction": by_bucket}}],
             "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "pcp": 3, "paused_priority": true}],
             "event_counts": {"pause_storm": 1, "pause": 1, "pause_on_idle_priority": 0, "roce_unprotected": 0},
             "events": [
@@ -184,14 +190,16 @@ fn xon_ends_pause(dir: &Path) {
         c.add_at(at, pfc(3, q), none.clone());
     }
     c.frames.sort_by_key(|f| f.0);
-    // 50 + 0.512 = 50.512 µs paused of 400; 65535 + 100 = 65635 quanta.
+    // 50 + 0.512 = 50.512 µs paused of 400; 65535 + 100 = 65635 quanta. By 100 µs bucket (the rate
+    // window): none in 0-100, 105-155 in 100-200 (0.5), 205-205.512 in 200-300 (0.00512).
     write(
         dir,
         "xon_ends_pause",
         &c,
         json!({
             "pfc": [{"priority": 3, "frames": 4, "xoff": 2, "xon": 2, "quanta": 65635, "pause_us": 50.512,
-                     "longest_pause_us": 50.0, "paused_fraction": 50.512 / 400.0}],
+                     "longest_pause_us": 50.0, "paused_fraction": 50.512 / 400.0,
+                     "paused_series": {"bucket_us": 100.0, "fraction": [0.0, 0.5, 0.00512]}}],
             "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "pcp": 3, "paused_priority": true}],
             "event_counts": {"pause": 1, "pause_storm": 0, "pause_on_idle_priority": 0, "roce_unprotected": 0},
             "events": [{"kind": "pause", "frame": 4, "detail": {"priority": 3, "frames": 2, "pause_s": 0.00005}}],

@@ -231,7 +231,7 @@ impl Engine {
             index: FxHashMap::default(),
             requesters: FxHashMap::default(),
             last: None,
-            pause: [PriorityPause::default(); 8],
+            pause: Default::default(),
             link_pause: PriorityPause::default(),
             events: Events::default(),
             diagnosis: Diagnosis::default(),

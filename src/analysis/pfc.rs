@@ -7,7 +7,7 @@ use super::Engine;
 use super::events::{Event, Kind};
 
 /// PAUSE and PFC frames for one priority, and the time they kept it paused.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PriorityPause {
     pub frames: u64,
     pub xoff: u64,
@@ -20,8 +20,63 @@ pub struct PriorityPause {
     pub paused_nanos: u64,
     /// The longest time paused without a break, nanoseconds.
     pub longest_nanos: u64,
+    /// The time paused, per bucket of time.
+    pub series: PausedSeries,
     /// The pause in effect, if one.
     run: Option<PauseRun>,
+}
+
+/// Time paused per bucket: buckets of `width` nanoseconds from the capture's start, at first the rate
+/// window, doubling in width (merging pairs) whenever the series would pass [`PausedSeries::CAPACITY`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PausedSeries {
+    width: u64,
+    buckets: Vec<u64>,
+}
+
+impl PausedSeries {
+    pub const CAPACITY: usize = 1024;
+
+    /// Paused from `from` to `to` (nanoseconds since the capture's start); buckets of `first_width` at first.
+    fn add(&mut self, from: u64, to: u64, first_width: u64) {
+        if self.width == 0 {
+            self.width = first_width.max(1);
+        }
+        if to <= from {
+            return;
+        }
+        while (to - 1) / self.width >= Self::CAPACITY as u64 {
+            self.halve();
+        }
+        let last = ((to - 1) / self.width) as usize;
+        if self.buckets.len() <= last {
+            self.buckets.resize(last + 1, 0);
+        }
+        let mut t = from;
+        while t < to {
+            let i = t / self.width;
+            let end = (i + 1).saturating_mul(self.width).min(to);
+            if let Some(b) = self.buckets.get_mut(i as usize) {
+                *b += end - t;
+            }
+            t = end;
+        }
+    }
+
+    fn halve(&mut self) {
+        self.width = self.width.saturating_mul(2);
+        self.buckets = self.buckets.chunks(2).map(|p| p.iter().sum()).collect();
+    }
+
+    /// Bucket width, nanoseconds (0 before any pause).
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+
+    /// Nanoseconds paused in each bucket, up to the last with a pause.
+    pub fn buckets(&self) -> &[u64] {
+        &self.buckets
+    }
 }
 
 /// A time paused without a break: since when, the XOFF that began it, the XOFFs in it, until when the last
@@ -76,6 +131,8 @@ impl PriorityPause {
         self.run = None;
         let nanos = end.saturating_sub(run.since);
         self.paused_nanos += nanos;
+        let from = run.since.saturating_sub(storm.start);
+        self.series.add(from, from + nanos, storm.width);
         self.longest_nanos = self.longest_nanos.max(nanos);
         (nanos > storm.nanos).then_some(Event {
             ts_nanos: run.since,
@@ -96,17 +153,20 @@ impl PriorityPause {
     }
 }
 
-/// What a storm event needs to know: the priority (`None`: 802.3x PAUSE) and the threshold.
+/// What closing a pause needs to know: the priority (`None`: 802.3x PAUSE), the storm threshold, the
+/// capture's start and the series' first bucket width.
 #[derive(Debug, Clone, Copy)]
 struct Storm {
     priority: Option<u8>,
     nanos: u64,
+    start: u64,
+    width: u64,
 }
 
 impl Engine {
     pub(super) fn pause_frame(&mut self, number: u64, ts: u64, mc: MacControl) {
-        let nanos = self.cfg.pause_storm_nanos;
-        let storm = |priority| Storm { priority, nanos };
+        let storm = self.storm(None);
+        let storm = |priority| Storm { priority, ..storm };
         match mc {
             MacControl::Pause { quanta } => {
                 let pause = self.quanta_nanos(quanta);
@@ -135,6 +195,15 @@ impl Engine {
         }
     }
 
+    fn storm(&self, priority: Option<u8>) -> Storm {
+        Storm {
+            priority,
+            nanos: self.cfg.pause_storm_nanos,
+            start: self.totals.first_ts.unwrap_or(0),
+            width: self.cfg.rate_window_nanos,
+        }
+    }
+
     /// The pause `quanta` ask for at the configured link speed (one quantum = 512 bit times), in
     /// nanoseconds (rounded down).
     fn quanta_nanos(&self, quanta: u16) -> u64 {
@@ -147,50 +216,35 @@ impl Engine {
     /// priorities against the RoCE traffic's.
     pub(super) fn finish_pauses(&mut self) {
         let end = self.totals.last_ts;
-        let nanos = self.cfg.pause_storm_nanos;
         for p in 0..8u8 {
-            let e = self.pause[usize::from(p)].finish(
-                end,
-                Storm {
-                    priority: Some(p),
-                    nanos,
-                },
-            );
-            if let Some(e) = e {
+            let storm = self.storm(Some(p));
+            if let Some(e) = self.pause[usize::from(p)].finish(end, storm) {
                 self.events.push(e);
             }
         }
-        let e = self.link_pause.finish(
-            end,
-            Storm {
-                priority: None,
-                nanos,
-            },
-        );
-        if let Some(e) = e {
+        let storm = self.storm(None);
+        if let Some(e) = self.link_pause.finish(end, storm) {
             self.events.push(e);
         }
-        let priorities = self
-            .pause
-            .iter()
-            .enumerate()
-            .map(|(p, s)| (Some(p as u8), *s));
-        for (priority, stats) in priorities
-            .chain([(None, self.link_pause)])
-            .collect::<Vec<_>>()
-        {
-            if let Some((ts, frame)) = stats.first_xoff {
-                self.events.push(Event {
+        let notes: Vec<Event> = (0..8u8)
+            .map(|p| (Some(p), &self.pause[usize::from(p)]))
+            .chain([(None, &self.link_pause)])
+            .filter_map(|(priority, s)| {
+                let (ts, frame) = s.first_xoff?;
+                Some(Event {
                     ts_nanos: ts,
                     flow: None,
                     frame,
                     kind: Kind::Pause {
                         priority,
-                        frames: stats.xoff,
-                        pause_us: stats.paused_nanos / 1000,
+                        frames: s.xoff,
+                        pause_us: s.paused_nanos / 1000,
                     },
-                });
-            }
+                })
+            })
+            .collect();
+        for e in notes {
+            self.events.push(e);
         }
         self.priority_events();
     }
@@ -213,16 +267,17 @@ impl Engine {
             return;
         }
         for p in (0..8u8).filter(|p| paused & !self.carried & (1 << p) != 0) {
-            let s = self.pause[usize::from(p)];
+            let s = &self.pause[usize::from(p)];
             let (ts, frame) = s.first_xoff.unwrap_or_default();
+            let (xoff, pause_us) = (s.xoff, s.paused_nanos / 1000);
             self.events.push(Event {
                 ts_nanos: ts,
                 flow: None,
                 frame,
                 kind: Kind::PauseOnIdlePriority {
                     priority: p,
-                    xoff: s.xoff,
-                    pause_us: s.paused_nanos / 1000,
+                    xoff,
+                    pause_us,
                     carried: self.carried,
                 },
             });
@@ -261,6 +316,8 @@ mod tests {
     const STORM: Storm = Storm {
         priority: Some(3),
         nanos: 100_000_000,
+        start: 0,
+        width: 1000,
     };
 
     /// An XOFF of 1000 ns at 0, replaced at 400 by one of 1000 (until 1400), then an XON at 900: paused
@@ -277,6 +334,11 @@ mod tests {
         // 900 + 1000; the longest is the second (1000 ns, 2000-3000).
         assert_eq!(s.paused_nanos, 1900);
         assert_eq!(s.longest_nanos, 1000);
+        // Buckets of 1000 ns: 0-900 in the first, 2000-3000 the whole third.
+        assert_eq!(
+            (s.series.width(), s.series.buckets()),
+            (1000, &[900, 0, 1000][..])
+        );
         assert_eq!((s.frames, s.xoff, s.xon, s.quanta), (5, 3, 2, 30));
         assert_eq!(s.finish(6000, STORM), None);
     }
@@ -301,5 +363,20 @@ mod tests {
             }
         );
         assert_eq!(s.paused_nanos, 130_000_000);
+        // 130 ms do not fit 1024 buckets of 1 µs: the width doubles until they do, 128 µs (1024 x 128 µs
+        // = 131.072 ms); the last bucket (1015: 129.92-130.048 ms) holds 80 µs of the pause.
+        assert_eq!(s.series.width(), 128_000);
+        assert_eq!(s.series.buckets().len(), 1016);
+        assert_eq!(s.series.buckets()[1015], 80_000);
+        assert!(s.series.buckets()[..1015].iter().all(|b| *b == 128_000));
+    }
+
+    /// Hostile times: a pause near the end of time merges its buckets and does not overflow.
+    #[test]
+    fn a_pause_at_the_end_of_time_stays_bounded() {
+        let mut s = PausedSeries::default();
+        s.add(u64::MAX - 10, u64::MAX, 1);
+        assert!(s.buckets().len() <= PausedSeries::CAPACITY);
+        assert_eq!(s.buckets().iter().sum::<u64>(), 10);
     }
 }

@@ -345,6 +345,16 @@ pub struct PriorityReport {
     pub paused_fraction: f64,
     /// The longest time paused without a break, microseconds.
     pub longest_pause_us: f64,
+    /// The share of each bucket of time it was paused.
+    pub paused_series: PausedSeriesReport,
+}
+
+/// Buckets of `bucket_us` from the capture's start (at first `--rate-window-us`, doubling past 1024), up to
+/// the last with a pause: the share of each that the priority was paused.
+#[derive(Debug, Serialize)]
+pub struct PausedSeriesReport {
+    pub bucket_us: f64,
+    pub fraction: Vec<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -409,6 +419,15 @@ impl Report {
             pause_us: p.paused_nanos as f64 / 1000.0,
             paused_fraction: fraction(p.paused_nanos, t.last_ts.saturating_sub(first)),
             longest_pause_us: p.longest_nanos as f64 / 1000.0,
+            paused_series: PausedSeriesReport {
+                bucket_us: p.series.width() as f64 / 1000.0,
+                fraction: p
+                    .series
+                    .buckets()
+                    .iter()
+                    .map(|b| fraction(*b, p.series.width()))
+                    .collect(),
+            },
         };
         let pfc = engine
             .pause
