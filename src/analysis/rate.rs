@@ -36,7 +36,7 @@ struct Pending {
 const VISIBLE_TENTHS: u128 = 9;
 
 /// Packets the window before a CNP must hold for a rate to be measured at all.
-pub const MIN_PACKETS: u32 = 4;
+const MIN_PACKETS: u32 = 4;
 
 /// The CNPs that reached a flow's sender and what it did after them.
 #[derive(Debug, Clone, PartialEq)]
@@ -190,13 +190,12 @@ impl Rate {
     /// previous packet; windows of `width` nanoseconds.
     pub(crate) fn add(
         &mut self,
-        reaction: Option<&mut Reaction>,
+        mut reaction: Option<&mut Reaction>,
         (offset, gap): (u64, u64),
         bytes: u64,
         width: u64,
     ) {
         let k = offset / width.max(1);
-        let mut reaction = reaction;
         if k > self.window {
             if let Some(r) = reaction.as_deref_mut() {
                 r.closed(self.window, self.bytes, k);
