@@ -105,8 +105,12 @@ fn rocescope(args: &[&str]) -> Output {
         .expect("run rocescope")
 }
 
-fn report(capture: &Path) -> Value {
-    let o = rocescope(&["analyze", "--json", capture.to_str().unwrap()]);
+/// `analyze --json ARGS CAPTURE`.
+fn report(capture: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["analyze", "--json"];
+    all.extend(args);
+    all.push(capture.to_str().unwrap());
+    let o = rocescope(&all);
     assert!(
         o.status.success(),
         "{}: {}",
@@ -153,7 +157,14 @@ fn flow_key(f: &Value) -> (String, String, u64) {
 
 fn compare(name: &str, got: &Value, want: &Value) -> Vec<String> {
     let mut errors = Vec::new();
-    for section in ["capture", "config", "verdict", "pfc", "connections"] {
+    for section in [
+        "capture",
+        "config",
+        "verdict",
+        "pfc",
+        "priorities",
+        "connections",
+    ] {
         if let Some(w) = want.get(section) {
             check(&got[section], w, section, &mut errors);
         }
@@ -223,7 +234,14 @@ fn hand_worked(dir: &Path, n: usize) {
         let want: Value =
             serde_json::from_str(&std::fs::read_to_string(&expected).unwrap()).unwrap();
         let capture = dir.join(format!("{name}.pcap"));
-        let got = report(&capture);
+        // The flags the figures were worked out for (`args`), if any.
+        let args: Vec<&str> = want["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let got = report(&capture, &args);
         errors.extend(compare(&name, &got, &want));
         let mut run_errors = Vec::new();
         compare_runs(&capture, &want, &mut run_errors);
@@ -234,7 +252,7 @@ fn hand_worked(dir: &Path, n: usize) {
 
 #[test]
 fn hand_worked_figures() {
-    hand_worked(&dir(), 12);
+    hand_worked(&dir(), 18);
 }
 
 #[test]
@@ -249,20 +267,35 @@ fn hand_worked_connections() {
     hand_worked(&dir().with_file_name("connections"), 8);
 }
 
+/// xon_ends_pause at 25 Gb/s: the XOFF of 65535 quanta at 105 µs (1342.1568 µs now) is still ended by the
+/// XON at 155 (50 µs); the one of 100 quanta at 205 runs out after 100 x 512 / 25e9 s = 2.048 µs.
 #[test]
 fn pause_time_follows_the_link_speed() {
-    let file = dir().join("pfc.pcap");
-    let o = rocescope(&[
-        "analyze",
-        "--json",
-        "--link-speed",
-        "25G",
-        file.to_str().unwrap(),
-    ]);
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
-    // 131070 quanta x 512 bit times at 25 Gb/s.
+    let r = report(&dir().join("xon_ends_pause.pcap"), &["--link-speed", "25G"]);
     let us = r["pfc"][0]["pause_us"].as_f64().unwrap();
-    assert!((us - 2684.3136).abs() < 1e-6, "{us}");
+    assert!((us - 52.048).abs() < 1e-6, "{us}");
+}
+
+/// dscp_unprotected without `--dscp-map`: untagged traffic has no known priority, so neither event; with
+/// DSCP 26 mapped to priority 3, the paused one, its flows are on a paused priority and protected.
+#[test]
+fn dscp_map_puts_untagged_traffic_on_a_priority() {
+    let file = dir().join("dscp_unprotected.pcap");
+    let kinds = |r: &Value| -> Vec<String> {
+        r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let unmapped = report(&file, &[]);
+    assert_eq!(kinds(&unmapped), ["pause"]);
+    assert_eq!(unmapped["flows"][0]["paused_priority"], false);
+    let on_3 = report(&file, &["--dscp-map", "26=3"]);
+    assert_eq!(kinds(&on_3), ["pause"]);
+    assert_eq!(on_3["flows"][0]["paused_priority"], true);
+    assert_eq!(on_3["flows"][1]["paused_priority"], true);
 }
 
 #[test]
@@ -377,4 +410,34 @@ fn text_report_shows_rate_latency_and_a_legend() {
         text.contains("  ... and 1 more (a larger --top shows them"),
         "{text}"
     );
+}
+
+/// "What happened" tells a sender that ignored its CNPs, RoCE on a priority PFC does not pause, and a pause
+/// storm (a line of its own: it has no flow).
+#[test]
+fn the_story_tells_the_lossless_machinery() {
+    let told = [
+        (
+            "cnp_ignored",
+            "did not slow down after its CNPs: its sender kept its rate after 2 of the 2 CNPs measured",
+        ),
+        (
+            "pause_wrong_priority",
+            "is not protected by PFC: it runs on priority 0, which PFC never paused while it paused priority 3",
+        ),
+        (
+            "pause_storm",
+            "PFC pause storm: priority 3 paused without a break for 300 ms by 1200 XOFFs",
+        ),
+    ];
+    for (name, line) in told {
+        let file = dir().join(format!("{name}.pcap"));
+        let o = rocescope(&["analyze", file.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        let happened: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
+        assert!(
+            happened.iter().any(|l| l.contains(line)),
+            "{name}: {line:?} not in {happened:?}"
+        );
+    }
 }

@@ -27,7 +27,13 @@ fn report(capture: &Path) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{}: {e}", capture.display()))
 }
 
-const DIAGNOSIS: [&str; 14] = [
+/// The diagnosis' event kinds, and the lossless machinery's (PFC storms and priorities, CNPs ignored),
+/// which every clean capture must be silent on as well.
+const DIAGNOSIS: [&str; 18] = [
+    "cnp_ignored",
+    "pause_storm",
+    "pause_on_idle_priority",
+    "roce_unprotected",
     "stall",
     "no_response",
     "timeout_retransmission",
@@ -306,6 +312,14 @@ fn expected_diagnosis(name: &str) -> Vec<(&'static str, u64)> {
             ("timeout_retransmission", 3),
         ],
         "testdata/lab/no_receive.pcap" => vec![("rnr_exhausted", 1), ("stall", 1)],
+        // Built to (examples/make_testdata/congestion.rs): a 300 ms storm on priority 3; pauses on priority
+        // 3 while RoCE runs on PCP 0 (two flows). dscp_unprotected fires only with its --dscp-map.
+        "testdata/analysis/pause_storm.pcap" => vec![("pause_storm", 1)],
+        // A sender that keeps its rate after both CNPs.
+        "testdata/analysis/cnp_ignored.pcap" => vec![("cnp_ignored", 1)],
+        "testdata/analysis/pause_wrong_priority.pcap" => {
+            vec![("pause_on_idle_priority", 1), ("roce_unprotected", 2)]
+        }
         _ => Vec::new(),
     }
 }

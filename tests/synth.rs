@@ -229,3 +229,67 @@ fn transport_figures_match_the_truth() {
 fn message_figures_match_the_truth() {
     check(true);
 }
+
+/// The lossless scenario (`synth::generate_lossless`: paced senders cutting their rate by half 3 µs after
+/// each CNP, one ignoring them, a 120 ms PFC storm on their priority): every figure of `cnp_reaction`,
+/// `cnp_interval_us` and `pfc`, and the count of each congestion event, as the model made them.
+#[test]
+fn lossless_figures_match_the_truth() {
+    let params = synth::LosslessParams::default();
+    let path = std::env::temp_dir().join(format!("rocescope-lossless-{}.pcap", std::process::id()));
+    let out = BufWriter::new(File::create(&path).expect("create the capture"));
+    let truth = synth::generate_lossless(&params, out).expect("generate");
+    let window_us = (params.window_ns / 1000).to_string();
+    let o = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(["analyze", "--json", "--rate-window-us", &window_us])
+        .arg(&path)
+        .output()
+        .expect("run rocescope analyze");
+    let _ = std::fs::remove_file(&path);
+    let report: Value = serde_json::from_slice(&o.stdout).expect("the report is JSON");
+    let want = truth.to_json();
+    let mut diffs = Vec::new();
+    compare("capture", &want["capture"], &report["capture"], &mut diffs);
+    compare(
+        "priorities[0]",
+        &want["priorities"][0],
+        &report["priorities"][0],
+        &mut diffs,
+    );
+    let flows = report["flows"].as_array().expect("flows");
+    for w in want["flows"].as_array().expect("truth flows") {
+        let key = |f: &Value| (f["src"].clone(), f["dst"].clone(), f["dest_qp"].clone());
+        match flows.iter().find(|f| key(f) == key(w)) {
+            Some(f) => compare(&format!("flow {:?}", key(w)), w, f, &mut diffs),
+            None => diffs.push(format!("flow {:?} not in the report", key(w))),
+        }
+    }
+    let pfc = &report["pfc"];
+    for (i, w) in want["pfc"].as_array().into_iter().flatten().enumerate() {
+        // A quotient: serde_json reads floats back to within an ulp, not exactly.
+        let mut w = w.clone();
+        let fraction = w.as_object_mut().and_then(|m| m.remove("paused_fraction"));
+        compare(&format!("pfc[{i}]"), &w, &pfc[i], &mut diffs);
+        let (want, got) = (
+            fraction.and_then(|f| f.as_f64()),
+            pfc[i]["paused_fraction"].as_f64(),
+        );
+        if !matches!((want, got), (Some(a), Some(b)) if (a - b).abs() <= 1e-12) {
+            diffs.push(format!(
+                "pfc[{i}].paused_fraction: expected {want:?}, got {got:?}"
+            ));
+        }
+    }
+    for (kind, n) in want["events"].as_object().expect("event counts") {
+        let got = report["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["kind"] == kind.as_str())
+            .count() as u64;
+        if Some(got) != n.as_u64() {
+            diffs.push(format!("{kind} events: expected {n}, got {got}"));
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}

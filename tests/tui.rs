@@ -336,6 +336,23 @@ fn detail_reads_the_flows_psns_and_shows_chart_and_events() {
     assert_eq!(m.view, View::Flows);
 }
 
+/// The detail of cnp_halving's requester (flow 0, the first row: it has CE marks) tells its share of the
+/// link and what its sender did after its CNPs (worked out in examples/make_testdata/congestion.rs: 0.62 %
+/// of 100 Gb/s, a peak window of 1.104 Gb/s, both CNPs cut the rate by half).
+#[test]
+fn detail_tells_the_cnp_reaction() {
+    let (mut m, idx) = load("testdata/analysis/cnp_halving.pcap", 160, 40);
+    key(&mut m, &idx, KeyCode::Enter);
+    let screen = screen(&render(&m));
+    assert!(
+        screen.contains(
+            "link 0.62% (peak 1.10%)  CNPs to its sender 2: rate cut 50% median, 50% worst, 0 of 2 measured \
+             not cut"
+        ),
+        "{screen}"
+    );
+}
+
 #[test]
 fn event_jumps_to_its_packet_with_tree_and_hex() {
     let (mut m, idx) = load("testdata/analysis/gap_nak_go_back_n.pcap", 120, 40);

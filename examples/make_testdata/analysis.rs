@@ -500,14 +500,18 @@ fn pfc(dir: &Path) {
         none.clone(),
     );
     c.frames.sort_by_key(|f| f.0);
-    // 131070 quanta x 512 bit times at 100 Gb/s = 671.0784 µs.
+    // 131070 quanta asked for (2 x 65535). At 100 Gb/s 65535 quanta are 335.5392 µs: the XOFF at 50 µs
+    // pauses until 385.5392, the one at 150 replaces it (until 485.5392), the XON at 250 ends it: paused
+    // 200 µs without a break, of the 300 µs the capture lasts; by 100 µs bucket: 50-100, 100-200, 200-250.
     write(
         dir,
         "pfc",
         &c,
         json!({
             "capture": {"frames": 7, "roce_frames": 4, "other_frames": 3},
-            "pfc": [{"priority": 3, "frames": 3, "xoff": 2, "xon": 1, "quanta": 131070, "pause_us": 671.0784}],
+            "pfc": [{"priority": 3, "frames": 3, "xoff": 2, "xon": 1, "quanta": 131070, "pause_us": 200.0,
+                     "longest_pause_us": 200.0, "paused_fraction": 200.0 / 300.0,
+                     "paused_series": {"bucket_us": 100.0, "fraction": [0.5, 1.0, 0.5]}}],
             "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "pcp": 3, "dscp": 26,
                        "paused_priority": true}],
             "event_counts": {"pause": 1},

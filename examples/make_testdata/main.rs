@@ -20,6 +20,7 @@ use parsers::xrceth::Xrceth;
 use serde_json::{Value, json};
 
 mod analysis;
+mod congestion;
 mod connections;
 mod diagnosis;
 
@@ -596,6 +597,7 @@ fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/analysis");
     fs::create_dir_all(&dir).expect("create testdata/analysis");
     analysis::write_all(&dir);
+    congestion::write_all(&dir);
     println!("wrote {}", dir.display());
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/diagnosis");
     fs::create_dir_all(&dir).expect("create testdata/diagnosis");

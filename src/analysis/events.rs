@@ -57,6 +57,13 @@ pub enum Kind {
     CeWithoutCnp {
         count: u64,
     },
+    /// A sender that kept its rate after CNPs: of the `cnps` that reached it, `measured` had their
+    /// reaction measured, `no_reduction` of those showed none.
+    CnpIgnored {
+        cnps: u64,
+        measured: u64,
+        no_reduction: u64,
+    },
     BadIcrc {
         expected: u32,
         found: u32,
@@ -71,6 +78,28 @@ pub enum Kind {
         priority: Option<u8>,
         frames: u64,
         pause_us: u64,
+    },
+    /// One priority (`None`: 802.3x PAUSE) paused without a break for longer than the storm threshold:
+    /// how long, and by how many XOFF frames.
+    PauseStorm {
+        priority: Option<u8>,
+        duration_us: u64,
+        xoff: u64,
+    },
+    /// PFC paused a priority that none of the RoCE flows is on (`carried`: bit p, the priorities they are
+    /// on).
+    PauseOnIdlePriority {
+        priority: u8,
+        xoff: u64,
+        pause_us: u64,
+        carried: u8,
+    },
+    /// A RoCE flow on a priority no PFC frame paused while PFC paused others (`paused`: bit p); `dscp`
+    /// when its priority came from `--dscp-map` (untagged).
+    RoceUnprotected {
+        priority: u8,
+        dscp: Option<u8>,
+        paused: u8,
     },
     /// Requests unacknowledged for longer than the stall time: the oldest outstanding PSN, how many PSNs
     /// are outstanding, since when it waited (ns since the epoch) and how long (µs, until the capture ended
@@ -193,15 +222,19 @@ impl Kind {
             | Kind::MsnRegression { .. }
             | Kind::ReadResponseMismatch { .. }
             | Kind::CmReject { .. }
+            | Kind::PauseStorm { .. }
             | Kind::CmTimeout { .. }
             | Kind::UnexpectedQp { .. }
             | Kind::StartPsnMismatch { .. } => Severity::Error,
             Kind::GoBackN { .. }
             | Kind::ImpliedNak { .. }
             | Kind::CeWithoutCnp { .. }
+            | Kind::CnpIgnored { .. }
             | Kind::RnrNak { .. }
+            | Kind::RoceUnprotected { .. }
             | Kind::TimeoutRetransmission { .. } => Severity::Warning,
             Kind::Pause { .. }
+            | Kind::PauseOnIdlePriority { .. }
             | Kind::NewEpoch { .. }
             | Kind::Connection { .. }
             | Kind::Disconnect { .. } => Severity::Note,
@@ -218,10 +251,14 @@ impl Kind {
             Kind::RnrStorm { .. } => "rnr_storm",
             Kind::ImpliedNak { .. } => "implied_nak",
             Kind::CeWithoutCnp { .. } => "ce_without_cnp",
+            Kind::CnpIgnored { .. } => "cnp_ignored",
             Kind::BadIcrc { .. } => "bad_icrc",
             Kind::Malformed(_) => "malformed",
             Kind::LengthMismatch { .. } => "length_mismatch",
             Kind::Pause { .. } => "pause",
+            Kind::PauseStorm { .. } => "pause_storm",
+            Kind::PauseOnIdlePriority { .. } => "pause_on_idle_priority",
+            Kind::RoceUnprotected { .. } => "roce_unprotected",
             Kind::Stall { .. } => "stall",
             Kind::NoResponse { .. } => "no_response",
             Kind::TimeoutRetransmission { .. } => "timeout_retransmission",
@@ -266,6 +303,15 @@ impl Kind {
 
 fn ms(us: u64) -> String {
     format!("{}.{:03} ms", us / 1000, us % 1000)
+}
+
+/// The priorities of a bit mask, as "3" or "3, 4".
+fn priorities(mask: u8) -> String {
+    let v: Vec<String> = (0..8)
+        .filter(|p| mask & (1 << p) != 0)
+        .map(|p| p.to_string())
+        .collect();
+    v.join(", ")
 }
 
 /// Seconds with three decimals, from microseconds.
@@ -327,6 +373,16 @@ impl fmt::Display for Kind {
                 f,
                 "CE marks without CNP: {count} CE-marked packets not answered by a CNP"
             ),
+            Kind::CnpIgnored {
+                cnps,
+                measured,
+                no_reduction,
+            } => write!(
+                f,
+                "CNPs ignored: the sender kept its rate after {no_reduction} of the {measured} CNPs whose \
+                 reaction was measured ({cnps} reached it): congestion control is off or not reacting on \
+                 this QP (rp_cnp_ignored on mlx5)"
+            ),
             Kind::BadIcrc { expected, found } => write!(
                 f,
                 "bad ICRC: found 0x{found:08x}, expected 0x{expected:08x}"
@@ -358,6 +414,51 @@ impl fmt::Display for Kind {
                     f,
                     "802.3x PAUSE of the whole link: {frames} frames, {} of pause",
                     ms(pause_us)
+                )
+            }
+            Kind::PauseStorm {
+                priority,
+                duration_us,
+                xoff,
+            } => {
+                match priority {
+                    Some(p) => write!(f, "PFC pause storm on priority {p}")?,
+                    None => write!(f, "802.3x PAUSE storm of the whole link")?,
+                }
+                write!(
+                    f,
+                    ": paused without a break for {} by {xoff} XOFF frames (a stuck receiver or a PFC \
+                     deadlock: traffic on it is halted, and the pauses spread upstream)",
+                    ms(duration_us)
+                )
+            }
+            Kind::PauseOnIdlePriority {
+                priority,
+                xoff,
+                pause_us,
+                carried,
+            } => write!(
+                f,
+                "PFC paused priority {priority} ({xoff} XOFF frames, {} in effect), which carries none of the \
+                 captured RoCE traffic (on priority {})",
+                ms(pause_us),
+                priorities(carried)
+            ),
+            Kind::RoceUnprotected {
+                priority,
+                dscp,
+                paused,
+            } => {
+                write!(f, "RoCE on priority {priority} (")?;
+                match dscp {
+                    Some(d) => write!(f, "DSCP {d} by --dscp-map")?,
+                    None => write!(f, "VLAN PCP {priority}")?,
+                }
+                write!(
+                    f,
+                    "), which no PFC frame paused while priority {} was paused: this traffic is not lossless \
+                     (PFC enabled on another priority than RoCE is sent on)",
+                    priorities(paused)
                 )
             }
             Kind::Stall {

@@ -21,6 +21,26 @@ pub struct Evicted {
     pub retransmitted: u64,
     pub ce: u64,
     pub cnp: u64,
+    /// Their traffic by priority ([`super::flow::Flow::priority`]; index 8: unknown).
+    pub by_priority: [Traffic; 9],
+}
+
+/// Flows and what they carried.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub flows: u64,
+    /// On the wire.
+    pub bytes: u64,
+    /// Payload less retransmitted payload.
+    pub goodput_bytes: u64,
+}
+
+impl Traffic {
+    pub fn add(&mut self, f: &super::flow::Flow) {
+        self.flows += 1;
+        self.bytes += f.bytes;
+        self.goodput_bytes += f.goodput_bytes();
+    }
 }
 
 /// Flow ids after an eviction, by the id before: `None` for a flow that went.
@@ -121,6 +141,8 @@ impl Engine {
         e.retransmitted += f.psn.retransmitted;
         e.ce += f.ecn[3];
         e.cnp += f.cnp;
+        let p = f.priority(&self.cfg.dscp_map).map_or(8, usize::from);
+        e.by_priority[p.min(8)].add(f);
     }
 
     /// Every id that named a flow, after `remap`.

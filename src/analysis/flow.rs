@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use parsers::frame::Addr;
 
 use super::psn::RequestPsns;
+use super::rate::{Intervals, Rate, Reaction};
 use super::series::Series;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -214,6 +215,12 @@ pub struct Flow {
     /// UD: the DETH source QP.
     pub src_qp: Option<u32>,
     pub series: Series,
+    /// Bytes per `--rate-window-us` window.
+    pub rate: Rate,
+    /// The CNPs that reached this flow's sender and what it did after them (made at the first).
+    pub reaction: Option<Box<Reaction>>,
+    /// The times between this flow's CNPs (the notification point's CNP interval).
+    pub cnp_intervals: Intervals,
     /// When the paired responder last NAKed (sequence error or RNR) this flow's requests.
     pub(crate) nak_ts: Option<u64>,
     /// NAKs (sequence error or RNR) not yet followed by a go-back-N: each explains one.
@@ -292,6 +299,9 @@ impl Flow {
             dscp: None,
             src_qp: None,
             series: Series::default(),
+            rate: Rate::default(),
+            reaction: None,
+            cnp_intervals: Intervals::default(),
             nak_ts: None,
             naks_unanswered: 0,
             progress_ts: ts,
@@ -319,6 +329,21 @@ impl Flow {
             ],
             [self.ecn[3], self.cnp, self.ce_without_cnp],
         )
+    }
+
+    /// Its PFC priority: the VLAN PCP, or for untagged traffic the priority `map` gives its DSCP.
+    pub fn priority(&self, map: &super::DscpMap) -> Option<u8> {
+        self.pcp.or_else(|| self.dscp.and_then(|d| map.get(d)))
+    }
+
+    /// Payload bytes less those retransmitted: what got through, once.
+    pub fn goodput_bytes(&self) -> u64 {
+        self.payload_bytes.saturating_sub(self.retransmitted_bytes)
+    }
+
+    /// Carries RoCE requests or their answers (not only CNPs): traffic PFC should keep lossless.
+    pub fn carries_roce(&self) -> bool {
+        self.requests > 0 || self.responses > 0
     }
 
     pub fn role(&self) -> Role {

@@ -7,14 +7,15 @@ pub mod events;
 mod evict;
 pub mod flow;
 mod handshake;
+mod pfc;
 pub mod psn;
+pub mod rate;
 mod requests;
 mod responses;
 pub mod series;
 
 use parsers::frame::{Addr, Frame, Roce};
 use parsers::icrc::IcrcStatus;
-use parsers::mac_control::MacControl;
 use parsers::opcode::CNP;
 use rustc_hash::FxHashMap;
 
@@ -40,6 +41,34 @@ pub struct Config {
     pub max_flows: Option<usize>,
     /// A flow idle for longer than this is finished and goes.
     pub flow_timeout_nanos: Option<u64>,
+    /// A priority paused continuously for longer than this is a pause storm.
+    pub pause_storm_nanos: u64,
+    /// The switch's DSCP -> priority mapping, for untagged traffic.
+    pub dscp_map: DscpMap,
+    /// Width of the windows a flow's rate is measured in (the CNP reaction, throughput peaks).
+    pub rate_window_nanos: u64,
+}
+
+/// DSCP (0-63) -> PFC priority (0-7), as `--dscp-map` states the switch maps it; unmapped DSCPs give no
+/// priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DscpMap(pub [Option<u8>; 64]);
+
+impl Default for DscpMap {
+    fn default() -> Self {
+        DscpMap([None; 64])
+    }
+}
+
+impl DscpMap {
+    pub fn get(&self, dscp: u8) -> Option<u8> {
+        self.0.get(usize::from(dscp)).copied().flatten()
+    }
+
+    /// The mapped (DSCP, priority) pairs, in DSCP order.
+    pub fn pairs(&self) -> impl Iterator<Item = (u8, u8)> + '_ {
+        (0..64u8).filter_map(|d| self.get(d).map(|p| (d, p)))
+    }
 }
 
 impl Config {
@@ -59,6 +88,14 @@ impl Config {
     /// ACK timeout, 2^20 × 4.096 µs, are 30 s; RNR and CM retries are shorter), so only a flow that is done
     /// goes.
     pub const DEFAULT_FLOW_TIMEOUT_S: u64 = 300;
+    /// `--pause-storm-ms`: a PFC pause is renewed every few hundred microseconds while a queue is full; a
+    /// priority held paused for a tenth of a second without a break is stuck (a storm, a deadlock), not
+    /// congested.
+    pub const DEFAULT_PAUSE_STORM_MS: u64 = 100;
+    /// `--rate-window-us`: DCQCN cuts a sender's rate within microseconds of a CNP and raises it again on a
+    /// timer of a few hundred microseconds (mlx5's rpg_time_reset, 300 µs): two 100 µs windows after the
+    /// CNP see the cut, and at 100 Gb/s one holds 1.25 MB.
+    pub const DEFAULT_RATE_WINDOW_US: u64 = 100;
 }
 
 impl Default for Config {
@@ -71,6 +108,9 @@ impl Default for Config {
             stall_nanos: Self::DEFAULT_STALL_MS * 1_000_000,
             max_flows: None,
             flow_timeout_nanos: None,
+            pause_storm_nanos: Self::DEFAULT_PAUSE_STORM_MS * 1_000_000,
+            dscp_map: DscpMap::default(),
+            rate_window_nanos: Self::DEFAULT_RATE_WINDOW_US * 1000,
         }
     }
 }
@@ -87,17 +127,6 @@ pub struct Totals {
     pub first_ts: Option<u64>,
     pub last_ts: u64,
     pub bytes: u64,
-}
-
-/// PAUSE and PFC frames for one priority.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PriorityPause {
-    pub frames: u64,
-    pub xoff: u64,
-    pub xon: u64,
-    pub quanta: u64,
-    /// Time and frame number of the first XOFF.
-    pub first_xoff: Option<(u64, u64)>,
 }
 
 /// What the engine made of one frame: the flow it counted it in and how, so that views mark frames exactly
@@ -172,6 +201,9 @@ pub struct Engine {
     pub evicted: Evicted,
     /// The renumbering of the last evictions, until taken.
     remapped: Option<Remap>,
+    /// The priorities the RoCE flows finished so far were on (bit p: priority p), for
+    /// `pause_on_idle_priority`.
+    carried: u8,
 }
 
 /// How many of the diagnosis' events each condition has.
@@ -187,7 +219,8 @@ pub struct Diagnosis {
     pub connections: u64,
 }
 
-pub use evict::{Evicted, Remap};
+pub use evict::{Evicted, Remap, Traffic};
+pub use pfc::PriorityPause;
 
 impl Engine {
     pub fn new(cfg: Config) -> Engine {
@@ -198,7 +231,7 @@ impl Engine {
             index: FxHashMap::default(),
             requesters: FxHashMap::default(),
             last: None,
-            pause: [PriorityPause::default(); 8],
+            pause: Default::default(),
             link_pause: PriorityPause::default(),
             events: Events::default(),
             diagnosis: Diagnosis::default(),
@@ -208,6 +241,7 @@ impl Engine {
             conn_index: FxHashMap::default(),
             evicted: Evicted::default(),
             remapped: None,
+            carried: 0,
         }
     }
 
@@ -298,6 +332,14 @@ impl Engine {
         f.last_ts = ts;
         f.series
             .add(ts.saturating_sub(start), frame.orig_len as u64);
+        let offsets = (ts.saturating_sub(start), ts.saturating_sub(f.prev_ts));
+        let width = self.cfg.rate_window_nanos;
+        f.rate.add(
+            f.reaction.as_deref_mut(),
+            offsets,
+            frame.orig_len as u64,
+            width,
+        );
         let bth = roce.bth;
         f.count_opcode(bth.opcode);
         f.fecn += u64::from(bth.fecn);
@@ -333,7 +375,8 @@ impl Engine {
         f.payload_bytes += payload;
         if bth.opcode == CNP {
             f.cnp += 1;
-            self.cnp_received(id, ts);
+            f.cnp_intervals.add(ts);
+            self.cnp_received(id, ts, number);
             return Class::Cnp;
         }
         if let Some(deth) = roce.ext.deth {
@@ -377,33 +420,6 @@ impl Engine {
         id
     }
 
-    fn pause_frame(&mut self, number: u64, ts: u64, mc: MacControl) {
-        let count = |stats: &mut PriorityPause, q: u16| {
-            stats.frames += 1;
-            stats.quanta += u64::from(q);
-            if q == 0 {
-                stats.xon += 1;
-            } else {
-                stats.xoff += 1;
-                stats.first_xoff.get_or_insert((ts, number));
-            }
-        };
-        match mc {
-            MacControl::Pause { quanta } => count(&mut self.link_pause, quanta),
-            MacControl::Pfc {
-                class_enable,
-                quanta,
-            } => {
-                for (p, (stats, q)) in self.pause.iter_mut().zip(quanta).enumerate() {
-                    if class_enable & (1 << p) != 0 {
-                        count(stats, q);
-                    }
-                }
-            }
-            MacControl::Other { .. } => {}
-        }
-    }
-
     /// The path MTU in use: configured, or inferred from full-size segments.
     pub fn mtu(&self) -> Option<u32> {
         self.cfg.mtu.or_else(|| {
@@ -414,40 +430,13 @@ impl Engine {
         })
     }
 
-    /// Pause time implied by `quanta` at the configured link speed (one quantum = 512 bit times), in µs.
-    pub fn pause_us(&self, quanta: u64) -> f64 {
-        quanta as f64 * 512.0 * 1e6 / self.cfg.link_speed_bps.max(1) as f64
-    }
-
     /// Closes what only the end of the capture settles: pending CE marks, RNR storms, PFC summaries.
     pub fn finish(&mut self) {
         let end = self.totals.last_ts;
         for id in 0..self.flows.len() {
             self.close_flow(id, end);
         }
-        let priorities = self
-            .pause
-            .iter()
-            .enumerate()
-            .map(|(p, s)| (Some(p as u8), *s));
-        for (priority, stats) in priorities
-            .chain([(None, self.link_pause)])
-            .collect::<Vec<_>>()
-        {
-            if let Some((ts, frame)) = stats.first_xoff {
-                let pause_us = self.pause_us(stats.quanta) as u64;
-                self.events.push(Event {
-                    ts_nanos: ts,
-                    flow: None,
-                    frame,
-                    kind: Kind::Pause {
-                        priority,
-                        frames: stats.xoff,
-                        pause_us,
-                    },
-                });
-            }
-        }
+        self.finish_pauses();
         self.hold_connections();
         self.events.list.sort_by_key(|e| (e.ts_nanos, e.frame));
     }
@@ -457,8 +446,12 @@ impl Engine {
     fn close_flow(&mut self, id: usize, end: u64) {
         let window = self.cfg.cnp_window_nanos;
         let mtu = self.mtu();
+        let dscp_map = self.cfg.dscp_map;
         let f = &mut self.flows[id];
         f.psn.settle(f.mtu_or(mtu));
+        if let Some(p) = f.priority(&dscp_map).filter(|_| f.carries_roce()) {
+            self.carried |= 1 << p;
+        }
         // Marks within the last window of the capture may have been answered after it ended.
         f.expire_ce(end.saturating_sub(window));
         if let Some((ce_ts, ce_frame)) = f.first_unanswered_ce {
@@ -470,6 +463,7 @@ impl Engine {
                 kind: Kind::CeWithoutCnp { count },
             });
         }
+        self.settle_reaction(id, end);
         let r = &self.flows[id].resp;
         let span = r.last_rnr_ts.saturating_sub(r.first_rnr_ts);
         if r.rnr_naks >= self.cfg.rnr_storm

@@ -22,8 +22,8 @@ use rocescope::report::{Condition, Listing, Output};
 use rocescope::source::{LiveConfig, printout};
 use rocescope::tui;
 use values::{
-    FailOn, OpcodeSet, parse_column, parse_fail_on, parse_fields_option, parse_interval, parse_mtu,
-    parse_opcode, parse_qpn, parse_secs, parse_size, parse_speed,
+    FailOn, OpcodeSet, parse_column, parse_dscp_map, parse_fail_on, parse_fields_option,
+    parse_interval, parse_mtu, parse_opcode, parse_qpn, parse_secs, parse_size, parse_speed,
 };
 
 use crate::commands;
@@ -153,6 +153,17 @@ pub struct AnalysisFlags {
     /// A CE mark counts as answered by a CNP toward its sender within this many microseconds.
     #[arg(long, default_value_t = analysis::Config::DEFAULT_CNP_WINDOW_US, value_name = "US")]
     pub cnp_window_us: u64,
+    /// Measure a flow's rate in windows of this many microseconds (the CNP reaction compares the window
+    /// before a CNP with the two after it).
+    #[arg(long, default_value_t = analysis::Config::DEFAULT_RATE_WINDOW_US, value_name = "US")]
+    pub rate_window_us: u64,
+    /// A priority paused without a break for longer than this many milliseconds is a pause storm.
+    #[arg(long, default_value_t = analysis::Config::DEFAULT_PAUSE_STORM_MS, value_name = "MS")]
+    pub pause_storm_ms: u64,
+    /// The switch's DSCP -> PFC priority mapping for untagged traffic: DSCP=PRIORITY pairs, e.g. 26=3,48=6
+    /// (untagged traffic whose DSCP it does not map has no known priority).
+    #[arg(long, value_name = "MAP", value_parser = parse_dscp_map)]
+    pub dscp_map: Option<analysis::DscpMap>,
     /// Keep at most N flows: when the table is full the least recently seen quarter is finished, added up
     /// (`evicted`) and dropped. 0: no limit.
     #[arg(long, value_name = "N", default_value_t = analysis::Config::DEFAULT_MAX_FLOWS)]
@@ -168,6 +179,9 @@ impl AnalysisFlags {
             mtu: self.mtu,
             link_speed_bps: self.link_speed,
             cnp_window_nanos: self.cnp_window_us.saturating_mul(1000),
+            pause_storm_nanos: self.pause_storm_ms.saturating_mul(1_000_000),
+            dscp_map: self.dscp_map.unwrap_or_default(),
+            rate_window_nanos: self.rate_window_us.saturating_mul(1000).max(1),
             stall_nanos: self.stall_ms.saturating_mul(1_000_000).max(1),
             max_flows: (self.max_flows > 0).then_some(self.max_flows),
             flow_timeout_nanos: (self.flow_timeout > 0)

@@ -1,5 +1,6 @@
 //! The value parsers of the command line: each turns one argument into a typed value, or into the one
 //! line clap shows after "invalid value".
+use rocescope::analysis::DscpMap;
 use rocescope::report::Condition;
 
 /// An InfiniBand path MTU: 256, 512, 1024, 2048 or 4096.
@@ -28,6 +29,25 @@ pub fn parse_speed(s: &str) -> Result<u64, String> {
         Some(bps) if bps > 0 => Ok(bps),
         _ => Err(format!("'{s}' is not a link speed (try 25G, 100G, 400G)")),
     }
+}
+
+/// `--dscp-map`: `DSCP=PRIORITY` pairs, comma-separated (`26=3,48=6`), DSCP 0-63, priority 0-7.
+pub fn parse_dscp_map(s: &str) -> Result<DscpMap, String> {
+    let mut map = DscpMap::default();
+    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let parsed = pair.split_once('=').and_then(|(d, p)| {
+            let d = d.trim().parse::<u8>().ok().filter(|d| *d < 64)?;
+            let p = p.trim().parse::<u8>().ok().filter(|p| *p < 8)?;
+            Some((d, p))
+        });
+        let Some((d, p)) = parsed else {
+            return Err(format!(
+                "'{pair}' is not DSCP=PRIORITY (DSCP 0-63, priority 0-7; e.g. 26=3,48=6)"
+            ));
+        };
+        map.0[usize::from(d)] = Some(p);
+    }
+    Ok(map)
 }
 
 /// A byte size: `1048576`, `64K`, `32M`, `1G` (binary units).
@@ -144,6 +164,14 @@ mod tests {
         );
         assert_eq!(parse_speed("10000m"), Ok(10_000_000_000));
         assert!(parse_speed("0").is_err());
+        let map = parse_dscp_map("26=3, 48=6").unwrap();
+        assert_eq!(
+            (map.get(26), map.get(48), map.get(0)),
+            (Some(3), Some(6), None)
+        );
+        assert!(parse_dscp_map("64=3").is_err());
+        assert!(parse_dscp_map("26=8").is_err());
+        assert!(parse_dscp_map("26").is_err());
         assert_eq!(parse_size("32M"), Ok(32 << 20));
         assert!(parse_size("4G").is_err());
         assert_eq!(parse_qpn("0x11"), Ok(17));

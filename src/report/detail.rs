@@ -12,6 +12,11 @@ fn us_to_s(us: u64) -> f64 {
     us as f64 / 1e6
 }
 
+/// The priorities of a bit mask, in order.
+fn bits(mask: u8) -> Vec<u8> {
+    (0..8).filter(|p| mask & (1 << p) != 0).collect()
+}
+
 /// `detail` of an event of kind `k`.
 pub fn of(k: &Kind) -> Map<String, Value> {
     let v = match *k {
@@ -31,6 +36,11 @@ pub fn of(k: &Kind) -> Map<String, Value> {
         Kind::RnrStorm { count, span_us } => json!({"count": count, "span_s": us_to_s(span_us)}),
         Kind::ImpliedNak { expected, got } => json!({"expected": expected, "got": got}),
         Kind::CeWithoutCnp { count } => json!({"count": count}),
+        Kind::CnpIgnored {
+            cnps,
+            measured,
+            no_reduction,
+        } => json!({"cnps": cnps, "measured": measured, "no_reduction": no_reduction}),
         Kind::BadIcrc { expected, found } => json!({"expected": expected, "found": found}),
         Kind::Malformed(m) => json!({"layer": m.layer.name(), "reason": m.to_string()}),
         Kind::LengthMismatch { dma_len, payload } => {
@@ -41,6 +51,23 @@ pub fn of(k: &Kind) -> Map<String, Value> {
             frames,
             pause_us,
         } => json!({"priority": priority, "frames": frames, "pause_s": us_to_s(pause_us)}),
+        Kind::PauseStorm {
+            priority,
+            duration_us,
+            xoff,
+        } => json!({"priority": priority, "duration_s": us_to_s(duration_us), "xoff": xoff}),
+        Kind::PauseOnIdlePriority {
+            priority,
+            xoff,
+            pause_us,
+            carried,
+        } => json!({"priority": priority, "xoff": xoff, "pause_s": us_to_s(pause_us),
+                     "roce_priorities": bits(carried)}),
+        Kind::RoceUnprotected {
+            priority,
+            dscp,
+            paused,
+        } => json!({"priority": priority, "dscp": dscp, "paused_priorities": bits(paused)}),
         Kind::Stall {
             psn,
             outstanding,

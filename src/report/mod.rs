@@ -43,6 +43,8 @@ pub struct Report {
     /// The connections the CM handshakes and the hosts' printouts name (docs/json.md).
     pub connections: Vec<connections::ConnectionReport>,
     pub pfc: Vec<PriorityReport>,
+    /// Traffic by priority (every flow's, the evicted ones' too), over the capture's duration.
+    pub priorities: Vec<PriorityTraffic>,
     /// 802.3x PAUSE (whole link), when any.
     pub link_pause: Option<PriorityReport>,
     pub events: Vec<EventReport>,
@@ -117,6 +119,12 @@ pub struct ConfigUsed {
     pub mtu_source: &'static str,
     pub link_speed_bps: u64,
     pub cnp_window_us: u64,
+    /// `--pause-storm-ms`.
+    pub pause_storm_ms: u64,
+    /// `--dscp-map`: {DSCP: priority}.
+    pub dscp_map: BTreeMap<String, u8>,
+    /// `--rate-window-us`.
+    pub rate_window_us: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -236,6 +244,64 @@ pub struct FlowReport {
     pub paused_priority: bool,
     pub counters: Counters,
     pub series: SeriesReport,
+    /// The CNPs that reached this flow's sender and what its rate did after them; null when none did.
+    pub cnp_reaction: Option<CnpReaction>,
+    /// The times between this flow's CNPs (the notification point's CNP interval); null with fewer than two.
+    pub cnp_interval_us: Option<IntervalReport>,
+    pub throughput: Throughput,
+}
+
+/// A flow's rates at the link's speed (docs/analysis.md).
+#[derive(Debug, Serialize)]
+pub struct Throughput {
+    /// Bytes on the wire and payload less retransmitted payload, over the time from its first frame to its
+    /// last, Gb/s; null for a flow of no duration.
+    pub gbps: Option<f64>,
+    pub goodput_gbps: Option<f64>,
+    /// `gbps` over `--link-speed`.
+    pub link_share: Option<f64>,
+    /// The busiest `--rate-window-us` window, Gb/s, and over `--link-speed`.
+    pub peak_gbps: f64,
+    pub peak_link_share: f64,
+}
+
+/// One priority's traffic (`priority` null: flows of no known priority).
+#[derive(Debug, Serialize)]
+pub struct PriorityTraffic {
+    pub priority: Option<u8>,
+    pub flows: u64,
+    pub bytes: u64,
+    pub goodput_bytes: u64,
+    /// Over the capture's duration (null for a capture of no duration), Gb/s, and over `--link-speed`.
+    pub gbps: Option<f64>,
+    pub goodput_gbps: Option<f64>,
+    pub link_share: Option<f64>,
+}
+
+/// What a flow's sender (the reaction point) did after the CNPs that reached it (docs/analysis.md).
+#[derive(Debug, Serialize)]
+pub struct CnpReaction {
+    /// CNPs toward the flow's source QP.
+    pub cnps: u64,
+    /// Those whose reaction was measured (the window before full enough, the two after within the capture,
+    /// no reaction to an earlier CNP in measurement).
+    pub measured: u64,
+    /// Measured with no visible reduction (the rate after above 90 % of the rate before).
+    pub no_reduction: u64,
+    /// Reductions, 0 to 1: the median (to the whole percent) and the smallest (the worst reaction).
+    pub median_reduction: Option<f64>,
+    pub worst_reduction: Option<f64>,
+    /// From the CNP to the first packet sent at the reduced rate, over the visible reductions: mean and
+    /// maximum, microseconds.
+    pub mean_time_to_reduction_us: Option<f64>,
+    pub max_time_to_reduction_us: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IntervalReport {
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
 }
 
 impl FlowReport {
@@ -270,9 +336,25 @@ pub struct PriorityReport {
     pub frames: u64,
     pub xoff: u64,
     pub xon: u64,
+    /// The quanta the XOFFs asked for, added up.
     pub quanta: u64,
-    /// Pause time the quanta imply at the link speed, microseconds.
+    /// Time a pause was in effect (each XOFF pauses for its quanta at the link speed until a later XOFF
+    /// replaces it or an XON ends it), up to the end of the capture, microseconds.
     pub pause_us: f64,
+    /// `pause_us` over the capture's duration.
+    pub paused_fraction: f64,
+    /// The longest time paused without a break, microseconds.
+    pub longest_pause_us: f64,
+    /// The share of each bucket of time it was paused.
+    pub paused_series: PausedSeriesReport,
+}
+
+/// Buckets of `bucket_us` from the capture's start (at first `--rate-window-us`, doubling past 1024), up to
+/// the last with a pause: the share of each that the priority was paused.
+#[derive(Debug, Serialize)]
+pub struct PausedSeriesReport {
+    pub bucket_us: f64,
+    pub fraction: Vec<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -322,11 +404,11 @@ impl Report {
     pub fn build_listing(engine: &Engine, file: &str, listing: Listing) -> Report {
         let t = &engine.totals;
         let first = t.first_ts.unwrap_or(0);
-        let paused = paused_priorities(engine);
+        let paused = engine.paused_priorities();
         let ids = listing::listed(engine, listing);
         let flows: Vec<FlowReport> = ids
             .iter()
-            .map(|&id| flow_report(engine, id, &engine.flows[id as usize], &paused))
+            .map(|&id| flow_report(engine, id, &engine.flows[id as usize], paused))
             .collect();
         let priority = |i: usize, p: &crate::analysis::PriorityPause| PriorityReport {
             priority: i as u8,
@@ -334,7 +416,18 @@ impl Report {
             xoff: p.xoff,
             xon: p.xon,
             quanta: p.quanta,
-            pause_us: engine.pause_us(p.quanta),
+            pause_us: p.paused_nanos as f64 / 1000.0,
+            paused_fraction: fraction(p.paused_nanos, t.last_ts.saturating_sub(first)),
+            longest_pause_us: p.longest_nanos as f64 / 1000.0,
+            paused_series: PausedSeriesReport {
+                bucket_us: p.series.width() as f64 / 1000.0,
+                fraction: p
+                    .series
+                    .buckets()
+                    .iter()
+                    .map(|b| fraction(*b, p.series.width()))
+                    .collect(),
+            },
         };
         let pfc = engine
             .pause
@@ -385,6 +478,14 @@ impl Report {
                 mtu_source,
                 link_speed_bps: engine.cfg.link_speed_bps,
                 cnp_window_us: engine.cfg.cnp_window_nanos / 1000,
+                pause_storm_ms: engine.cfg.pause_storm_nanos / 1_000_000,
+                dscp_map: engine
+                    .cfg
+                    .dscp_map
+                    .pairs()
+                    .map(|(d, p)| (d.to_string(), p))
+                    .collect(),
+                rate_window_us: engine.cfg.rate_window_nanos / 1000,
             },
             flows,
             other_flows: listing::others(engine, &ids),
@@ -392,6 +493,7 @@ impl Report {
             evicted: (engine.evicted.flows > 0).then(|| EvictedReport::of(&engine.evicted)),
             connections: connections::build(engine),
             pfc,
+            priorities: priorities(engine, t.last_ts.saturating_sub(first)),
             link_pause,
             events,
             events_dropped: engine.events.dropped,
@@ -443,12 +545,17 @@ impl Report {
     }
 }
 
-/// The priorities PFC paused (an XOFF was seen), for each flow's `paused_priority`.
-fn paused_priorities(engine: &Engine) -> Vec<bool> {
-    engine.pause.iter().map(|p| p.xoff > 0).collect()
+/// `part` of `whole`, 0 when `whole` is.
+fn fraction(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
 }
 
-fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: &[bool]) -> FlowReport {
+/// `paused`: the priorities PFC paused (bit p), for `paused_priority`.
+fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: u8) -> FlowReport {
     let paired = f.paired_with.and_then(|p| engine.flows.get(p as usize));
     let has_requests = f.requests > 0;
     let s = &f.series;
@@ -538,8 +645,8 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: &[bool]) -> FlowRepor
         pcp: f.pcp,
         dscp: f.dscp,
         paused_priority: f
-            .pcp
-            .is_some_and(|p| paused.get(usize::from(p)).copied().unwrap_or(false))
+            .priority(&engine.cfg.dscp_map)
+            .is_some_and(|p| paused & (1 << p) != 0)
             || engine.link_pause.xoff > 0,
         counters: Counters {
             out_of_sequence: f.psn.gap_events,
@@ -552,7 +659,80 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: &[bool]) -> FlowRepor
             rx_icrc_encapsulated: f.icrc_bad,
         },
         series,
+        cnp_reaction: f.reaction.as_deref().map(cnp_reaction),
+        cnp_interval_us: interval(&f.cnp_intervals),
+        throughput: throughput(engine, f),
     }
+}
+
+/// Gb/s of `bytes` over `nanos` (bits per nanosecond); none over no time.
+fn gbps(bytes: u64, nanos: u64) -> Option<f64> {
+    (nanos > 0).then(|| bytes as f64 * 8.0 / nanos as f64)
+}
+
+fn throughput(engine: &Engine, f: &Flow) -> Throughput {
+    let link = engine.cfg.link_speed_bps as f64 / 1e9;
+    let span = f.last_ts.saturating_sub(f.first_ts);
+    let rate = gbps(f.bytes, span);
+    let peak = gbps(f.rate.peak_bytes, engine.cfg.rate_window_nanos).unwrap_or(0.0);
+    Throughput {
+        gbps: rate,
+        goodput_gbps: gbps(f.goodput_bytes(), span),
+        link_share: rate.map(|r| r / link),
+        peak_gbps: peak,
+        peak_link_share: peak / link,
+    }
+}
+
+/// Every flow's traffic by priority, with the evicted flows', over the capture's duration.
+fn priorities(engine: &Engine, duration: u64) -> Vec<PriorityTraffic> {
+    let mut by = engine.evicted.by_priority;
+    for f in &engine.flows {
+        let p = f.priority(&engine.cfg.dscp_map).map_or(8, usize::from);
+        by[p.min(8)].add(f);
+    }
+    let link = engine.cfg.link_speed_bps as f64 / 1e9;
+    by.iter()
+        .enumerate()
+        .filter(|(_, t)| t.flows > 0)
+        .map(|(p, t)| {
+            let rate = gbps(t.bytes, duration);
+            PriorityTraffic {
+                priority: (p < 8).then_some(p as u8),
+                flows: t.flows,
+                bytes: t.bytes,
+                goodput_bytes: t.goodput_bytes,
+                gbps: rate,
+                goodput_gbps: gbps(t.goodput_bytes, duration),
+                link_share: rate.map(|r| r / link),
+            }
+        })
+        .collect()
+}
+
+fn cnp_reaction(r: &crate::analysis::rate::Reaction) -> CnpReaction {
+    use crate::analysis::rate::rounded_mean;
+    let us = |nanos: u64| nanos as f64 / 1000.0;
+    let measured = r.measured > 0;
+    let timed = r.times > 0;
+    CnpReaction {
+        cnps: r.cnps,
+        measured: r.measured,
+        no_reduction: r.no_reduction,
+        median_reduction: r.median(),
+        worst_reduction: measured.then_some(r.worst),
+        mean_time_to_reduction_us: timed.then(|| us(rounded_mean(r.time_sum, r.times))),
+        max_time_to_reduction_us: timed.then(|| us(r.time_max)),
+    }
+}
+
+fn interval(i: &crate::analysis::rate::Intervals) -> Option<IntervalReport> {
+    let mean = i.mean()?;
+    Some(IntervalReport {
+        min: i.min as f64 / 1000.0,
+        mean: mean as f64 / 1000.0,
+        max: i.max as f64 / 1000.0,
+    })
 }
 
 /// The report of a capture file (or `-`, standard input): the pipeline over it, nothing else.

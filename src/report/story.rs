@@ -44,6 +44,19 @@ fn took(s: f64) -> String {
     }
 }
 
+/// The numbers of an array in `detail`, as "3" or "3, 4".
+fn list(e: &EventReport, key: &str) -> String {
+    let v: Vec<String> = e
+        .detail
+        .get(key)
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+        .map(|n| n.to_string())
+        .collect();
+    v.join(", ")
+}
+
 fn secs(e: &EventReport, key: &str) -> String {
     took(e.detail.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0))
 }
@@ -141,6 +154,10 @@ impl<'r> Story<'r> {
             "was marked for congestion"
         } else if self.flow.icrc_bad + self.flow.malformed > 0 {
             "was damaged"
+        } else if self.first("cnp_ignored").is_some() {
+            "did not slow down after its CNPs"
+        } else if self.first("roce_unprotected").is_some() {
+            "is not protected by PFC"
         } else {
             "ran into trouble"
         }
@@ -300,6 +317,22 @@ impl<'r> Story<'r> {
                 many(num(e, "count"), "CE mark")
             ));
         }
+        if let Some(e) = self.first("cnp_ignored") {
+            out.push(format!(
+                "its sender kept its rate after {} of the {} CNPs measured (congestion control off or not \
+                 reacting on this QP)",
+                num(e, "no_reduction"),
+                num(e, "measured")
+            ));
+        }
+        if let Some(e) = self.first("roce_unprotected") {
+            out.push(format!(
+                "it runs on priority {}, which PFC never paused while it paused priority {} (not lossless: \
+                 PFC is enabled on another priority)",
+                num(e, "priority"),
+                list(e, "paused_priorities")
+            ));
+        }
         // A requester that gave up stalled because it did: the stall adds nothing.
         if let Some(e) = self.first("stall").filter(|_| !self.gave_up()) {
             let at_end = e.detail.get("at_end").and_then(|v| v.as_bool()) == Some(true);
@@ -362,6 +395,21 @@ pub fn lines(r: &Report) -> Vec<String> {
             )
         })
         .collect();
+    out.extend(r.events.iter().filter(|e| e.kind == "pause_storm").map(|e| {
+        let on = e
+            .detail
+            .get("priority")
+            .and_then(|v| v.as_u64())
+            .map_or("the whole link (802.3x PAUSE)".to_string(), |p| {
+                format!("priority {p}")
+            });
+        format!(
+            "PFC pause storm: {on} paused without a break for {} by {} (traffic on it halted: a stuck \
+             receiver or a PFC deadlock).",
+            secs(e, "duration_s"),
+            many(num(e, "xoff"), "XOFF")
+        )
+    }));
     if stories.len() > FLOWS_TOLD {
         out.push(format!(
             "... and {} more flows in trouble (the flow table and the events below).",

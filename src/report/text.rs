@@ -45,6 +45,17 @@ pub fn write(out: &mut impl Write, r: &Report, top: Option<usize>) -> io::Result
         writeln!(out)?;
         pauses(out, r)?;
     }
+    if r.flows
+        .iter()
+        .any(|f| f.cnp_reaction.is_some() || f.cnp_interval_us.is_some())
+    {
+        writeln!(out)?;
+        reactions(out, r)?;
+    }
+    if !r.priorities.is_empty() {
+        writeln!(out)?;
+        throughput(out, r)?;
+    }
     writeln!(out)?;
     events(out, r)?;
     writeln!(out)?;
@@ -177,18 +188,10 @@ fn pauses(out: &mut impl Write, r: &Report) -> io::Result<()> {
         r.config.link_speed_bps / 1_000_000_000
     )?;
     if let Some(p) = &r.link_pause {
-        writeln!(
-            out,
-            "  802.3x PAUSE (whole link): {} frames ({} XOFF, {} XON), {} quanta = {:.3} µs",
-            p.frames, p.xoff, p.xon, p.quanta, p.pause_us
-        )?;
+        writeln!(out, "  802.3x PAUSE (whole link): {}", pause_line(p))?;
     }
     for p in &r.pfc {
-        writeln!(
-            out,
-            "  priority {}: {} frames ({} XOFF, {} XON), {} quanta = {:.3} µs",
-            p.priority, p.frames, p.xoff, p.xon, p.quanta, p.pause_us
-        )?;
+        writeln!(out, "  priority {}: {}", p.priority, pause_line(p))?;
     }
     let paused: Vec<String> = r
         .flows
@@ -200,6 +203,78 @@ fn pauses(out: &mut impl Write, r: &Report) -> io::Result<()> {
         writeln!(out, "  flows on a paused priority: {}", paused.join(" "))?;
     }
     Ok(())
+}
+
+/// The CNPs' side of each flow: what its sender did after them, how often its destination sent them.
+fn reactions(out: &mut impl Write, r: &Report) -> io::Result<()> {
+    writeln!(
+        out,
+        "CNPs and rates (rate windows of {} µs)",
+        r.config.rate_window_us
+    )?;
+    let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.0}%", x * 100.0));
+    let us = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.1} µs"));
+    for f in &r.flows {
+        let place = format!("#{} {} → {} QP 0x{:06x}", f.id, f.src, f.dst, f.dest_qp);
+        if let Some(c) = &f.cnp_reaction {
+            writeln!(
+                out,
+                "  {place}: {} CNPs reached its sender, {} measured: rate cut by {} (median), {} at least, \
+                 {} to the cut ({} at most); {} with no visible cut",
+                c.cnps,
+                c.measured,
+                pct(c.median_reduction),
+                pct(c.worst_reduction),
+                us(c.mean_time_to_reduction_us),
+                us(c.max_time_to_reduction_us),
+                c.no_reduction
+            )?;
+        }
+        if let Some(i) = &f.cnp_interval_us {
+            writeln!(
+                out,
+                "  {place}: CNPs every {:.1} µs on average ({:.1} at least, {:.1} at most)",
+                i.mean, i.min, i.max
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Traffic per priority at the link's speed.
+fn throughput(out: &mut impl Write, r: &Report) -> io::Result<()> {
+    let link = r.config.link_speed_bps as f64 / 1e9;
+    writeln!(out, "Throughput by priority (of {link} Gb/s)")?;
+    for p in &r.priorities {
+        let name = p
+            .priority
+            .map_or("no known priority".to_string(), |p| format!("priority {p}"));
+        let gbps = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.3} Gb/s"));
+        writeln!(
+            out,
+            "  {name}: {} flows, {} bytes, {} ({:.2}% of the link), goodput {}",
+            p.flows,
+            p.bytes,
+            gbps(p.gbps),
+            p.link_share.unwrap_or(0.0) * 100.0,
+            gbps(p.goodput_gbps)
+        )?;
+    }
+    Ok(())
+}
+
+/// One priority's frames, quanta and the time its pause was in effect.
+fn pause_line(p: &super::PriorityReport) -> String {
+    format!(
+        "{} frames ({} XOFF, {} XON), {} quanta; paused {:.3} µs ({:.1}% of the capture), longest {:.3} µs",
+        p.frames,
+        p.xoff,
+        p.xon,
+        p.quanta,
+        p.pause_us,
+        p.paused_fraction * 100.0,
+        p.longest_pause_us
+    )
 }
 
 /// The first [`EVENTS_SHOWN`] events.

@@ -619,6 +619,31 @@ fn draw_flows(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area:
     let _ = SORT_KEYS;
 }
 
+/// A flow's share of the link and its CNPs' side: what its sender did after them, how often they came.
+fn congestion_line(f: &FlowReport) -> String {
+    let t = &f.throughput;
+    let mut out = format!(
+        "link {:.2}% (peak {:.2}%)",
+        t.link_share.unwrap_or(0.0) * 100.0,
+        t.peak_link_share * 100.0
+    );
+    if let Some(c) = &f.cnp_reaction {
+        let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.0}%", x * 100.0));
+        out.push_str(&format!(
+            "  CNPs to its sender {}: rate cut {} median, {} worst, {} of {} measured not cut",
+            c.cnps,
+            pct(c.median_reduction),
+            pct(c.worst_reduction),
+            c.no_reduction,
+            c.measured
+        ));
+    }
+    if let Some(i) = &f.cnp_interval_us {
+        out.push_str(&format!("  CNP interval {:.1} µs min", i.min));
+    }
+    out
+}
+
 fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area: Rect) {
     let Some(d) = &model.detail else { return };
     let Some(f) = r.flow(d.flow) else {
@@ -627,7 +652,7 @@ fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area
     let events = model.detail_events();
     let ev_h = (events.len() as u16 + 2).clamp(3, (area.height / 4).clamp(3, 8));
     let [summary, chart, thr, ev] = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(4),
         Constraint::Min(6),
         Constraint::Length(3),
         Constraint::Length(ev_h),
@@ -672,6 +697,7 @@ fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area
             latency("ack", f.latency_us),
             latency("read", f.read_latency_us)
         )),
+        Line::raw(congestion_line(f)),
     ];
     frame.render_widget(Paragraph::new(lines), summary);
     draw_chart(model, r, theme, frame, chart);

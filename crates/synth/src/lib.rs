@@ -3,6 +3,10 @@
 //! Used by `examples/synth.rs` (the command `benches/compare.sh` and `benches/capture.sh` run),
 //! `tests/synth.rs` (which checks `rocescope analyze` against the truth) and `tests/alloc.rs`.
 //!
+//! A second scenario, [`generate_lossless`] (module `lossless`, its model there): paced senders reacting to
+//! CNPs as DCQCN does, or ignoring them, and a PFC pause storm, with the truth of the figures of
+//! `cnp_reaction`, `cnp_interval_us` and `pfc`.
+//!
 //! [`Params`] is what to simulate; [`generate`] runs the simulation (module `sim`: the requesters and the
 //! responders; `frame` builds the frames, `capture` writes them) and returns the [`Truth`].
 //!
@@ -57,11 +61,13 @@
 
 mod capture;
 mod frame;
+mod lossless;
 mod params;
 mod rng;
 mod sim;
 mod truth;
 
+pub use lossless::{LosslessParams, LosslessTruth, SenderTruth, generate_lossless};
 pub use params::Params;
 pub use sim::generate;
 pub use truth::{ConnTruth, RequesterTruth, ResponderTruth, Truth};
