@@ -7,6 +7,7 @@ pub mod events;
 mod evict;
 pub mod flow;
 mod handshake;
+mod mirror;
 pub mod psn;
 mod requests;
 mod responses;
@@ -40,6 +41,8 @@ pub struct Config {
     pub max_flows: Option<usize>,
     /// A flow idle for longer than this is finished and goes.
     pub flow_timeout_nanos: Option<u64>,
+    /// The same RoCE frame seen again within this time is a mirror duplicate (0: never).
+    pub mirror_window_nanos: u64,
 }
 
 impl Config {
@@ -59,6 +62,9 @@ impl Config {
     /// ACK timeout, 2^20 × 4.096 µs, are 30 s; RNR and CM retries are shorter), so only a flow that is done
     /// goes.
     pub const DEFAULT_FLOW_TIMEOUT_S: u64 = 300;
+    /// `--mirror-window-us`: the two copies of a mirrored frame are a switch's forwarding and queueing
+    /// delay apart: microseconds, up to a millisecond behind a deep buffer (12.5 MB drain in 1 ms at 100 Gb/s).
+    pub const DEFAULT_MIRROR_WINDOW_US: u64 = 1000;
 }
 
 impl Default for Config {
@@ -71,6 +77,7 @@ impl Default for Config {
             stall_nanos: Self::DEFAULT_STALL_MS * 1_000_000,
             max_flows: None,
             flow_timeout_nanos: None,
+            mirror_window_nanos: Self::DEFAULT_MIRROR_WINDOW_US * 1000,
         }
     }
 }
@@ -84,6 +91,10 @@ pub struct Totals {
     pub malformed: u64,
     pub icrc_bad: u64,
     pub icrc_unverifiable: u64,
+    /// RoCE frames that came in a mirror session or tunnel (ERSPAN, GRE, VXLAN).
+    pub encapsulated: u64,
+    /// RoCE frames seen twice within the mirror window: counted once.
+    pub mirror_duplicates: u64,
     pub first_ts: Option<u64>,
     pub last_ts: u64,
     pub bytes: u64,
@@ -131,6 +142,8 @@ pub enum Class {
     /// A bad ICRC: the receiver drops it, so nothing else is counted.
     BadIcrc,
     Malformed,
+    /// The second copy of a frame mirrored twice: not counted.
+    MirrorDuplicate,
 }
 
 impl Class {
@@ -172,6 +185,7 @@ pub struct Engine {
     pub evicted: Evicted,
     /// The renumbering of the last evictions, until taken.
     remapped: Option<Remap>,
+    mirror: mirror::MirrorWindow,
 }
 
 /// How many of the diagnosis' events each condition has.
@@ -208,6 +222,7 @@ impl Engine {
             conn_index: FxHashMap::default(),
             evicted: Evicted::default(),
             remapped: None,
+            mirror: mirror::MirrorWindow::new(cfg.mirror_window_nanos),
         }
     }
 
@@ -223,6 +238,17 @@ impl Engine {
     /// Feeds one frame: `number` is its position in the capture (from 1), `ts` its time in nanoseconds.
     /// Returns how it was counted.
     pub fn ingest(&mut self, number: u64, ts: u64, frame: &Frame) -> Classified {
+        self.count_frame(frame);
+        if let Some(r) = &frame.roce
+            && self.mirror.duplicate(frame, r, ts)
+        {
+            // Not even its time counts: the capture is analysed as if it held one copy.
+            self.totals.mirror_duplicates += 1;
+            return Classified {
+                flow: None,
+                class: Class::MirrorDuplicate,
+            };
+        }
         if ts >= self.next_sweep {
             if self.next_sweep > 0 {
                 self.sweep(ts);
@@ -230,15 +256,8 @@ impl Engine {
             self.next_sweep = ts.saturating_add((self.cfg.stall_nanos / 4).max(1));
         }
         let t = &mut self.totals;
-        t.frames += 1;
-        t.bytes += frame.orig_len as u64;
         t.first_ts.get_or_insert(ts);
         t.last_ts = ts;
-        if frame.to_roce {
-            t.roce_frames += 1;
-        } else {
-            t.other_frames += 1;
-        }
         if let Some(mc) = frame.mac_control {
             self.pause_frame(number, ts, mc);
         }
@@ -284,12 +303,25 @@ impl Engine {
         }
     }
 
+    /// The file's counts: every frame, mirror duplicates too.
+    fn count_frame(&mut self, frame: &Frame) {
+        let t = &mut self.totals;
+        t.frames += 1;
+        t.bytes += frame.orig_len as u64;
+        if frame.to_roce {
+            t.roce_frames += 1;
+            t.encapsulated += u64::from(frame.encap[0].is_some());
+        } else {
+            t.other_frames += 1;
+        }
+    }
+
     /// The per-flow part of [`Engine::ingest`] for a RoCE frame of flow `id`.
     fn roce(&mut self, id: u32, number: u64, ts: u64, frame: &Frame, roce: &Roce) -> Class {
         let start = self.totals.first_ts.unwrap_or(ts);
         let f = &mut self.flows[id as usize];
         f.packets += 1;
-        f.bytes += frame.orig_len as u64;
+        f.bytes += frame.wire_len() as u64;
         if f.packets == 1 {
             f.first_psn = roce.bth.psn;
         }
@@ -297,7 +329,7 @@ impl Engine {
         f.prev_ts = f.last_ts;
         f.last_ts = ts;
         f.series
-            .add(ts.saturating_sub(start), frame.orig_len as u64);
+            .add(ts.saturating_sub(start), frame.wire_len() as u64);
         let bth = roce.bth;
         f.count_opcode(bth.opcode);
         f.fecn += u64::from(bth.fecn);

@@ -160,6 +160,10 @@ pub struct AnalysisFlags {
     /// A flow idle this many seconds (capture time) is finished, added up and dropped. 0: never.
     #[arg(long, value_name = "SECS", default_value_t = analysis::Config::DEFAULT_FLOW_TIMEOUT_S)]
     pub flow_timeout: u64,
+    /// The same RoCE frame again within this many microseconds is a mirror duplicate (the ingress and
+    /// egress copies of a mirror session), counted once. 0: never.
+    #[arg(long, value_name = "US", default_value_t = analysis::Config::DEFAULT_MIRROR_WINDOW_US)]
+    pub mirror_window_us: u64,
 }
 
 impl AnalysisFlags {
@@ -172,6 +176,7 @@ impl AnalysisFlags {
             max_flows: (self.max_flows > 0).then_some(self.max_flows),
             flow_timeout_nanos: (self.flow_timeout > 0)
                 .then(|| self.flow_timeout.saturating_mul(1_000_000_000)),
+            mirror_window_nanos: self.mirror_window_us.saturating_mul(1000),
             ..Default::default()
         }
     }
