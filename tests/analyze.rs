@@ -335,3 +335,104 @@ fn text_report_names_the_trouble() {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
 }
+
+/// The pieces of one capture: its frames as (time in ns, linktype, captured bytes, length on the wire).
+type Frames = Vec<(u64, u16, Vec<u8>, u32)>;
+
+fn frames_of(capture: &Path) -> Frames {
+    use rocescope::source::{FileSource, Next, PacketSource};
+    let mut src = FileSource::open(capture).unwrap();
+    let mut out = Vec::new();
+    while let Ok(Next::Packet { packet: p, .. }) = src.next() {
+        out.push((p.ts_nanos, p.linktype, p.data.to_vec(), p.orig_len));
+    }
+    out
+}
+
+fn write_pcap(path: &Path, frames: &[&(u64, u16, Vec<u8>, u32)]) {
+    use parsers::savefile::{self, Resolution};
+    let mut out = Vec::new();
+    let linktype = frames.first().map_or(1, |f| f.1);
+    savefile::pcap_file_header(&mut out, Resolution::Nanos, 262_144, linktype);
+    for (ts, _, data, len) in frames {
+        savefile::pcap_record(&mut out, Resolution::Nanos, *ts, data, *len);
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// `analyze A B C` and `analyze DIR` read the pieces of one capture point as one stream in time order: every
+/// hand-worked capture split into two files frame by frame (given in reverse order), and rotated into
+/// three files without extension in a directory (tcpdump -C's names), analyses as the whole but for
+/// `capture.file`. Captures with two frames at one time (their order between files is not the file's)
+/// or several link types (one per pcap file) are left out.
+#[test]
+fn split_and_rotated_pieces_analyse_as_the_whole() {
+    let tmp = std::env::temp_dir().join(format!("rocescope-pieces-{}", std::process::id()));
+    let rotated = tmp.join("rotated");
+    std::fs::create_dir_all(&rotated).unwrap();
+    let (mut compared, mut wrong) = (0, Vec::new());
+    for sub in ["analysis", "diagnosis", "connections"] {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata")
+            .join(sub);
+        let mut captures: Vec<PathBuf> = std::fs::read_dir(&root)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+            .collect();
+        captures.sort();
+        for capture in captures {
+            let frames = frames_of(&capture);
+            let ties = frames.windows(2).any(|w| w[0].0 >= w[1].0);
+            if ties || frames.iter().any(|f| f.1 != frames[0].1) {
+                continue;
+            }
+            let all: Vec<_> = frames.iter().collect();
+            let (a, b) = (tmp.join("a.pcap"), tmp.join("b.pcap"));
+            write_pcap(&a, &all.iter().step_by(2).copied().collect::<Vec<_>>());
+            write_pcap(
+                &b,
+                &all.iter().skip(1).step_by(2).copied().collect::<Vec<_>>(),
+            );
+            let third = all.len().div_ceil(3).max(1);
+            for (i, piece) in all.chunks(third).enumerate() {
+                let name = if i == 0 {
+                    "trace".to_string()
+                } else {
+                    format!("trace{i}")
+                };
+                write_pcap(&rotated.join(name), piece);
+            }
+            let mut want = report(&capture);
+            for mut got in [
+                pieces(&[b.to_str().unwrap(), a.to_str().unwrap()]),
+                pieces(&[rotated.to_str().unwrap()]),
+            ] {
+                for r in [&mut want, &mut got] {
+                    r["capture"].as_object_mut().unwrap().remove("file");
+                }
+                if got != want {
+                    wrong.push(capture.display().to_string());
+                }
+            }
+            for f in std::fs::read_dir(&rotated).unwrap().flatten() {
+                std::fs::remove_file(f.path()).unwrap();
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared >= 30, "{compared} captures compared");
+    assert!(wrong.is_empty(), "analysed differently: {wrong:?}");
+}
+
+fn pieces(args: &[&str]) -> Value {
+    let mut all = vec!["analyze", "--json"];
+    all.extend_from_slice(args);
+    let o = rocescope(&all);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}

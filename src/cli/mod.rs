@@ -303,24 +303,26 @@ impl DisplayFilterFlag {
     }
 }
 
-/// The capture file: `FILE` or `-r FILE`; `-` is standard input.
+/// The capture files: `FILE...` or `-r FILE` (repeated); `-` is standard input. Several files, or a
+/// directory's, are pieces of one capture point read as one time-ordered stream.
 #[derive(Args, Debug, Clone)]
 #[group(required = true, multiple = false)]
 pub struct ReadFlag {
-    /// Capture file (pcap or pcapng), or `-` for standard input.
+    /// Capture files (pcap or pcapng) or directories of them, or `-` for standard input.
     #[arg(value_name = "FILE")]
-    pub file: Option<PathBuf>,
-    /// The capture file, as tshark takes it (pcap or pcapng; `-` is standard input).
+    pub files: Vec<PathBuf>,
+    /// A capture file, as tshark takes it (pcap or pcapng; `-` is standard input); repeat for more.
     #[arg(short = 'r', long = "read", value_name = "FILE")]
-    pub read: Option<PathBuf>,
+    pub read: Vec<PathBuf>,
 }
 
 impl ReadFlag {
-    fn path(&self) -> PathBuf {
-        self.read
-            .clone()
-            .or_else(|| self.file.clone())
-            .unwrap_or_default()
+    fn paths(&self) -> Vec<PathBuf> {
+        if self.read.is_empty() {
+            self.files.clone()
+        } else {
+            self.read.clone()
+        }
     }
 }
 
@@ -439,7 +441,7 @@ pub struct AnalyzeArgs {
 impl AnalyzeArgs {
     pub fn config(&self) -> Result<commands::analyze::Config, ConfigError> {
         Ok(commands::analyze::Config {
-            file: self.input.path(),
+            files: self.input.paths(),
             json: self.json,
             pipeline: pipeline::Config {
                 announced: self.expect.announced().map_err(ConfigError::Runtime)?,
