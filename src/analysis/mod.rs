@@ -8,6 +8,7 @@ mod evict;
 pub mod flow;
 mod handshake;
 mod mirror;
+pub mod points;
 pub mod psn;
 mod requests;
 mod responses;

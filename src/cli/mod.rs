@@ -314,6 +314,10 @@ pub struct ReadFlag {
     /// A capture file, as tshark takes it (pcap or pcapng; `-` is standard input); repeat for more.
     #[arg(short = 'r', long = "read", value_name = "FILE")]
     pub read: Vec<PathBuf>,
+    /// Captures of the same traffic at several points of its path, in path order from the senders' side:
+    /// where packets were lost, the one-way delay and clock offset between points, figures per point.
+    #[arg(long, value_name = "FILE", num_args = 2..)]
+    pub points: Vec<PathBuf>,
 }
 
 impl ReadFlag {
@@ -442,6 +446,7 @@ impl AnalyzeArgs {
     pub fn config(&self) -> Result<commands::analyze::Config, ConfigError> {
         Ok(commands::analyze::Config {
             files: self.input.paths(),
+            points: self.input.points.clone(),
             json: self.json,
             pipeline: pipeline::Config {
                 announced: self.expect.announced().map_err(ConfigError::Runtime)?,

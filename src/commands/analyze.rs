@@ -19,6 +19,8 @@ use super::fail;
 pub struct Config {
     /// One capture, or the pieces of one capture point (files, directories) merged by time.
     pub files: Vec<PathBuf>,
+    /// `--points`: captures of the same traffic at points of its path, instead of `files`.
+    pub points: Vec<PathBuf>,
     pub json: bool,
     pub pipeline: pipeline::Config,
     /// Conditions that make the exit status 3.
@@ -32,6 +34,9 @@ pub struct Config {
 }
 
 pub fn run(cfg: &Config) -> ExitCode {
+    if !cfg.points.is_empty() {
+        return super::points::run(cfg);
+    }
     // --plot: the pass that analyses also records how each frame was counted; the plots then read the
     // plotted flows' frames once more.
     let analysed = match (&cfg.plot, single(&cfg.files)) {
@@ -73,9 +78,7 @@ fn single(files: &[PathBuf]) -> Option<&PathBuf> {
 /// place; several are merged by time.
 fn analyze(cfg: &Config) -> Result<Report, String> {
     if let Some(file) = single(&cfg.files) {
-        let mut source = FileSource::open(file).map_err(|e| e.to_string())?;
-        let name = source.name().to_string();
-        return analyze_source(cfg, &mut source, std::slice::from_ref(file), &name);
+        return report_of(cfg, file);
     }
     if cfg.files.iter().any(|f| f.as_os_str() == "-") {
         return Err("standard input (-) is read alone, not with other files".to_string());
@@ -92,6 +95,13 @@ fn analyze(cfg: &Config) -> Result<Report, String> {
         .join(", ");
     let mut source = MergeSource::open(&files).map_err(|e| e.to_string())?;
     analyze_source(cfg, &mut source, &files, &name)
+}
+
+/// The report of one capture file, read in place.
+pub(super) fn report_of(cfg: &Config, file: &PathBuf) -> Result<Report, String> {
+    let mut source = FileSource::open(file).map_err(|e| e.to_string())?;
+    let name = source.name().to_string();
+    analyze_source(cfg, &mut source, std::slice::from_ref(file), &name)
 }
 
 fn analyze_source<S: PacketSource>(
