@@ -150,6 +150,16 @@ fn merge(
     Ok(())
 }
 
+/// How a point's offset was found.
+fn offset_from(point: usize, o: &Offset) -> &'static str {
+    match (point, o.matched, o.both_directions) {
+        (0, _, _) => "reference",
+        (_, 0, _) => "no packet in common (0 assumed)",
+        (_, _, true) => "both directions",
+        _ => "one direction (delay taken as 0)",
+    }
+}
+
 fn name(o: &Outcome, i: usize) -> &str {
     o.names.get(i).map_or("?", |n| n.as_str())
 }
@@ -196,7 +206,7 @@ fn document(o: &Outcome) -> Value {
         .map(|(i, r)| {
             let off = o.offsets.get(i);
             json!({"file": name(o, i), "clock_offset_us": off.map(|x| x.nanos as f64 / 1e3),
-                   "offset_from": off.map(|x| if i == 0 { "reference" } else if x.both_directions { "both directions" } else { "one direction (delay taken as 0)" }),
+                   "offset_from": off.map(|x| offset_from(i, x)),
                    "offset_matched": off.map(|x| x.matched), "missed": m.missed.get(i),
                    "report": serde_json::to_value(r).unwrap_or(Value::Null)})
         })
