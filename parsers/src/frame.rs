@@ -168,6 +168,26 @@ impl Encap {
         }
     }
 
+    fn hash_place(&self, h: &mut impl core::hash::Hasher) {
+        use core::hash::Hash;
+        hash_link(self.link, &self.vlans, h);
+        match self.ip {
+            Some(Ip::V4(ip)) => (ip.src, ip.dst).hash(h),
+            Some(Ip::V6(ip)) => (ip.src, ip.dst).hash(h),
+            None => {}
+        }
+        match self.tunnel {
+            Tunnel::Gre { gre, erspan } => {
+                (gre.proto, gre.key).hash(h);
+                if let Some(s) = erspan {
+                    (s.version, s.vlan, s.cos, s.encap, s.session_id, s.index).hash(h);
+                    (s.hw_id, s.egress).hash(h);
+                }
+            }
+            Tunnel::Vxlan(v) => v.vni.hash(h),
+        }
+    }
+
     fn visit<'a>(&self, mut at: usize, v: &mut impl Visitor<'a>) {
         at = visit_link(self.link, &self.vlans, at, v);
         at = visit_ip_udp(self.ip, self.udp, at, v);
@@ -180,6 +200,70 @@ impl Encap {
             }
             Tunnel::Vxlan(h) => h.visit(at, v),
         }
+    }
+}
+
+/// What the analysis needs of a frame's encapsulations, kept in the frame (their headers are read again
+/// from its bytes when shown: [`Frame::outer`]), so that a frame stays small on the per-packet path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encapsulation {
+    /// How many (1 or 2).
+    pub levels: u8,
+    /// Where the encapsulated frame starts in the captured bytes, and its length as the tunnel carried it.
+    pub inner_start: u32,
+    pub inner_len: u32,
+    /// A mirror session marked the copy truncated (ERSPAN's T bit).
+    pub truncated: bool,
+    /// A digest of where the copy was taken: what tells two copies of one frame apart (the outer
+    /// addresses and VLANs, ERSPAN's session, direction, port index and hardware ID, the VNI), and never a
+    /// frame from its resend (GRE sequence numbers and ERSPAN timestamps are left out).
+    pub place: u64,
+    /// How the frame was walked, to walk it again.
+    linktype: u16,
+    roce_port: u16,
+}
+
+impl Encapsulation {
+    fn of(
+        outer: &[Option<Encap>; MAX_ENCAP],
+        linktype: u16,
+        roce_port: u16,
+    ) -> Option<Encapsulation> {
+        let inner = outer.iter().flatten().last()?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for e in outer.iter().flatten() {
+            e.hash_place(&mut h);
+        }
+        Some(Encapsulation {
+            levels: outer.iter().flatten().count() as u8,
+            inner_start: inner.inner_start,
+            inner_len: inner.inner_len,
+            truncated: outer
+                .iter()
+                .flatten()
+                .any(|e| e.erspan().is_some_and(|s| s.truncated)),
+            place: core::hash::Hasher::finish(&h),
+            linktype,
+            roce_port,
+        })
+    }
+}
+
+/// Hashes what tells a place on the path apart: the link's addresses and the VLAN tags.
+pub fn hash_link(
+    link: Option<Link>,
+    vlans: &[Option<VlanTag>; 2],
+    h: &mut impl core::hash::Hasher,
+) {
+    use core::hash::Hash;
+    match link {
+        Some(Link::Ethernet(e)) => (0u8, e.dst, e.src).hash(h),
+        Some(Link::Sll(s)) => (1u8, s.addr, s.ifindex).hash(h),
+        Some(Link::RawIp) => 2u8.hash(h),
+        None => 3u8.hash(h),
+    }
+    for t in vlans.iter().flatten() {
+        (t.tpid, t.pcp, t.dei, t.vid).hash(h);
     }
 }
 
@@ -249,9 +333,10 @@ pub struct Frame<'a> {
     pub data: &'a [u8],
     /// Length on the wire (at least `data.len()`; larger when the snap length cut the frame).
     pub orig_len: usize,
-    /// The encapsulations around the frame, outermost first (a mirror session's copy, a VXLAN tunnel); the
-    /// fields below are the encapsulated frame's, as if it had been captured directly.
-    pub encap: [Option<Encap>; MAX_ENCAP],
+    /// The encapsulations around the frame (a mirror session's copy, a VXLAN tunnel), when it came in one;
+    /// the fields below are the encapsulated frame's, as if it had been captured directly. Their headers:
+    /// [`Frame::outer`].
+    pub encap: Option<Encapsulation>,
     pub link: Option<Link>,
     /// Outer tag first.
     pub vlans: [Option<VlanTag>; 2],
@@ -304,28 +389,44 @@ impl<'a> Frame<'a> {
         self.roce.is_some()
     }
 
-    /// The innermost encapsulation, when the frame came in one.
-    pub fn innermost(&self) -> Option<&Encap> {
-        self.encap.iter().flatten().last()
+    /// The headers of the encapsulations around the frame, outermost first, read again from its bytes (a
+    /// detached frame has none to read: only [`Frame::encap`]'s summary).
+    pub fn outer(&self) -> [Option<Encap>; MAX_ENCAP] {
+        let mut outer = [None; MAX_ENCAP];
+        let Some(e) = self.encap else {
+            return outer;
+        };
+        let mut scratch = empty(self.data, self.orig_len);
+        let mut cur = Cursor {
+            data: self.data,
+            orig_len: self.orig_len,
+            pos: 0,
+            end: self.orig_len,
+            defer_icrc: true,
+            cut: false,
+            outer: &mut outer,
+        };
+        let cfg = Config {
+            roce_port: e.roce_port,
+        };
+        // The same walk as the first: it stops where the first did.
+        let _ = walk(&mut scratch, &mut cur, e.linktype, &cfg);
+        outer
     }
 
     /// Where the (innermost) frame starts in the captured bytes: 0 unless encapsulated.
     pub fn inner_offset(&self) -> usize {
-        self.innermost().map_or(0, |e| e.inner_start as usize)
+        self.encap.map_or(0, |e| e.inner_start as usize)
     }
 
     /// The frame's length on the wire: the encapsulated frame's when it came in a tunnel or mirror session.
     pub fn wire_len(&self) -> usize {
-        self.innermost()
-            .map_or(self.orig_len, |e| e.inner_len as usize)
+        self.encap.map_or(self.orig_len, |e| e.inner_len as usize)
     }
 
     /// A mirror session marked the copy truncated (ERSPAN's T bit).
     pub fn mirror_truncated(&self) -> bool {
-        self.encap
-            .iter()
-            .flatten()
-            .any(|e| e.erspan().is_some_and(|h| h.truncated))
+        self.encap.is_some_and(|e| e.truncated)
     }
 
     /// True when the capture kept fewer bytes than the frame had.
@@ -379,7 +480,7 @@ impl<'a> Frame<'a> {
     /// Lists every header and field in wire order, then rocescope's own verdicts on the frame.
     pub fn visit(&self, v: &mut impl Visitor<'a>) {
         let mut at = 0;
-        for e in self.encap.iter().flatten() {
+        for e in self.outer().iter().flatten() {
             v.begin_outer();
             e.visit(at, v);
             v.end_outer();
@@ -559,7 +660,7 @@ fn transport_name(op: crate::opcode::Opcode) -> &'static str {
 }
 
 /// Reads headers from the frame, bounded by the current layer's length on the wire.
-struct Cursor<'a> {
+struct Cursor<'a, 'o> {
     data: &'a [u8],
     orig_len: usize,
     pos: usize,
@@ -568,9 +669,11 @@ struct Cursor<'a> {
     defer_icrc: bool,
     /// A mirror session truncated the copy (ERSPAN's T bit): the ICRC cannot be checked.
     cut: bool,
+    /// The encapsulations walked so far, outermost first.
+    outer: &'o mut [Option<Encap>; MAX_ENCAP],
 }
 
-impl<'a> Cursor<'a> {
+impl<'a> Cursor<'a, '_> {
     /// The captured bytes from the cursor to the end of the current layer.
     fn rest(&self) -> &'a [u8] {
         let end = self.end.min(self.data.len());
@@ -647,10 +750,30 @@ fn parse<'a>(
     defer_icrc: bool,
 ) -> Frame<'a> {
     let orig_len = orig_len.max(data.len());
-    let mut frame = Frame {
+    let mut frame = empty(data, orig_len);
+    let mut outer = [None; MAX_ENCAP];
+    let mut cur = Cursor {
         data,
         orig_len,
-        encap: [None; MAX_ENCAP],
+        pos: 0,
+        end: orig_len,
+        defer_icrc,
+        cut: false,
+        outer: &mut outer,
+    };
+    if let Err(m) = walk(&mut frame, &mut cur, linktype, cfg) {
+        frame.malformed = Some(m);
+    }
+    frame.encap = Encapsulation::of(&outer, linktype, cfg.roce_port);
+    frame
+}
+
+/// A frame of which nothing parsed yet.
+fn empty(data: &[u8], orig_len: usize) -> Frame<'_> {
+    Frame {
+        data,
+        orig_len,
+        encap: None,
         link: None,
         vlans: [None; 2],
         ethertype: None,
@@ -661,24 +784,12 @@ fn parse<'a>(
         to_roce: false,
         roce: None,
         malformed: None,
-    };
-    let mut cur = Cursor {
-        data,
-        orig_len,
-        pos: 0,
-        end: orig_len,
-        defer_icrc,
-        cut: false,
-    };
-    if let Err(m) = walk(&mut frame, &mut cur, linktype, cfg) {
-        frame.malformed = Some(m);
     }
-    frame
 }
 
 fn walk<'a>(
     f: &mut Frame<'a>,
-    cur: &mut Cursor<'a>,
+    cur: &mut Cursor<'a, '_>,
     linktype: u16,
     cfg: &Config,
 ) -> Result<(), Malformed> {
@@ -730,7 +841,11 @@ fn walk<'a>(
     }
 }
 
-fn walk_ipv4<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Result<(), Malformed> {
+fn walk_ipv4<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a, '_>,
+    cfg: &Config,
+) -> Result<(), Malformed> {
     let start = cur.pos;
     let ip = cur.take(Ipv4Header::parse)?;
     f.ip = Some(Ip::V4(ip));
@@ -764,7 +879,11 @@ fn walk_ipv4<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Resul
     walk_udp(f, cur, cfg, net)
 }
 
-fn walk_ipv6<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Result<(), Malformed> {
+fn walk_ipv6<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a, '_>,
+    cfg: &Config,
+) -> Result<(), Malformed> {
     let start = cur.pos;
     let ip = cur.take(Ipv6Header::parse)?;
     f.ip = Some(Ip::V6(ip));
@@ -793,7 +912,7 @@ fn walk_ipv6<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Resul
 
 fn walk_udp<'a>(
     f: &mut Frame<'a>,
-    cur: &mut Cursor<'a>,
+    cur: &mut Cursor<'a, '_>,
     cfg: &Config,
     net: NetSpan,
 ) -> Result<(), Malformed> {
@@ -813,7 +932,7 @@ fn walk_udp<'a>(
     cur.bound(Layer::Udp, start, len)?;
     if udp.dst_port == vxlan::VXLAN_PORT && udp.dst_port != cfg.roce_port {
         let h = cur.take(VxlanHeader::parse)?;
-        enter(f, Tunnel::Vxlan(h), Layer::Vxlan)?;
+        enter(f, cur, Tunnel::Vxlan(h), Layer::Vxlan)?;
         return walk_inner(f, cur, cfg, false);
     }
     if udp.dst_port != cfg.roce_port {
@@ -825,7 +944,11 @@ fn walk_udp<'a>(
 
 /// GRE: followed into the frame it carries when that is an Ethernet frame (ERSPAN types I to III,
 /// transparent Ethernet bridging) and the header is RFC 2784's (version 0, no routing list).
-fn walk_gre<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Result<(), Malformed> {
+fn walk_gre<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a, '_>,
+    cfg: &Config,
+) -> Result<(), Malformed> {
     let gre = cur.take(GreHeader::parse)?;
     let carries_ethernet = matches!(
         gre.proto,
@@ -834,7 +957,7 @@ fn walk_gre<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Result
     if !carries_ethernet || gre.version() != 0 || gre.has_routing() {
         return Ok(());
     }
-    enter(f, Tunnel::Gre { gre, erspan: None }, Layer::Gre)?;
+    enter(f, cur, Tunnel::Gre { gre, erspan: None }, Layer::Gre)?;
     // ERSPAN type I is 0x88BE without a sequence number, and has no header of its own (as Wireshark reads it).
     let type_i = gre.proto == gre::PROTO_ERSPAN_II && gre.sequence.is_none();
     if gre.proto == gre::PROTO_TEB || type_i {
@@ -844,7 +967,7 @@ fn walk_gre<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Result
     if let Some(Encap {
         tunnel: Tunnel::Gre { erspan: e, .. },
         ..
-    }) = f.encap.iter_mut().flatten().last()
+    }) = cur.outer.iter_mut().flatten().last()
     {
         *e = Some(erspan);
     }
@@ -852,8 +975,8 @@ fn walk_gre<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Result
 }
 
 /// Moves the headers walked so far into the next encapsulation slot: what follows is the encapsulated frame.
-fn enter(f: &mut Frame, tunnel: Tunnel, layer: Layer) -> Result<(), Malformed> {
-    let Some(slot) = f.encap.iter_mut().find(|e| e.is_none()) else {
+fn enter(f: &mut Frame, cur: &mut Cursor, tunnel: Tunnel, layer: Layer) -> Result<(), Malformed> {
+    let Some(slot) = cur.outer.iter_mut().find(|e| e.is_none()) else {
         return Err(Malformed::new(
             layer,
             MalformedKind::TooManyEncapsulations { limit: MAX_ENCAP },
@@ -877,12 +1000,12 @@ fn enter(f: &mut Frame, tunnel: Tunnel, layer: Layer) -> Result<(), Malformed> {
 /// on the wire is unknown, so what is missing is a cut, as if by a snap length, never damage.
 fn walk_inner<'a>(
     f: &mut Frame<'a>,
-    cur: &mut Cursor<'a>,
+    cur: &mut Cursor<'a, '_>,
     cfg: &Config,
     truncated: bool,
 ) -> Result<(), Malformed> {
     let (start, end) = (cur.pos, cur.end.min(cur.orig_len));
-    if let Some(e) = f.encap.iter_mut().flatten().last() {
+    if let Some(e) = cur.outer.iter_mut().flatten().last() {
         e.inner_start = start as u32;
         e.inner_len = end.saturating_sub(start) as u32;
     }
@@ -893,11 +1016,12 @@ fn walk_inner<'a>(
         end: usize::MAX,
         defer_icrc: cur.defer_icrc,
         cut: cur.cut || truncated,
+        outer: &mut *cur.outer,
     };
     walk(f, &mut inner, LINKTYPE_ETHERNET, cfg)
 }
 
-fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>) -> Result<(), Malformed> {
+fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a, '_>) -> Result<(), Malformed> {
     let start = cur.pos;
     f.to_roce = true;
     let grh = cur.take(Grh::parse)?;
@@ -915,7 +1039,7 @@ fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>) -> Result<(), Malfor
 
 fn walk_transport<'a>(
     f: &mut Frame<'a>,
-    cur: &mut Cursor<'a>,
+    cur: &mut Cursor<'a, '_>,
     grh: Option<Grh>,
     net: NetSpan,
     udp: Option<usize>,

@@ -52,8 +52,8 @@ fn erspan_type_ii() {
     let f = parse(&data);
     same_inner(&f, &parse(&inner));
     assert_eq!(icrc(&f), Some(IcrcStatus::Valid));
-    let e = f.encap[0].unwrap();
-    assert!(f.encap[1].is_none());
+    let e = f.outer()[0].unwrap();
+    assert!(f.outer()[1].is_none());
     assert!(matches!(e.link, Some(Link::Ethernet(h)) if h.dst == [2, 0, 0, 0, 0, 0x0b]));
     assert!(matches!(e.ip, Some(Ip::V4(h)) if h.src == [192, 0, 2, 1] && h.protocol == 47));
     let Tunnel::Gre { gre, erspan } = e.tunnel else {
@@ -85,7 +85,7 @@ fn erspan_type_iii_truncated_copies_are_unverifiable() {
     // The whole frame, T set anyway: the switch says it cut the copy, so the ICRC is not judged.
     let whole = hex(&(hdr("0066", "0006", "b65f") + WRITE_BW_ACK));
     let f = parse(&whole);
-    let e = f.encap[0].unwrap().erspan().unwrap();
+    let e = f.outer()[0].unwrap().erspan().unwrap();
     assert_eq!(
         (e.version, e.truncated, e.session_id, e.timestamp),
         (2, true, 3, 100)
@@ -126,7 +126,7 @@ fn gre_teb_with_qinq_inside() {
     assert_eq!(f.vlans[1].map(|t| (t.pcp, t.vid)), Some((3, 3)));
     assert_eq!(icrc(&f), Some(IcrcStatus::Valid));
     assert!(matches!(
-        f.encap[0].unwrap().tunnel,
+        f.outer()[0].unwrap().tunnel,
         Tunnel::Gre { erspan: None, .. }
     ));
     assert_eq!(Mirror::GreTeb.wrap(&inner, 70, 9, 0).0, data);
@@ -143,7 +143,7 @@ fn vxlan_with_a_vlan_inside() {
     let f = parse(&data);
     same_inner(&f, &parse(&inner));
     assert_eq!(f.vlans[0].map(|t| (t.pcp, t.vid)), Some((3, 100)));
-    let e = f.encap[0].unwrap();
+    let e = f.outer()[0].unwrap();
     assert_eq!(e.udp.map(|u| u.dst_port), Some(4789));
     let Tunnel::Vxlan(v) = e.tunnel else {
         panic!("VXLAN")
@@ -173,8 +173,8 @@ fn nesting_is_bounded() {
     let two = nest(&ack, MAX_ENCAP);
     let f = parse(&two);
     same_inner(&f, &parse(&ack));
-    assert!(matches!(f.encap[0].unwrap().tunnel, Tunnel::Gre { .. }));
-    assert!(matches!(f.encap[1].unwrap().tunnel, Tunnel::Vxlan(_)));
+    assert!(matches!(f.outer()[0].unwrap().tunnel, Tunnel::Gre { .. }));
+    assert!(matches!(f.outer()[1].unwrap().tunnel, Tunnel::Vxlan(_)));
     assert_eq!(f.wire_len(), 62);
     let three = nest(&ack, MAX_ENCAP + 1);
     let f = parse(&three);
@@ -185,7 +185,7 @@ fn nesting_is_bounded() {
             MalformedKind::TooManyEncapsulations { limit: MAX_ENCAP }
         ))
     );
-    assert!(f.encap.iter().all(|e| e.is_some()) && f.roce.is_none());
+    assert!(f.outer().iter().all(|e| e.is_some()) && f.roce.is_none());
 }
 
 #[test]
@@ -231,14 +231,14 @@ fn bad_gre_and_erspan_headers() {
         f.malformed,
         Some(Malformed::new(Layer::Erspan, MalformedKind::BadVersion(3)))
     );
-    assert!(f.encap[0].is_some() && f.link.is_none());
+    assert!(f.outer()[0].is_some() && f.link.is_none());
     // GRE carrying IPv4, or with a routing list, is not followed: the frame stays a GRE packet.
     for flags_proto in ["00000800", "400088be"] {
         let data = hex(&format!(
             "{OUTER_ETH} 4500001c 00014000 402f0000 c0000201 c0000202 {flags_proto} 00000000"
         ));
         let f = parse(&data);
-        assert!(f.encap[0].is_none() && f.ip.is_some() && f.malformed.is_none());
+        assert!(f.outer()[0].is_none() && f.ip.is_some() && f.malformed.is_none());
     }
 }
 
@@ -321,7 +321,7 @@ fn every_mirror_field_is_listed_with_its_kind() {
     let mut wrong = Kinds(Vec::new());
     for f in &frames {
         let f = parse(f);
-        assert!(f.encap[0].is_some());
+        assert!(f.outer()[0].is_some());
         f.visit(&mut wrong);
     }
     assert!(wrong.0.is_empty(), "{:?}", wrong.0);

@@ -6,8 +6,7 @@
 //! original, so it is never taken for a copy, however soon it follows.
 use std::hash::{Hash, Hasher};
 
-use parsers::frame::{Encap, Frame, Ip, Link, Roce, Tunnel};
-use parsers::vlan::VlanTag;
+use parsers::frame::{Frame, Ip, Roce, hash_link};
 use rustc_hash::FxHasher;
 
 /// Recent RoCE frames by a digest of what a switch leaves unchanged (addresses, UDP source port, IPv4
@@ -63,51 +62,17 @@ fn digest(frame: &Frame, roce: &Roce) -> u64 {
 }
 
 /// Where a copy was seen: what differs between two copies of one frame and never between a frame and its
-/// resend (the per-packet fields of the encapsulation, GRE sequence numbers and ERSPAN timestamps, are left
-/// out).
+/// resend (the encapsulation's part is [`parsers::frame::Encapsulation::place`]).
 fn place(frame: &Frame) -> u64 {
     let mut h = FxHasher::default();
-    link(frame.link, &frame.vlans, &mut h);
+    hash_link(frame.link, &frame.vlans, &mut h);
     match frame.ip {
         Some(Ip::V4(ip)) => (ip.ttl, ip.dscp, ip.ecn).hash(&mut h),
         Some(Ip::V6(ip)) => (ip.hop_limit, ip.dscp, ip.ecn).hash(&mut h),
         None => {}
     }
-    for e in frame.encap.iter().flatten() {
-        encapsulation(e, &mut h);
-    }
+    frame.encap.map(|e| e.place).hash(&mut h);
     h.finish()
-}
-
-fn link(link: Option<Link>, vlans: &[Option<VlanTag>; 2], h: &mut FxHasher) {
-    match link {
-        Some(Link::Ethernet(e)) => (0u8, e.dst, e.src).hash(h),
-        Some(Link::Sll(s)) => (1u8, s.addr, s.ifindex).hash(h),
-        Some(Link::RawIp) => 2u8.hash(h),
-        None => 3u8.hash(h),
-    }
-    for t in vlans.iter().flatten() {
-        (t.tpid, t.pcp, t.dei, t.vid).hash(h);
-    }
-}
-
-fn encapsulation(e: &Encap, h: &mut FxHasher) {
-    link(e.link, &e.vlans, h);
-    match e.ip {
-        Some(Ip::V4(ip)) => (ip.src, ip.dst).hash(h),
-        Some(Ip::V6(ip)) => (ip.src, ip.dst).hash(h),
-        None => {}
-    }
-    match e.tunnel {
-        Tunnel::Gre { gre, erspan } => {
-            (gre.proto, gre.key).hash(h);
-            if let Some(s) = erspan {
-                (s.version, s.vlan, s.cos, s.encap, s.session_id, s.index).hash(h);
-                (s.hw_id, s.egress).hash(h);
-            }
-        }
-        Tunnel::Vxlan(v) => v.vni.hash(h),
-    }
 }
 
 #[cfg(test)]

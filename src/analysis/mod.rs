@@ -311,7 +311,7 @@ impl Engine {
         t.bytes += frame.orig_len as u64;
         if frame.to_roce {
             t.roce_frames += 1;
-            t.encapsulated += u64::from(frame.encap[0].is_some());
+            t.encapsulated += u64::from(frame.encap.is_some());
         } else {
             t.other_frames += 1;
         }
