@@ -331,10 +331,19 @@ impl<E: EngineSide> Ingest<E> {
         // In place: a frame is a few hundred bytes, not worth moving again.
         let Batch { parsed, copies, .. } = batch;
         for p in parsed.iter_mut() {
+            let bytes = p.bytes.get(copies);
+            if p.frame.data.is_empty() && p.frame.roce.is_some_and(|r| r.is_gsi()) {
+                // A MAD is read from the payload, which a detached frame lacks: parse the copy again.
+                let frame = parse_frame(p.linktype, bytes, p.frame.orig_len, &self.parse);
+                let classified = self.engine.ingest(p.number, p.ts_nanos, &frame);
+                self.renumbered();
+                self.side.ingested(p.number, classified);
+                continue;
+            }
             if let Some(r) = &mut p.frame.roce
                 && let Some(cover) = r.icrc_deferred.take()
             {
-                r.icrc_status = Some(cover.check(p.bytes.get(copies)));
+                r.icrc_status = Some(cover.check(bytes));
             }
             let classified = self.engine.ingest(p.number, p.ts_nanos, &p.frame);
             self.renumbered();
@@ -371,6 +380,8 @@ impl Bytes {
 struct Parsed {
     number: u64,
     ts_nanos: u64,
+    /// For a GSI frame read from a copy, parsed again on the engine thread.
+    linktype: u16,
     frame: Frame<'static>,
     bytes: Bytes,
 }
@@ -415,13 +426,17 @@ impl Batch {
             self.parsed.push(Parsed {
                 number,
                 ts_nanos: p.ts_nanos,
+                linktype: p.linktype,
                 frame,
                 bytes: Bytes::Stable(data.as_ptr(), data.len()),
             });
             return;
         }
         let frame = parse_frame_deferred(p.linktype, p.data, p.orig_len as usize, parse);
-        let bytes = if frame.roce.is_some_and(|r| r.icrc_deferred.is_some()) {
+        let bytes = if frame
+            .roce
+            .is_some_and(|r| r.icrc_deferred.is_some() || r.is_gsi())
+        {
             self.keep(p.data, stable)
         } else {
             Bytes::None
@@ -429,6 +444,7 @@ impl Batch {
         self.parsed.push(Parsed {
             number,
             ts_nanos: p.ts_nanos,
+            linktype: p.linktype,
             frame: frame.detached(),
             bytes,
         });

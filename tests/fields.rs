@@ -88,6 +88,9 @@ fn every_field_name_in_the_parsers_is_listed() {
         "ip.",
         "ipv6.",
         "udp.",
+        "gre.",
+        "erspan.",
+        "vxlan.",
         "infiniband.",
         "rocescope.",
     ];

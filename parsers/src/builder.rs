@@ -2,8 +2,10 @@
 //! Lengths, checksum, pad and ICRC are filled in unless a test overrides them to make damage.
 use crate::bth::Bth;
 use crate::deth::Deth;
+use crate::erspan::{self, Erspan};
 use crate::ethernet::{self, EthernetHeader};
 use crate::frame::ExtHeaders;
+use crate::gre::{self, GreHeader};
 use crate::grh::{self, Grh};
 use crate::icrc::{self, NetHeader};
 use crate::ipv4::{self, Ipv4Header};
@@ -13,6 +15,7 @@ use crate::mad::{self, Mad};
 use crate::opcode::{self, Headers};
 use crate::udp::{self, UdpHeader};
 use crate::vlan::VlanTag;
+use crate::vxlan::{self, VxlanHeader};
 
 /// The network layer of a built frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,4 +265,109 @@ pub fn mac_control_frame(src: [u8; 6], vlans: &[VlanTag], control: MacControl) -
         ethernet::ETHERTYPE_MAC_CONTROL,
         &body,
     )
+}
+
+/// A mirror session or tunnel to wrap a captured frame in (test captures of mirror ports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mirror {
+    /// ERSPAN type II of this session (GRE with a sequence number).
+    ErspanII { session: u16 },
+    /// ERSPAN type III of this session, direction egress or ingress, timestamps in 100 ns units.
+    ErspanIII { session: u16, egress: bool },
+    /// GRE transparent Ethernet bridging.
+    GreTeb,
+    /// VXLAN with this network identifier.
+    Vxlan { vni: u32 },
+}
+
+impl Mirror {
+    /// The mirror copy of a frame: outer Ethernet (02:00:00:00:00:0a -> :0b), IPv4 (192.0.2.1 ->
+    /// 192.0.2.2, identification `seq`) and the session's headers around `frame`, the captured bytes of a
+    /// frame `orig_len` long on the wire. Returns the copy's bytes and its length on the wire: a frame the
+    /// capture cut is a copy the capture cut at the same byte. `ts_100ns` is ERSPAN III's timestamp.
+    pub fn wrap(&self, frame: &[u8], orig_len: usize, seq: u32, ts_100ns: u32) -> (Vec<u8>, usize) {
+        let mut tunnel = Vec::with_capacity(32);
+        let protocol = self.tunnel(&mut tunnel, orig_len, seq, ts_100ns);
+        let ip = Ipv4Header {
+            header_len: 20,
+            dscp: 0,
+            ecn: 0,
+            total_len: (20 + tunnel.len() + orig_len) as u16,
+            id: seq as u16,
+            dont_fragment: true,
+            more_fragments: false,
+            frag_offset: 0,
+            ttl: 64,
+            protocol,
+            checksum: 0,
+            src: [192, 0, 2, 1],
+            dst: [192, 0, 2, 2],
+        };
+        let mut out = Vec::with_capacity(34 + tunnel.len() + frame.len());
+        EthernetHeader {
+            dst: [0x02, 0, 0, 0, 0, 0x0b],
+            src: [0x02, 0, 0, 0, 0, 0x0a],
+            ethertype: ethernet::ETHERTYPE_IPV4,
+        }
+        .emit(&mut out);
+        ip.emit(&mut out);
+        out.extend_from_slice(&tunnel);
+        let outer = out.len();
+        out.extend_from_slice(frame);
+        (out, outer + orig_len)
+    }
+
+    /// Writes the tunnel's headers (after the outer IP header); returns the IP protocol that carries them.
+    fn tunnel(&self, out: &mut Vec<u8>, inner_len: usize, seq: u32, ts: u32) -> u8 {
+        let gre = |proto: u16, sequence: Option<u32>| GreHeader {
+            flags_version: if sequence.is_some() { 0x1000 } else { 0 },
+            proto,
+            checksum: None,
+            key: None,
+            sequence,
+            ack: None,
+        };
+        match *self {
+            Mirror::ErspanII { session } => {
+                gre(gre::PROTO_ERSPAN_II, Some(seq)).emit(out);
+                Erspan {
+                    version: erspan::VERSION_II,
+                    session_id: session,
+                    ..Erspan::default()
+                }
+                .emit(out);
+            }
+            Mirror::ErspanIII { session, egress } => {
+                gre(gre::PROTO_ERSPAN_III, Some(seq)).emit(out);
+                Erspan {
+                    version: erspan::VERSION_III,
+                    session_id: session,
+                    timestamp: ts,
+                    egress,
+                    granularity: 1,
+                    ..Erspan::default()
+                }
+                .emit(out);
+            }
+            Mirror::GreTeb => gre(gre::PROTO_TEB, None).emit(out),
+            Mirror::Vxlan { vni } => {
+                let len = UdpHeader::LEN + VxlanHeader::LEN + inner_len;
+                UdpHeader {
+                    src_port: 49152 | (seq as u16 & 0x3FFF),
+                    dst_port: vxlan::VXLAN_PORT,
+                    length: len as u16,
+                    checksum: 0,
+                }
+                .emit(out);
+                VxlanHeader {
+                    flags: 0x0800,
+                    vni,
+                    ..VxlanHeader::default()
+                }
+                .emit(out);
+                return ipv4::PROTO_UDP;
+            }
+        }
+        gre::PROTO_GRE
+    }
 }

@@ -12,6 +12,10 @@ pub enum Layer {
     Ipv6,
     Grh,
     Udp,
+    /// The GRE header of a tunnel or mirror session.
+    Gre,
+    Erspan,
+    Vxlan,
     Bth,
     Rdeth,
     Deth,
@@ -43,6 +47,9 @@ impl Layer {
             Layer::Ipv6 => "IPv6",
             Layer::Grh => "GRH",
             Layer::Udp => "UDP",
+            Layer::Gre => "GRE",
+            Layer::Erspan => "ERSPAN",
+            Layer::Vxlan => "VXLAN",
             Layer::Bth => "BTH",
             Layer::Rdeth => "RDETH",
             Layer::Deth => "DETH",
@@ -88,6 +95,8 @@ pub enum MalformedKind {
     TooManyVlanTags,
     /// No room for the 4-byte ICRC after the headers.
     NoRoomForIcrc { available: usize },
+    /// Encapsulations (GRE, ERSPAN, VXLAN) nested deeper than `limit`: the rest is not followed.
+    TooManyEncapsulations { limit: usize },
 }
 
 /// A frame's damage: the layer where parsing stopped and the reason.
@@ -142,6 +151,9 @@ impl fmt::Display for Malformed {
                 "{layer} PadCnt {pad} is larger than the {payload}-byte payload"
             ),
             MalformedKind::TooManyVlanTags => write!(f, "{layer}: more than two stacked tags"),
+            MalformedKind::TooManyEncapsulations { limit } => {
+                write!(f, "{layer}: encapsulated more than {limit} deep")
+            }
             MalformedKind::NoRoomForIcrc { available } => {
                 write!(
                     f,

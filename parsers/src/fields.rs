@@ -53,6 +53,10 @@ pub trait Visitor<'a> {
     /// A header starts: `title` names it, `offset..offset+len` are its bytes in the frame.
     fn header(&mut self, title: &'static str, offset: usize, len: usize);
     fn field(&mut self, field: Field<'a>);
+    /// The headers of an encapsulation (a mirror session's, a tunnel's) follow, up to [`Visitor::end_outer`];
+    /// the encapsulated frame's headers come after the last.
+    fn begin_outer(&mut self) {}
+    fn end_outer(&mut self) {}
 }
 
 /// What kind of value a field holds, for a display filter to read its literals by (`ip.src == 10.0.0.1`
@@ -96,10 +100,44 @@ pub fn kind_of(key: &str) -> Option<Kind> {
 /// Every key [`crate::Frame::visit`] can emit, sorted, with its kind (`tests/fields.rs` holds the two to
 /// each other on every capture of testdata and the corpus).
 pub const FIELDS: &[(&str, Kind)] = &[
+    ("erspan.bso", Kind::Uint),
+    ("erspan.cos", Kind::Uint),
+    ("erspan.direction", Kind::Bool),
+    ("erspan.encap", Kind::Uint),
+    ("erspan.ft", Kind::Uint),
+    ("erspan.gra", Kind::Uint),
+    ("erspan.hw", Kind::Uint),
+    ("erspan.index", Kind::Uint),
+    ("erspan.o", Kind::Uint),
+    ("erspan.p", Kind::Uint),
+    ("erspan.platid", Kind::Uint),
+    ("erspan.reserved", Kind::Uint),
+    ("erspan.sgt", Kind::Uint),
+    ("erspan.spanid", Kind::Uint),
+    ("erspan.timestamp", Kind::Uint),
+    ("erspan.truncated", Kind::Uint),
+    ("erspan.version", Kind::Uint),
+    ("erspan.vlan", Kind::Uint),
     ("eth.dst", Kind::Mac),
     ("eth.len", Kind::Uint),
     ("eth.src", Kind::Mac),
     ("eth.type", Kind::Uint),
+    ("gre.ack_number", Kind::Uint),
+    ("gre.checksum", Kind::Uint),
+    ("gre.flags.ack", Kind::Bool),
+    ("gre.flags.checksum", Kind::Bool),
+    ("gre.flags.key", Kind::Bool),
+    ("gre.flags.recursion_control", Kind::Uint),
+    ("gre.flags.reserved", Kind::Uint),
+    ("gre.flags.routing", Kind::Bool),
+    ("gre.flags.sequence_number", Kind::Bool),
+    ("gre.flags.strict_source_route", Kind::Bool),
+    ("gre.flags.version", Kind::Uint),
+    ("gre.flags_and_version", Kind::Uint),
+    ("gre.key", Kind::Uint),
+    ("gre.offset", Kind::Uint),
+    ("gre.proto", Kind::Uint),
+    ("gre.sequence_number", Kind::Uint),
     ("ieee8021ad.dei", Kind::Bool),
     ("ieee8021ad.etype", Kind::Uint),
     ("ieee8021ad.id", Kind::Uint),
@@ -318,6 +356,7 @@ pub const FIELDS: &[(&str, Kind)] = &[
     ("rocescope.cm.sidr_req.serviceid.prefix", Kind::Uint),
     ("rocescope.cm.sidr_req.serviceid.protocol", Kind::Uint),
     ("rocescope.cnp.reserved", Kind::Text),
+    ("rocescope.erspan.platform_info", Kind::Uint),
     ("rocescope.feth.plt", Kind::Uint),
     ("rocescope.feth.sel", Kind::Uint),
     ("rocescope.icrc_expected", Kind::Uint),
@@ -348,4 +387,14 @@ pub const FIELDS: &[(&str, Kind)] = &[
     ("vlan.etype", Kind::Uint),
     ("vlan.id", Kind::Uint),
     ("vlan.priority", Kind::Uint),
+    ("vxlan.flag_a", Kind::Bool),
+    ("vxlan.flag_d", Kind::Bool),
+    ("vxlan.flag_g", Kind::Bool),
+    ("vxlan.flag_i", Kind::Bool),
+    ("vxlan.flags", Kind::Uint),
+    ("vxlan.flags_reserved", Kind::Uint),
+    ("vxlan.gbp", Kind::Uint),
+    ("vxlan.reserved8", Kind::Uint),
+    ("vxlan.reserved_16", Kind::Uint),
+    ("vxlan.vni", Kind::Uint),
 ];

@@ -7,9 +7,11 @@ use crate::cm::CmMessage;
 use crate::cnp::Cnp;
 use crate::deth::Deth;
 use crate::error::{Layer, Malformed, MalformedKind};
+use crate::erspan::Erspan;
 use crate::ethernet::{self, EthernetHeader};
 use crate::feth::Feth;
 use crate::fields::{Field, Value, Visitor};
+use crate::gre::{self, GreHeader};
 use crate::grh::{self, Grh};
 use crate::icrc::{self, IcrcStatus, NetHeader};
 use crate::imm::{Ieth, ImmDt};
@@ -24,12 +26,17 @@ use crate::sll::{self, SllHeader};
 use crate::udp::UdpHeader as Udp;
 use crate::udp::{self, UdpHeader};
 use crate::vlan::VlanTag;
+use crate::vxlan::{self, VxlanHeader};
 use crate::xrceth::Xrceth;
 
 pub const LINKTYPE_ETHERNET: u16 = 1;
 pub const LINKTYPE_RAW: u16 = 101;
 pub const LINKTYPE_IPV4: u16 = 228;
 pub const LINKTYPE_IPV6: u16 = 229;
+
+/// How many encapsulations deep the walk follows: a mirror copy of tunnelled traffic is two (ERSPAN around
+/// VXLAN); deeper nesting is exotic or hostile, and stops the walk.
+pub const MAX_ENCAP: usize = 2;
 
 /// What to treat as RoCE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +132,141 @@ impl core::fmt::Display for Addr {
     }
 }
 
+/// The tunnel header of one encapsulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tunnel {
+    /// GRE, with ERSPAN's header for ERSPAN types II and III (type I and transparent Ethernet bridging have
+    /// none).
+    Gre {
+        gre: GreHeader,
+        erspan: Option<Erspan>,
+    },
+    Vxlan(VxlanHeader),
+}
+
+/// The headers around an encapsulated Ethernet frame: a mirror session's copy (ERSPAN, GRE) or a VXLAN
+/// tunnel. The frame's own fields ([`Frame::link`] and on) are the encapsulated frame's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encap {
+    pub link: Option<Link>,
+    pub vlans: [Option<VlanTag>; 2],
+    pub ip: Option<Ip>,
+    /// The UDP header that carried VXLAN.
+    pub udp: Option<UdpHeader>,
+    pub tunnel: Tunnel,
+    /// Where the encapsulated frame starts in the captured bytes, and its length as the tunnel carried it.
+    pub inner_start: u32,
+    pub inner_len: u32,
+}
+
+impl Encap {
+    /// The ERSPAN header, when the encapsulation is ERSPAN type II or III.
+    pub fn erspan(&self) -> Option<Erspan> {
+        match self.tunnel {
+            Tunnel::Gre { erspan, .. } => erspan,
+            Tunnel::Vxlan(_) => None,
+        }
+    }
+
+    fn hash_place(&self, h: &mut impl core::hash::Hasher) {
+        use core::hash::Hash;
+        hash_link(self.link, &self.vlans, h);
+        match self.ip {
+            Some(Ip::V4(ip)) => (ip.src, ip.dst).hash(h),
+            Some(Ip::V6(ip)) => (ip.src, ip.dst).hash(h),
+            None => {}
+        }
+        match self.tunnel {
+            Tunnel::Gre { gre, erspan } => {
+                (gre.proto, gre.key).hash(h);
+                if let Some(s) = erspan {
+                    (s.version, s.vlan, s.cos, s.encap, s.session_id, s.index).hash(h);
+                    (s.hw_id, s.egress).hash(h);
+                }
+            }
+            Tunnel::Vxlan(v) => v.vni.hash(h),
+        }
+    }
+
+    fn visit<'a>(&self, mut at: usize, v: &mut impl Visitor<'a>) {
+        at = visit_link(self.link, &self.vlans, at, v);
+        at = visit_ip_udp(self.ip, self.udp, at, v);
+        match self.tunnel {
+            Tunnel::Gre { gre, erspan } => {
+                gre.visit(at, v);
+                if let Some(e) = erspan {
+                    e.visit(at + gre.header_len(), v);
+                }
+            }
+            Tunnel::Vxlan(h) => h.visit(at, v),
+        }
+    }
+}
+
+/// What the analysis needs of a frame's encapsulations, kept in the frame (their headers are read again
+/// from its bytes when shown: [`Frame::outer`]), so that a frame stays small on the per-packet path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encapsulation {
+    /// How many (1 or 2).
+    pub levels: u8,
+    /// Where the encapsulated frame starts in the captured bytes, and its length as the tunnel carried it.
+    pub inner_start: u32,
+    pub inner_len: u32,
+    /// A mirror session marked the copy truncated (ERSPAN's T bit).
+    pub truncated: bool,
+    /// A digest of where the copy was taken: what tells two copies of one frame apart (the outer
+    /// addresses and VLANs, ERSPAN's session, direction, port index and hardware ID, the VNI), and never a
+    /// frame from its resend (GRE sequence numbers and ERSPAN timestamps are left out).
+    pub place: u64,
+    /// How the frame was walked, to walk it again.
+    linktype: u16,
+    roce_port: u16,
+}
+
+impl Encapsulation {
+    fn of(
+        outer: &[Option<Encap>; MAX_ENCAP],
+        linktype: u16,
+        roce_port: u16,
+    ) -> Option<Encapsulation> {
+        let inner = outer.iter().flatten().last()?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for e in outer.iter().flatten() {
+            e.hash_place(&mut h);
+        }
+        Some(Encapsulation {
+            levels: outer.iter().flatten().count() as u8,
+            inner_start: inner.inner_start,
+            inner_len: inner.inner_len,
+            truncated: outer
+                .iter()
+                .flatten()
+                .any(|e| e.erspan().is_some_and(|s| s.truncated)),
+            place: core::hash::Hasher::finish(&h),
+            linktype,
+            roce_port,
+        })
+    }
+}
+
+/// Hashes what tells a place on the path apart: the link's addresses and the VLAN tags.
+pub fn hash_link(
+    link: Option<Link>,
+    vlans: &[Option<VlanTag>; 2],
+    h: &mut impl core::hash::Hasher,
+) {
+    use core::hash::Hash;
+    match link {
+        Some(Link::Ethernet(e)) => (0u8, e.dst, e.src).hash(h),
+        Some(Link::Sll(s)) => (1u8, s.addr, s.ifindex).hash(h),
+        Some(Link::RawIp) => 2u8.hash(h),
+        None => 3u8.hash(h),
+    }
+    for t in vlans.iter().flatten() {
+        (t.tpid, t.pcp, t.dei, t.vid).hash(h);
+    }
+}
+
 /// The extended transport headers present after the BTH.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ExtHeaders {
@@ -191,6 +333,10 @@ pub struct Frame<'a> {
     pub data: &'a [u8],
     /// Length on the wire (at least `data.len()`; larger when the snap length cut the frame).
     pub orig_len: usize,
+    /// The encapsulations around the frame (a mirror session's copy, a VXLAN tunnel), when it came in one;
+    /// the fields below are the encapsulated frame's, as if it had been captured directly. Their headers:
+    /// [`Frame::outer`].
+    pub encap: Option<Encapsulation>,
     pub link: Option<Link>,
     /// Outer tag first.
     pub vlans: [Option<VlanTag>; 2],
@@ -225,6 +371,7 @@ impl<'a> Frame<'a> {
         Frame {
             data: &[],
             orig_len: self.orig_len,
+            encap: self.encap,
             link: self.link,
             vlans: self.vlans,
             ethertype: self.ethertype,
@@ -240,6 +387,46 @@ impl<'a> Frame<'a> {
 
     pub fn is_roce(&self) -> bool {
         self.roce.is_some()
+    }
+
+    /// The headers of the encapsulations around the frame, outermost first, read again from its bytes (a
+    /// detached frame has none to read: only [`Frame::encap`]'s summary).
+    pub fn outer(&self) -> [Option<Encap>; MAX_ENCAP] {
+        let mut outer = [None; MAX_ENCAP];
+        let Some(e) = self.encap else {
+            return outer;
+        };
+        let mut scratch = empty(self.data, self.orig_len);
+        let mut cur = Cursor {
+            data: self.data,
+            orig_len: self.orig_len,
+            pos: 0,
+            end: self.orig_len,
+            defer_icrc: true,
+            cut: false,
+            outer: &mut outer,
+        };
+        let cfg = Config {
+            roce_port: e.roce_port,
+        };
+        // The same walk as the first: it stops where the first did.
+        let _ = walk(&mut scratch, &mut cur, e.linktype, &cfg);
+        outer
+    }
+
+    /// Where the (innermost) frame starts in the captured bytes: 0 unless encapsulated.
+    pub fn inner_offset(&self) -> usize {
+        self.encap.map_or(0, |e| e.inner_start as usize)
+    }
+
+    /// The frame's length on the wire: the encapsulated frame's when it came in a tunnel or mirror session.
+    pub fn wire_len(&self) -> usize {
+        self.encap.map_or(self.orig_len, |e| e.inner_len as usize)
+    }
+
+    /// A mirror session marked the copy truncated (ERSPAN's T bit).
+    pub fn mirror_truncated(&self) -> bool {
+        self.encap.is_some_and(|e| e.truncated)
     }
 
     /// True when the capture kept fewer bytes than the frame had.
@@ -293,42 +480,17 @@ impl<'a> Frame<'a> {
     /// Lists every header and field in wire order, then rocescope's own verdicts on the frame.
     pub fn visit(&self, v: &mut impl Visitor<'a>) {
         let mut at = 0;
-        match self.link {
-            Some(Link::Ethernet(h)) => {
-                h.visit(at, v);
-                at += EthernetHeader::LEN;
-            }
-            Some(Link::Sll(h)) => {
-                h.visit(at, v);
-                at += h.header_len();
-            }
-            Some(Link::RawIp) | None => {}
+        for e in self.outer().iter().flatten() {
+            v.begin_outer();
+            e.visit(at, v);
+            v.end_outer();
+            at = e.inner_start as usize;
         }
-        let mut q_tags = 0;
-        for tag in self.vlans.iter().flatten() {
-            let is_q = tag.tpid == ethernet::ETHERTYPE_VLAN;
-            tag.visit(at, is_q && q_tags > 0, v);
-            q_tags += usize::from(is_q);
-            at += VlanTag::LEN;
-        }
+        at = visit_link(self.link, &self.vlans, at, v);
         if let Some(mc) = self.mac_control {
             mc.visit(at, v);
         }
-        match self.ip {
-            Some(Ip::V4(h)) => {
-                h.visit(at, v);
-                at += usize::from(h.header_len);
-            }
-            Some(Ip::V6(h)) => {
-                h.visit(at, v);
-                at += Ipv6Header::LEN;
-            }
-            None => {}
-        }
-        if let Some(u) = self.udp {
-            u.visit(at, v);
-            at += UdpHeader::LEN;
-        }
+        at = visit_ip_udp(self.ip, self.udp, at, v);
         if let Some(r) = self.roce {
             if let Some(g) = r.grh {
                 g.visit(at, v);
@@ -357,6 +519,59 @@ impl<'a> Frame<'a> {
             ));
         }
     }
+}
+
+/// Visits the link header and VLAN tags from `at`; returns where they end.
+fn visit_link<'a>(
+    link: Option<Link>,
+    vlans: &[Option<VlanTag>; 2],
+    mut at: usize,
+    v: &mut impl Visitor<'a>,
+) -> usize {
+    match link {
+        Some(Link::Ethernet(h)) => {
+            h.visit(at, v);
+            at += EthernetHeader::LEN;
+        }
+        Some(Link::Sll(h)) => {
+            h.visit(at, v);
+            at += h.header_len();
+        }
+        Some(Link::RawIp) | None => {}
+    }
+    let mut q_tags = 0;
+    for tag in vlans.iter().flatten() {
+        let is_q = tag.tpid == ethernet::ETHERTYPE_VLAN;
+        tag.visit(at, is_q && q_tags > 0, v);
+        q_tags += usize::from(is_q);
+        at += VlanTag::LEN;
+    }
+    at
+}
+
+/// Visits the IP and UDP headers from `at`; returns where they end.
+fn visit_ip_udp<'a>(
+    ip: Option<Ip>,
+    udp: Option<UdpHeader>,
+    mut at: usize,
+    v: &mut impl Visitor<'a>,
+) -> usize {
+    match ip {
+        Some(Ip::V4(h)) => {
+            h.visit(at, v);
+            at += usize::from(h.header_len);
+        }
+        Some(Ip::V6(h)) => {
+            h.visit(at, v);
+            at += Ipv6Header::LEN;
+        }
+        None => {}
+    }
+    if let Some(u) = udp {
+        u.visit(at, v);
+        at += UdpHeader::LEN;
+    }
+    at
 }
 
 fn visit_transport<'a>(r: &Roce<'a>, mut at: usize, v: &mut impl Visitor<'a>) {
@@ -445,16 +660,20 @@ fn transport_name(op: crate::opcode::Opcode) -> &'static str {
 }
 
 /// Reads headers from the frame, bounded by the current layer's length on the wire.
-struct Cursor<'a> {
+struct Cursor<'a, 'o> {
     data: &'a [u8],
     orig_len: usize,
     pos: usize,
     /// Where the current layer ends on the wire (absolute offset).
     end: usize,
     defer_icrc: bool,
+    /// A mirror session truncated the copy (ERSPAN's T bit): the ICRC cannot be checked.
+    cut: bool,
+    /// The encapsulations walked so far, outermost first.
+    outer: &'o mut [Option<Encap>; MAX_ENCAP],
 }
 
-impl<'a> Cursor<'a> {
+impl<'a> Cursor<'a, '_> {
     /// The captured bytes from the cursor to the end of the current layer.
     fn rest(&self) -> &'a [u8] {
         let end = self.end.min(self.data.len());
@@ -531,9 +750,30 @@ fn parse<'a>(
     defer_icrc: bool,
 ) -> Frame<'a> {
     let orig_len = orig_len.max(data.len());
-    let mut frame = Frame {
+    let mut frame = empty(data, orig_len);
+    let mut outer = [None; MAX_ENCAP];
+    let mut cur = Cursor {
         data,
         orig_len,
+        pos: 0,
+        end: orig_len,
+        defer_icrc,
+        cut: false,
+        outer: &mut outer,
+    };
+    if let Err(m) = walk(&mut frame, &mut cur, linktype, cfg) {
+        frame.malformed = Some(m);
+    }
+    frame.encap = Encapsulation::of(&outer, linktype, cfg.roce_port);
+    frame
+}
+
+/// A frame of which nothing parsed yet.
+fn empty(data: &[u8], orig_len: usize) -> Frame<'_> {
+    Frame {
+        data,
+        orig_len,
+        encap: None,
         link: None,
         vlans: [None; 2],
         ethertype: None,
@@ -544,23 +784,12 @@ fn parse<'a>(
         to_roce: false,
         roce: None,
         malformed: None,
-    };
-    let mut cur = Cursor {
-        data,
-        orig_len,
-        pos: 0,
-        end: orig_len,
-        defer_icrc,
-    };
-    if let Err(m) = walk(&mut frame, &mut cur, linktype, cfg) {
-        frame.malformed = Some(m);
     }
-    frame
 }
 
 fn walk<'a>(
     f: &mut Frame<'a>,
-    cur: &mut Cursor<'a>,
+    cur: &mut Cursor<'a, '_>,
     linktype: u16,
     cfg: &Config,
 ) -> Result<(), Malformed> {
@@ -612,7 +841,11 @@ fn walk<'a>(
     }
 }
 
-fn walk_ipv4<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Result<(), Malformed> {
+fn walk_ipv4<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a, '_>,
+    cfg: &Config,
+) -> Result<(), Malformed> {
     let start = cur.pos;
     let ip = cur.take(Ipv4Header::parse)?;
     f.ip = Some(Ip::V4(ip));
@@ -632,6 +865,9 @@ fn walk_ipv4<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Resul
         f.fragment = true;
         return Ok(());
     }
+    if ip.protocol == gre::PROTO_GRE {
+        return walk_gre(f, cur, cfg);
+    }
     if ip.protocol != ipv4::PROTO_UDP {
         return Ok(());
     }
@@ -643,7 +879,11 @@ fn walk_ipv4<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Resul
     walk_udp(f, cur, cfg, net)
 }
 
-fn walk_ipv6<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Result<(), Malformed> {
+fn walk_ipv6<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a, '_>,
+    cfg: &Config,
+) -> Result<(), Malformed> {
     let start = cur.pos;
     let ip = cur.take(Ipv6Header::parse)?;
     f.ip = Some(Ip::V6(ip));
@@ -655,6 +895,9 @@ fn walk_ipv6<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Resul
     if ip.next_header == ipv6::NEXT_HEADER_FRAGMENT {
         f.fragment = true;
         return Ok(());
+    }
+    if ip.next_header == gre::PROTO_GRE {
+        return walk_gre(f, cur, cfg);
     }
     if ip.next_header != ipv4::PROTO_UDP {
         return Ok(());
@@ -669,7 +912,7 @@ fn walk_ipv6<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>, cfg: &Config) -> Resul
 
 fn walk_udp<'a>(
     f: &mut Frame<'a>,
-    cur: &mut Cursor<'a>,
+    cur: &mut Cursor<'a, '_>,
     cfg: &Config,
     net: NetSpan,
 ) -> Result<(), Malformed> {
@@ -687,6 +930,11 @@ fn walk_udp<'a>(
         ));
     }
     cur.bound(Layer::Udp, start, len)?;
+    if udp.dst_port == vxlan::VXLAN_PORT && udp.dst_port != cfg.roce_port {
+        let h = cur.take(VxlanHeader::parse)?;
+        enter(f, cur, Tunnel::Vxlan(h), Layer::Vxlan)?;
+        return walk_inner(f, cur, cfg, false);
+    }
     if udp.dst_port != cfg.roce_port {
         return Ok(());
     }
@@ -694,7 +942,86 @@ fn walk_udp<'a>(
     walk_transport(f, cur, None, net, Some(start))
 }
 
-fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>) -> Result<(), Malformed> {
+/// GRE: followed into the frame it carries when that is an Ethernet frame (ERSPAN types I to III,
+/// transparent Ethernet bridging) and the header is RFC 2784's (version 0, no routing list).
+fn walk_gre<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a, '_>,
+    cfg: &Config,
+) -> Result<(), Malformed> {
+    let gre = cur.take(GreHeader::parse)?;
+    let carries_ethernet = matches!(
+        gre.proto,
+        gre::PROTO_ERSPAN_II | gre::PROTO_ERSPAN_III | gre::PROTO_TEB
+    );
+    if !carries_ethernet || gre.version() != 0 || gre.has_routing() {
+        return Ok(());
+    }
+    enter(f, cur, Tunnel::Gre { gre, erspan: None }, Layer::Gre)?;
+    // ERSPAN type I is 0x88BE without a sequence number, and has no header of its own (as Wireshark reads it).
+    let type_i = gre.proto == gre::PROTO_ERSPAN_II && gre.sequence.is_none();
+    if gre.proto == gre::PROTO_TEB || type_i {
+        return walk_inner(f, cur, cfg, false);
+    }
+    let erspan = cur.take(Erspan::parse)?;
+    if let Some(Encap {
+        tunnel: Tunnel::Gre { erspan: e, .. },
+        ..
+    }) = cur.outer.iter_mut().flatten().last()
+    {
+        *e = Some(erspan);
+    }
+    walk_inner(f, cur, cfg, erspan.truncated)
+}
+
+/// Moves the headers walked so far into the next encapsulation slot: what follows is the encapsulated frame.
+fn enter(f: &mut Frame, cur: &mut Cursor, tunnel: Tunnel, layer: Layer) -> Result<(), Malformed> {
+    let Some(slot) = cur.outer.iter_mut().find(|e| e.is_none()) else {
+        return Err(Malformed::new(
+            layer,
+            MalformedKind::TooManyEncapsulations { limit: MAX_ENCAP },
+        ));
+    };
+    *slot = Some(Encap {
+        link: f.link.take(),
+        vlans: core::mem::take(&mut f.vlans),
+        ip: f.ip.take(),
+        udp: f.udp.take(),
+        tunnel,
+        inner_start: 0,
+        inner_len: 0,
+    });
+    f.ethertype = None;
+    Ok(())
+}
+
+/// Walks the Ethernet frame a tunnel carries from the cursor to the end of the tunnel's payload. A mirror
+/// session may have cut it short (ERSPAN's T bit, or a copy shorter than its own IP header says): its length
+/// on the wire is unknown, so what is missing is a cut, as if by a snap length, never damage.
+fn walk_inner<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a, '_>,
+    cfg: &Config,
+    truncated: bool,
+) -> Result<(), Malformed> {
+    let (start, end) = (cur.pos, cur.end.min(cur.orig_len));
+    if let Some(e) = cur.outer.iter_mut().flatten().last() {
+        e.inner_start = start as u32;
+        e.inner_len = end.saturating_sub(start) as u32;
+    }
+    let mut inner = Cursor {
+        data: cur.data.get(..end.min(cur.data.len())).unwrap_or_default(),
+        orig_len: usize::MAX,
+        pos: start,
+        end: usize::MAX,
+        defer_icrc: cur.defer_icrc,
+        cut: cur.cut || truncated,
+        outer: &mut *cur.outer,
+    };
+    walk(f, &mut inner, LINKTYPE_ETHERNET, cfg)
+}
+
+fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a, '_>) -> Result<(), Malformed> {
     let start = cur.pos;
     f.to_roce = true;
     let grh = cur.take(Grh::parse)?;
@@ -712,7 +1039,7 @@ fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a>) -> Result<(), Malfor
 
 fn walk_transport<'a>(
     f: &mut Frame<'a>,
-    cur: &mut Cursor<'a>,
+    cur: &mut Cursor<'a, '_>,
     grh: Option<Grh>,
     net: NetSpan,
     udp: Option<usize>,
@@ -779,7 +1106,7 @@ fn walk_transport<'a>(
         .map(u32::from_be_bytes);
     roce.icrc = found;
     match found {
-        Some(found) => {
+        Some(found) if !cur.cut => {
             let cover = IcrcCover {
                 net_start: net.start as u32,
                 net_len: net.len as u8,
@@ -794,7 +1121,7 @@ fn walk_transport<'a>(
                 roce.icrc_status = Some(cover.check(cur.data));
             }
         }
-        None => roce.icrc_status = Some(IcrcStatus::Unverifiable),
+        _ => roce.icrc_status = Some(IcrcStatus::Unverifiable),
     }
     // The MAD is the last layer of a GSI packet; every other packet skips this at the first compare.
     match roce.mad() {

@@ -100,7 +100,7 @@ fn network_offset(frame: &Frame) -> Option<usize> {
         Link::Sll(h) => SllHeader::header_len(&h),
         Link::RawIp => 0,
     };
-    Some(link + VlanTag::LEN * frame.vlans.iter().flatten().count())
+    Some(frame.inner_offset() + link + VlanTag::LEN * frame.vlans.iter().flatten().count())
 }
 
 /// The summary of a frame that is neither RoCE nor UDP, when it is one of the protocols above and its

@@ -1,7 +1,8 @@
 //! Per-header unit tests in the manner of smoltcp's `wire` tests: a byte array written by hand from the
 //! header layout (IEEE 802.1Q / 802.3 / 802.1Qbb, RFC 791, RFC 8200, RFC 768, tcpdump's LINKTYPE_LINUX_SLL
 //! and LINKTYPE_LINUX_SLL2 pages, the IBTA Vol. 1 transport headers), then parse (every field), emit (the same bytes)
-//! and truncation (every shorter prefix is `Truncated` at the right layer).
+//! and truncation (every shorter prefix is `Truncated` at the right layer). GRE (RFC 2784, RFC 2890), ERSPAN
+//! types II and III (draft-foschiano-erspan-03) and VXLAN (RFC 7348) too.
 mod common;
 
 use common::hex;
@@ -1254,4 +1255,181 @@ fn header_lengths_match_the_spec() {
     assert_eq!(ImmDt::LEN, 4);
     assert_eq!(Ieth::LEN, 4);
     assert_eq!(Cnp::LEN, 16);
+}
+
+// ----------------------------------------------------------------------------------------------------
+// Mirror encapsulations: GRE, ERSPAN, VXLAN.
+
+mod gre {
+    use parsers::gre::*;
+    use parsers::{Layer, Malformed, MalformedKind};
+
+    /// ERSPAN type II's GRE header (S set, the sequence number 0x0102_0304).
+    const ERSPAN_GRE: [u8; 8] = [0x10, 0x00, 0x88, 0xBE, 0x01, 0x02, 0x03, 0x04];
+    /// Every optional field of RFC 2784/2890: C, K and S set.
+    const FULL: [u8; 16] = [
+        0xB0, 0x00, 0x65, 0x58, 0xAB, 0xCD, 0x00, 0x00, 0xDE, 0xAD, 0xBE, 0xEF, 0x00, 0x00, 0x00,
+        0x07,
+    ];
+
+    #[test]
+    fn deconstruct_sequence_only() {
+        let (h, rest) = GreHeader::parse(&ERSPAN_GRE).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(h.proto, PROTO_ERSPAN_II);
+        assert_eq!(h.sequence, Some(0x0102_0304));
+        assert_eq!((h.checksum, h.key, h.ack), (None, None, None));
+        assert_eq!(
+            (h.header_len(), h.version(), h.has_routing()),
+            (8, 0, false)
+        );
+    }
+
+    #[test]
+    fn deconstruct_construct_every_option() {
+        let (h, _) = GreHeader::parse(&FULL).unwrap();
+        assert_eq!(h.checksum, Some((0xABCD, 0)));
+        assert_eq!(h.key, Some(0xDEAD_BEEF));
+        assert_eq!(h.sequence, Some(7));
+        assert_eq!(h.header_len(), 16);
+        let mut out = Vec::new();
+        h.emit(&mut out);
+        assert_eq!(out, FULL);
+        let mut out = Vec::new();
+        GreHeader::parse(&ERSPAN_GRE).unwrap().0.emit(&mut out);
+        assert_eq!(out, ERSPAN_GRE);
+    }
+
+    #[test]
+    fn optional_fields_are_bounded() {
+        let e = GreHeader::parse(&FULL[..12]).unwrap_err();
+        assert_eq!(
+            e,
+            Malformed::new(
+                Layer::Gre,
+                MalformedKind::Truncated {
+                    needed: 16,
+                    available: 12
+                }
+            )
+        );
+        let e = GreHeader::parse(&FULL[..3]).unwrap_err();
+        assert_eq!(
+            e,
+            Malformed::new(
+                Layer::Gre,
+                MalformedKind::Truncated {
+                    needed: 4,
+                    available: 3
+                }
+            )
+        );
+    }
+}
+
+mod erspan {
+    use parsers::erspan::*;
+    use parsers::{Layer, Malformed, MalformedKind};
+
+    /// Type II: version 1, VLAN 10, COS 3, En 3 (tag kept in the frame), not truncated, session 0x155,
+    /// index 0x12345.
+    const II: [u8; 8] = [0x10, 0x0A, 0x79, 0x55, 0x00, 0x01, 0x23, 0x45];
+    /// Type III: version 2, VLAN 0, COS 0, BSO 0, T set, session 7, timestamp 0x01020304, SGT 0, P 0,
+    /// FT 0, Hw ID 1, egress, granularity 1 (100 ns), with the platform subheader (ID 3, info 0x42).
+    const III: [u8; 20] = [
+        0x20, 0x00, 0x04, 0x07, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x1B, 0x0C, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x42,
+    ];
+
+    #[test]
+    fn deconstruct_construct_type_ii() {
+        let (h, rest) = Erspan::parse(&II).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(
+            (h.version, h.vlan, h.cos, h.encap, h.truncated, h.session_id),
+            (1, 10, 3, 3, false, 0x155)
+        );
+        assert_eq!((h.reserved, h.index, h.header_len()), (0, 0x12345, 8));
+        let mut out = Vec::new();
+        h.emit(&mut out);
+        assert_eq!(out, II);
+    }
+
+    #[test]
+    fn deconstruct_construct_type_iii() {
+        let (h, rest) = Erspan::parse(&III).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!((h.version, h.truncated, h.session_id), (2, true, 7));
+        assert_eq!(
+            (h.timestamp, h.hw_id, h.egress, h.granularity),
+            (0x0102_0304, 1, true, 1)
+        );
+        assert_eq!(h.platform, Some(0x0C00_0000_0000_0042));
+        assert_eq!(h.header_len(), 20);
+        let mut out = Vec::new();
+        h.emit(&mut out);
+        assert_eq!(out, III);
+    }
+
+    #[test]
+    fn lengths_and_versions_are_checked() {
+        assert_eq!(
+            Erspan::parse(&III[..16]).unwrap_err(),
+            Malformed::new(
+                Layer::Erspan,
+                MalformedKind::Truncated {
+                    needed: 20,
+                    available: 16
+                }
+            )
+        );
+        assert_eq!(
+            Erspan::parse(&II[..6]).unwrap_err(),
+            Malformed::new(
+                Layer::Erspan,
+                MalformedKind::Truncated {
+                    needed: 8,
+                    available: 6
+                }
+            )
+        );
+        let mut bad = II;
+        bad[0] = 0x30;
+        assert_eq!(
+            Erspan::parse(&bad).unwrap_err(),
+            Malformed::new(Layer::Erspan, MalformedKind::BadVersion(3))
+        );
+    }
+}
+
+mod vxlan {
+    use parsers::vxlan::*;
+    use parsers::{Layer, Malformed, MalformedKind};
+
+    /// RFC 7348's header: I set, VNI 0x00ABCD.
+    const HEADER: [u8; 8] = [0x08, 0x00, 0x00, 0x00, 0x00, 0xAB, 0xCD, 0x00];
+
+    #[test]
+    fn deconstruct_construct() {
+        let (h, rest) = VxlanHeader::parse(&HEADER).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!((h.flags, h.gbp, h.vni, h.reserved), (0x0800, 0, 0xABCD, 0));
+        let mut out = Vec::new();
+        h.emit(&mut out);
+        assert_eq!(out, HEADER);
+    }
+
+    #[test]
+    fn short_header() {
+        assert_eq!(
+            VxlanHeader::parse(&HEADER[..7]).unwrap_err(),
+            Malformed::new(
+                Layer::Vxlan,
+                MalformedKind::Truncated {
+                    needed: 8,
+                    available: 7
+                }
+            )
+        );
+    }
 }

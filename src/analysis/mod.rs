@@ -7,7 +7,9 @@ pub mod events;
 mod evict;
 pub mod flow;
 mod handshake;
+mod mirror;
 mod pfc;
+pub mod points;
 pub mod psn;
 pub mod rate;
 mod requests;
@@ -47,6 +49,8 @@ pub struct Config {
     pub dscp_map: DscpMap,
     /// Width of the windows a flow's rate is measured in (the CNP reaction, throughput peaks).
     pub rate_window_nanos: u64,
+    /// The same RoCE frame seen again within this time is a mirror duplicate (0: never).
+    pub mirror_window_nanos: u64,
 }
 
 /// DSCP (0-63) -> PFC priority (0-7), as `--dscp-map` states the switch maps it; unmapped DSCPs give no
@@ -96,6 +100,9 @@ impl Config {
     /// timer of a few hundred microseconds (mlx5's rpg_time_reset, 300 µs): two 100 µs windows after the
     /// CNP see the cut, and at 100 Gb/s one holds 1.25 MB.
     pub const DEFAULT_RATE_WINDOW_US: u64 = 100;
+    /// `--mirror-window-us`: the two copies of a mirrored frame are a switch's forwarding and queueing
+    /// delay apart: microseconds, up to a millisecond behind a deep buffer (12.5 MB drain in 1 ms at 100 Gb/s).
+    pub const DEFAULT_MIRROR_WINDOW_US: u64 = 1000;
 }
 
 impl Default for Config {
@@ -111,6 +118,7 @@ impl Default for Config {
             pause_storm_nanos: Self::DEFAULT_PAUSE_STORM_MS * 1_000_000,
             dscp_map: DscpMap::default(),
             rate_window_nanos: Self::DEFAULT_RATE_WINDOW_US * 1000,
+            mirror_window_nanos: Self::DEFAULT_MIRROR_WINDOW_US * 1000,
         }
     }
 }
@@ -124,6 +132,10 @@ pub struct Totals {
     pub malformed: u64,
     pub icrc_bad: u64,
     pub icrc_unverifiable: u64,
+    /// RoCE frames that came in a mirror session or tunnel (ERSPAN, GRE, VXLAN).
+    pub encapsulated: u64,
+    /// RoCE frames seen twice within the mirror window: counted once.
+    pub mirror_duplicates: u64,
     pub first_ts: Option<u64>,
     pub last_ts: u64,
     pub bytes: u64,
@@ -160,6 +172,8 @@ pub enum Class {
     /// A bad ICRC: the receiver drops it, so nothing else is counted.
     BadIcrc,
     Malformed,
+    /// The second copy of a frame mirrored twice: not counted.
+    MirrorDuplicate,
 }
 
 impl Class {
@@ -204,6 +218,7 @@ pub struct Engine {
     /// The priorities the RoCE flows finished so far were on (bit p: priority p), for
     /// `pause_on_idle_priority`.
     carried: u8,
+    mirror: mirror::MirrorWindow,
 }
 
 /// How many of the diagnosis' events each condition has.
@@ -242,6 +257,7 @@ impl Engine {
             evicted: Evicted::default(),
             remapped: None,
             carried: 0,
+            mirror: mirror::MirrorWindow::new(cfg.mirror_window_nanos),
         }
     }
 
@@ -257,6 +273,17 @@ impl Engine {
     /// Feeds one frame: `number` is its position in the capture (from 1), `ts` its time in nanoseconds.
     /// Returns how it was counted.
     pub fn ingest(&mut self, number: u64, ts: u64, frame: &Frame) -> Classified {
+        self.count_frame(frame);
+        if let Some(r) = &frame.roce
+            && self.mirror.duplicate(frame, r, ts)
+        {
+            // Not even its time counts: the capture is analysed as if it held one copy.
+            self.totals.mirror_duplicates += 1;
+            return Classified {
+                flow: None,
+                class: Class::MirrorDuplicate,
+            };
+        }
         if ts >= self.next_sweep {
             if self.next_sweep > 0 {
                 self.sweep(ts);
@@ -264,15 +291,8 @@ impl Engine {
             self.next_sweep = ts.saturating_add((self.cfg.stall_nanos / 4).max(1));
         }
         let t = &mut self.totals;
-        t.frames += 1;
-        t.bytes += frame.orig_len as u64;
         t.first_ts.get_or_insert(ts);
         t.last_ts = ts;
-        if frame.to_roce {
-            t.roce_frames += 1;
-        } else {
-            t.other_frames += 1;
-        }
         if let Some(mc) = frame.mac_control {
             self.pause_frame(number, ts, mc);
         }
@@ -318,12 +338,25 @@ impl Engine {
         }
     }
 
+    /// The file's counts: every frame, mirror duplicates too.
+    fn count_frame(&mut self, frame: &Frame) {
+        let t = &mut self.totals;
+        t.frames += 1;
+        t.bytes += frame.orig_len as u64;
+        if frame.to_roce {
+            t.roce_frames += 1;
+            t.encapsulated += u64::from(frame.encap.is_some());
+        } else {
+            t.other_frames += 1;
+        }
+    }
+
     /// The per-flow part of [`Engine::ingest`] for a RoCE frame of flow `id`.
     fn roce(&mut self, id: u32, number: u64, ts: u64, frame: &Frame, roce: &Roce) -> Class {
         let start = self.totals.first_ts.unwrap_or(ts);
         let f = &mut self.flows[id as usize];
         f.packets += 1;
-        f.bytes += frame.orig_len as u64;
+        f.bytes += frame.wire_len() as u64;
         if f.packets == 1 {
             f.first_psn = roce.bth.psn;
         }
@@ -331,13 +364,13 @@ impl Engine {
         f.prev_ts = f.last_ts;
         f.last_ts = ts;
         f.series
-            .add(ts.saturating_sub(start), frame.orig_len as u64);
+            .add(ts.saturating_sub(start), frame.wire_len() as u64);
         let offsets = (ts.saturating_sub(start), ts.saturating_sub(f.prev_ts));
         let width = self.cfg.rate_window_nanos;
         f.rate.add(
             f.reaction.as_deref_mut(),
             offsets,
-            frame.orig_len as u64,
+            frame.wire_len() as u64,
             width,
         );
         let bth = roce.bth;

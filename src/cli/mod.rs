@@ -171,6 +171,10 @@ pub struct AnalysisFlags {
     /// A flow idle this many seconds (capture time) is finished, added up and dropped. 0: never.
     #[arg(long, value_name = "SECS", default_value_t = analysis::Config::DEFAULT_FLOW_TIMEOUT_S)]
     pub flow_timeout: u64,
+    /// The same RoCE frame again within this many microseconds is a mirror duplicate (the ingress and
+    /// egress copies of a mirror session), counted once. 0: never.
+    #[arg(long, value_name = "US", default_value_t = analysis::Config::DEFAULT_MIRROR_WINDOW_US)]
+    pub mirror_window_us: u64,
 }
 
 impl AnalysisFlags {
@@ -186,6 +190,7 @@ impl AnalysisFlags {
             max_flows: (self.max_flows > 0).then_some(self.max_flows),
             flow_timeout_nanos: (self.flow_timeout > 0)
                 .then(|| self.flow_timeout.saturating_mul(1_000_000_000)),
+            mirror_window_nanos: self.mirror_window_us.saturating_mul(1000),
             ..Default::default()
         }
     }
@@ -312,24 +317,30 @@ impl DisplayFilterFlag {
     }
 }
 
-/// The capture file: `FILE` or `-r FILE`; `-` is standard input.
+/// The capture files: `FILE...` or `-r FILE` (repeated); `-` is standard input. Several files, or a
+/// directory's, are pieces of one capture point read as one time-ordered stream.
 #[derive(Args, Debug, Clone)]
 #[group(required = true, multiple = false)]
 pub struct ReadFlag {
-    /// Capture file (pcap or pcapng), or `-` for standard input.
+    /// Capture files (pcap or pcapng) or directories of them, or `-` for standard input.
     #[arg(value_name = "FILE")]
-    pub file: Option<PathBuf>,
-    /// The capture file, as tshark takes it (pcap or pcapng; `-` is standard input).
+    pub files: Vec<PathBuf>,
+    /// A capture file, as tshark takes it (pcap or pcapng; `-` is standard input); repeat for more.
     #[arg(short = 'r', long = "read", value_name = "FILE")]
-    pub read: Option<PathBuf>,
+    pub read: Vec<PathBuf>,
+    /// Captures of the same traffic at several points of its path, in path order from the senders' side:
+    /// where packets were lost, the one-way delay and clock offset between points, figures per point.
+    #[arg(long, value_name = "FILE", num_args = 2..)]
+    pub points: Vec<PathBuf>,
 }
 
 impl ReadFlag {
-    fn path(&self) -> PathBuf {
-        self.read
-            .clone()
-            .or_else(|| self.file.clone())
-            .unwrap_or_default()
+    fn paths(&self) -> Vec<PathBuf> {
+        if self.read.is_empty() {
+            self.files.clone()
+        } else {
+            self.read.clone()
+        }
     }
 }
 
@@ -450,7 +461,8 @@ pub struct AnalyzeArgs {
 impl AnalyzeArgs {
     pub fn config(&self) -> Result<commands::analyze::Config, ConfigError> {
         Ok(commands::analyze::Config {
-            file: self.input.path(),
+            files: self.input.paths(),
+            points: self.input.points.clone(),
             output: self.listing.output(self.json),
             pipeline: pipeline::Config {
                 announced: self.expect.announced().map_err(ConfigError::Runtime)?,

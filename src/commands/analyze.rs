@@ -10,14 +10,17 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use rocescope::pipeline::{self, ReadSide};
 use rocescope::report::{self, Condition, Listing, Output, Report};
-use rocescope::source::FileSource;
+use rocescope::source::{self, FileSource, MergeSource, PacketSource};
 use rocescope::tui::{data, plot};
 
 use super::fail;
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub file: PathBuf,
+    /// One capture, or the pieces of one capture point (files, directories) merged by time.
+    pub files: Vec<PathBuf>,
+    /// `--points`: captures of the same traffic at points of its path, instead of `files`.
+    pub points: Vec<PathBuf>,
     pub output: Output,
     pub pipeline: pipeline::Config,
     /// Conditions that make the exit status 3.
@@ -31,13 +34,17 @@ pub struct Config {
 }
 
 pub fn run(cfg: &Config) -> ExitCode {
+    if !cfg.points.is_empty() {
+        return super::points::run(cfg);
+    }
     // --plot: the pass that analyses also records how each frame was counted; the plots then read the
     // plotted flows' frames once more.
-    let analysed = match &cfg.plot {
-        Some(_) => data::analyze(&cfg.file, &cfg.pipeline, |_, _| true)
+    let analysed = match (&cfg.plot, single(&cfg.files)) {
+        (Some(_), None) => Err("--plot reads one capture file".to_string()),
+        (Some(_), Some(file)) => data::analyze(file, &cfg.pipeline, |_, _| true)
             .map(|(r, i)| (r, Some(i)))
             .map_err(|e| e.to_string()),
-        None => analyze(cfg).map(|r| (r, None)),
+        (None, _) => analyze(cfg).map(|r| (r, None)),
     };
     let (mut report, index) = match analysed {
         Ok(r) => r,
@@ -59,16 +66,60 @@ pub fn run(cfg: &Config) -> ExitCode {
     ExitCode::from(report.exit_status())
 }
 
-/// The report of the file, with a progress bar on a terminal for files over 64 MiB.
+/// The one file `files` names, when it names one (not a directory).
+fn single(files: &[PathBuf]) -> Option<&PathBuf> {
+    match files {
+        [file] if !file.is_dir() => Some(file),
+        _ => None,
+    }
+}
+
+/// The report of the files, with a progress bar on a terminal for inputs over 64 MiB. One file is read in
+/// place; several are merged by time.
 fn analyze(cfg: &Config) -> Result<Report, String> {
-    let mut source = FileSource::open(&cfg.file).map_err(|e| e.to_string())?;
-    let len = std::fs::metadata(&cfg.file).map(|m| m.len()).unwrap_or(0);
+    if let Some(file) = single(&cfg.files) {
+        return report_of(cfg, file);
+    }
+    if cfg.files.iter().any(|f| f.as_os_str() == "-") {
+        return Err("standard input (-) is read alone, not with other files".to_string());
+    }
+    let files = source::expand(&cfg.files).map_err(|e| e.to_string())?;
+    if files.is_empty() {
+        return Err("no capture file in the directories given".to_string());
+    }
+    let name = cfg
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut source = MergeSource::open(&files).map_err(|e| e.to_string())?;
+    analyze_source(cfg, &mut source, &files, &name)
+}
+
+/// The report of one capture file, read in place.
+pub(super) fn report_of(cfg: &Config, file: &PathBuf) -> Result<Report, String> {
+    let mut source = FileSource::open(file).map_err(|e| e.to_string())?;
+    let name = source.name().to_string();
+    analyze_source(cfg, &mut source, std::slice::from_ref(file), &name)
+}
+
+fn analyze_source<S: PacketSource>(
+    cfg: &Config,
+    source: &mut S,
+    files: &[PathBuf],
+    name: &str,
+) -> Result<Report, String> {
+    let len = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .sum();
     let mut bar = Progress(progress_bar(cfg, len));
-    let run = pipeline::run(&mut source, &cfg.pipeline, &mut bar, ())?;
+    let run = pipeline::run(source, &cfg.pipeline, &mut bar, ())?;
     if let Some(bar) = bar.0 {
         bar.finish_and_clear();
     }
-    let mut report = Report::build_listing(&run.engine, source.name(), cfg.listing);
+    let mut report = Report::build_listing(&run.engine, name, cfg.listing);
     if let Some(e) = run.error {
         report.cut_short(e.to_string());
     }
@@ -78,10 +129,10 @@ fn analyze(cfg: &Config) -> Result<Report, String> {
 /// The reading side of `analyze`: the progress bar, if any.
 struct Progress(Option<ProgressBar>);
 
-impl ReadSide<FileSource> for Progress {
+impl<S> ReadSide<S> for Progress {
     fn handed_over(
         &mut self,
-        _source: &mut FileSource,
+        _source: &mut S,
         frames: u64,
         offset: u64,
         _idle: bool,

@@ -5,6 +5,7 @@ pub mod capture;
 pub mod counters;
 pub mod dissect;
 pub mod doctor;
+pub mod points;
 pub mod tui;
 
 use std::process::ExitCode;

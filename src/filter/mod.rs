@@ -207,6 +207,7 @@ fn class_name(c: Class) -> Option<&'static str> {
         Class::Cnp => "cnp",
         Class::BadIcrc => "bad_icrc",
         Class::Malformed => "malformed",
+        Class::MirrorDuplicate => "mirror_duplicate",
     })
 }
 

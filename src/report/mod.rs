@@ -72,6 +72,11 @@ pub struct Capture {
     pub malformed: u64,
     pub icrc_bad: u64,
     pub icrc_unverifiable: u64,
+    /// RoCE frames that came in a mirror session or tunnel (ERSPAN, GRE, VXLAN), analysed as the frames
+    /// they carry.
+    pub encapsulated: u64,
+    /// RoCE frames seen a second time within the mirror window (`--mirror-window-us`): not counted.
+    pub mirror_duplicates: u64,
     pub bytes: u64,
     /// Seconds since the Unix epoch, nanosecond precision.
     pub first_time: Option<f64>,
@@ -466,6 +471,8 @@ impl Report {
                 malformed: t.malformed,
                 icrc_bad: t.icrc_bad,
                 icrc_unverifiable: t.icrc_unverifiable,
+                encapsulated: t.encapsulated,
+                mirror_duplicates: t.mirror_duplicates,
                 bytes: t.bytes,
                 first_time: t.first_ts.map(secs),
                 last_time: t.first_ts.map(|_| secs(t.last_ts)),

@@ -77,6 +77,13 @@ fn capture(out: &mut impl Write, r: &Report) -> io::Result<()> {
         c.icrc_bad,
         c.icrc_unverifiable
     )?;
+    if c.encapsulated + c.mirror_duplicates > 0 {
+        writeln!(
+            out,
+            "  {} RoCE frames came in a mirror session or tunnel; {} mirror duplicates (second copies, not counted)",
+            c.encapsulated, c.mirror_duplicates
+        )?;
+    }
     match r.config.mtu {
         Some(m) => writeln!(out, "  path MTU {m} ({})", r.config.mtu_source)?,
         None => writeln!(

@@ -15,6 +15,7 @@ mod error;
 mod input;
 #[cfg(all(feature = "live", unix))]
 pub mod live;
+mod merge;
 mod pcap;
 mod pcapng;
 pub mod printout;
@@ -31,6 +32,7 @@ use pcap::{PcapState, next_pcap};
 use pcapng::{NgState, next_pcapng, pcapng_block};
 
 pub use error::{SourceError, TruncatedIn};
+pub use merge::{MergeSource, expand};
 
 /// Size of the read buffer.
 pub const BUFFER_SIZE: usize = 256 * 1024;

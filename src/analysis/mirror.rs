@@ -1,0 +1,151 @@
+//! Mirror duplicates: a frame mirrored twice (the ingress and the egress copy of a session, or two ports of
+//! one path) reaches the capture twice, with the same bytes where a switch does not change them, a few
+//! microseconds apart, and seen from another place: another ERSPAN direction, port index or session,
+//! another collector, VLAN, MAC, TTL or ECN mark. Counted once: the second copy is no retransmission and no
+//! duplicate request. A requester's resend (or a responder's repeated ACK) comes from the same place as the
+//! original, so it is never taken for a copy, however soon it follows.
+use std::hash::{Hash, Hasher};
+
+use parsers::frame::{Frame, Ip, Roce, hash_link};
+use rustc_hash::FxHasher;
+
+/// Recent RoCE frames by a digest of what a switch leaves unchanged (addresses, UDP source port, IPv4
+/// identification, the BTH without FECN and BECN, the ICRC found, the payload length) and one of where the
+/// copy was seen. A direct-mapped table: memory is fixed, and a collision only forgets the older frame.
+pub(crate) struct MirrorWindow {
+    /// (digest, place, time)
+    slots: Box<[(u64, u64, u64)]>,
+    window_nanos: u64,
+}
+
+impl MirrorWindow {
+    /// Slots of the table: a copy is recognised when fewer frames than this (about) came between.
+    const SLOTS: usize = 1024;
+
+    pub(crate) fn new(window_nanos: u64) -> MirrorWindow {
+        MirrorWindow {
+            slots: vec![(0, 0, 0); Self::SLOTS].into_boxed_slice(),
+            window_nanos,
+        }
+    }
+
+    /// True when the same frame was seen from another place less than the window before `ts`; else
+    /// remembers it.
+    pub(crate) fn duplicate(&mut self, frame: &Frame, roce: &Roce, ts: u64) -> bool {
+        if self.window_nanos == 0 {
+            return false;
+        }
+        let digest = digest(frame, roce) | 1;
+        let place = place(frame);
+        let slot = &mut self.slots[digest as usize % Self::SLOTS];
+        if slot.0 == digest && slot.1 != place && ts.saturating_sub(slot.2) <= self.window_nanos {
+            // The first copy's time stays: a third frame later than the window is a resend.
+            return true;
+        }
+        *slot = (digest, place, ts);
+        false
+    }
+}
+
+fn digest(frame: &Frame, roce: &Roce) -> u64 {
+    let mut h = FxHasher::default();
+    (frame.src(), frame.dst()).hash(&mut h);
+    frame.udp.map(|u| u.src_port).hash(&mut h);
+    if let Some(Ip::V4(ip)) = frame.ip {
+        ip.id.hash(&mut h);
+    }
+    let b = roce.bth;
+    (b.opcode, b.se, b.migreq, b.pad_count, b.tver, b.pkey).hash(&mut h);
+    (b.dest_qp, b.ack_req, b.psn).hash(&mut h);
+    (roce.icrc, roce.payload_len).hash(&mut h);
+    h.finish()
+}
+
+/// Where a copy was seen: what differs between two copies of one frame and never between a frame and its
+/// resend (the encapsulation's part is [`parsers::frame::Encapsulation::place`]).
+fn place(frame: &Frame) -> u64 {
+    let mut h = FxHasher::default();
+    hash_link(frame.link, &frame.vlans, &mut h);
+    match frame.ip {
+        Some(Ip::V4(ip)) => (ip.ttl, ip.dscp, ip.ecn).hash(&mut h),
+        Some(Ip::V6(ip)) => (ip.hop_limit, ip.dscp, ip.ecn).hash(&mut h),
+        None => {}
+    }
+    frame.encap.map(|e| e.place).hash(&mut h);
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parsers::builder::{Mirror, RoceFrame};
+    use parsers::frame::parse_frame;
+
+    fn copy(m: Mirror, frame: &[u8]) -> Vec<u8> {
+        m.wrap(frame, frame.len(), 0, 0).0
+    }
+
+    /// Whether the window takes the frame `second` (at 10 µs) for a copy of `first` (at 0).
+    fn seen_twice(first: &[u8], second: &[u8], window_us: u64) -> bool {
+        let mut w = MirrorWindow::new(window_us * 1000);
+        let cfg = Default::default();
+        let (a, b) = (
+            parse_frame(1, first, first.len(), &cfg),
+            parse_frame(1, second, second.len(), &cfg),
+        );
+        assert!(!w.duplicate(&a, &a.roce.unwrap(), 0));
+        w.duplicate(&b, &b.roce.unwrap(), 10_000)
+    }
+
+    const INGRESS: Mirror = Mirror::ErspanIII {
+        session: 1,
+        egress: false,
+    };
+    const EGRESS: Mirror = Mirror::ErspanIII {
+        session: 1,
+        egress: true,
+    };
+
+    #[test]
+    fn a_copy_from_another_place_within_the_window_is_a_duplicate() {
+        let f = RoceFrame::new(0x04).build();
+        assert!(seen_twice(&copy(INGRESS, &f), &copy(EGRESS, &f), 1000));
+        // Two sessions, or a VLAN rewritten between the ports.
+        let other_session = Mirror::ErspanII { session: 2 };
+        assert!(seen_twice(
+            &copy(Mirror::ErspanII { session: 1 }, &f),
+            &copy(other_session, &f),
+            1000
+        ));
+        let mut tagged = RoceFrame::new(0x04);
+        tagged.vlans = vec![parsers::vlan::VlanTag {
+            tpid: 0x8100,
+            pcp: 3,
+            dei: false,
+            vid: 200,
+            ethertype: 0,
+        }];
+        assert!(seen_twice(&f, &tagged.build(), 1000));
+    }
+
+    #[test]
+    fn a_resend_from_the_same_place_is_never_a_duplicate() {
+        let f = RoceFrame::new(0x04).build();
+        assert!(!seen_twice(&f, &f, 1000));
+        assert!(!seen_twice(&copy(INGRESS, &f), &copy(INGRESS, &f), 1000));
+    }
+
+    #[test]
+    fn outside_the_window_or_another_frame_is_not_a_duplicate() {
+        let f = RoceFrame::new(0x04).build();
+        assert!(!seen_twice(&copy(INGRESS, &f), &copy(EGRESS, &f), 5));
+        assert!(!seen_twice(&copy(INGRESS, &f), &copy(EGRESS, &f), 0));
+        let mut next = RoceFrame::new(0x04);
+        next.bth.psn = 1;
+        assert!(!seen_twice(
+            &copy(INGRESS, &f),
+            &copy(EGRESS, &next.build()),
+            1000
+        ));
+    }
+}

@@ -1,0 +1,317 @@
+//! Loss localisation between capture points of the same traffic (`analyze --points A B ...`, in path order
+//! from the senders' side): the same packet is matched across points by its flow, PSN, opcode and ICRC (which
+//! covers the IP identification and the payload, so a resend is another packet), and a packet seen at one
+//! point and at none after it on its path was lost between the two. Requests travel the points in the order
+//! given, responses (ACKs, NAKs, READ responses, CNPs) in the reverse order.
+//!
+//! Fed in time order (each point's clock corrected by its estimated offset), the matcher keeps a packet until
+//! the reordering window after it has passed: memory is bounded by the packets in one window, not by the
+//! captures' sizes.
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+
+use parsers::frame::{Frame, Roce};
+use rustc_hash::{FxHashMap, FxHasher};
+
+use super::flow::FlowKey;
+
+/// Capture points compared at most.
+pub const MAX_POINTS: usize = 8;
+
+/// A packet's identity across points, and where it travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sighting {
+    pub key: u64,
+    pub flow: FlowKey,
+    pub psn: u32,
+    /// Travels the points in the reverse order (a response).
+    pub reverse: bool,
+}
+
+impl Sighting {
+    /// The sighting of a RoCE frame with an IP source and destination.
+    pub fn of(frame: &Frame, roce: &Roce) -> Option<Sighting> {
+        let flow = FlowKey {
+            src: frame.src()?,
+            dst: frame.dst()?,
+            dest_qp: roce.bth.dest_qp,
+        };
+        let mut h = FxHasher::default();
+        (flow, roce.bth.psn, roce.bth.opcode, roce.icrc).hash(&mut h);
+        if let Some(parsers::frame::Ip::V4(ip)) = frame.ip {
+            ip.id.hash(&mut h);
+        }
+        Some(Sighting {
+            key: h.finish(),
+            flow,
+            psn: roce.bth.psn,
+            reverse: !roce.bth.op().is_request(),
+        })
+    }
+}
+
+/// A packet lost between two points: the last point of its path that saw it and the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lost {
+    pub flow: FlowKey,
+    pub psn: u32,
+    pub from: usize,
+    pub to: usize,
+    /// When the last point saw it (that point's clock corrected).
+    pub ts: u64,
+}
+
+/// One segment's one-way delays (corrected clocks), nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Delay {
+    pub samples: u64,
+    pub sum: i128,
+    pub min: i64,
+    pub max: i64,
+}
+
+impl Delay {
+    fn add(&mut self, d: i64) {
+        if self.samples == 0 {
+            (self.min, self.max) = (d, d);
+        }
+        self.samples += 1;
+        self.sum += i128::from(d);
+        self.min = self.min.min(d);
+        self.max = self.max.max(d);
+    }
+}
+
+struct Pending {
+    sighting: Sighting,
+    /// When each point saw it (corrected), if it did.
+    seen: [Option<u64>; MAX_POINTS],
+}
+
+/// The matcher over `points` capture points.
+pub struct Matcher {
+    points: usize,
+    window_nanos: u64,
+    pending: FxHashMap<u64, Pending>,
+    /// (expiry, key), in the order seen.
+    expiry: VecDeque<(u64, u64)>,
+    /// Packets lost per segment `(from, to)` of the path order (`from` the point that saw it last).
+    pub lost: FxHashMap<(usize, usize), u64>,
+    /// Packets lost per flow and segment.
+    pub lost_by_flow: FxHashMap<(FlowKey, usize, usize), u64>,
+    /// Packets a point missed although a point after it on the path saw them (the capture dropped them).
+    pub missed: [u64; MAX_POINTS],
+    /// One-way delay per forward segment `(i, i + 1)` of requests, indexed by `i`.
+    pub delay: [Delay; MAX_POINTS],
+    /// Packets that reached the last point of their path.
+    pub complete: u64,
+}
+
+impl Matcher {
+    pub fn new(points: usize, window_nanos: u64) -> Matcher {
+        Matcher {
+            points: points.min(MAX_POINTS),
+            window_nanos,
+            pending: FxHashMap::default(),
+            expiry: VecDeque::new(),
+            lost: FxHashMap::default(),
+            lost_by_flow: FxHashMap::default(),
+            missed: [0; MAX_POINTS],
+            delay: [Delay::default(); MAX_POINTS],
+            complete: 0,
+        }
+    }
+
+    /// Point `point` saw the packet at `ts` (its clock corrected); calls `lost` for each packet whose window
+    /// has passed without the points after it seeing it.
+    pub fn see(&mut self, point: usize, ts: u64, s: Sighting, lost: &mut impl FnMut(Lost)) {
+        self.expire(ts, lost);
+        if point >= self.points {
+            return;
+        }
+        let p = self.pending.entry(s.key).or_insert_with(|| {
+            self.expiry
+                .push_back((ts.saturating_add(self.window_nanos), s.key));
+            Pending {
+                sighting: s,
+                seen: [None; MAX_POINTS],
+            }
+        });
+        p.seen[point].get_or_insert(ts);
+    }
+
+    /// Judges every packet still waiting (the end of the captures).
+    pub fn finish(&mut self, lost: &mut impl FnMut(Lost)) {
+        self.expire(u64::MAX, lost);
+    }
+
+    fn expire(&mut self, now: u64, lost: &mut impl FnMut(Lost)) {
+        while let Some(&(at, key)) = self.expiry.front() {
+            if at >= now {
+                break;
+            }
+            self.expiry.pop_front();
+            if let Some(p) = self.pending.remove(&key) {
+                self.judge(&p, lost);
+            }
+        }
+    }
+
+    /// Judges a packet whose window has passed: where on its path it was seen last.
+    fn judge(&mut self, p: &Pending, lost: &mut impl FnMut(Lost)) {
+        let n = self.points;
+        // The i-th point of the packet's path.
+        let point = |i: usize| if p.sighting.reverse { n - 1 - i } else { i };
+        let seen = |i: usize| p.seen[point(i)];
+        let Some(last) = (0..n).rev().find(|&i| seen(i).is_some()) else {
+            return;
+        };
+        for i in 0..last {
+            if seen(i).is_none() {
+                self.missed[point(i)] += 1;
+            }
+        }
+        if !p.sighting.reverse {
+            for i in 1..=last {
+                if let (Some(a), Some(b)) = (seen(i - 1), seen(i)) {
+                    self.delay[i - 1].add(b as i64 - a as i64);
+                }
+            }
+        }
+        if last + 1 == n {
+            self.complete += 1;
+            return;
+        }
+        let (from, to) = (point(last), point(last + 1));
+        *self.lost.entry((from, to)).or_default() += 1;
+        *self
+            .lost_by_flow
+            .entry((p.sighting.flow, from, to))
+            .or_default() += 1;
+        lost(Lost {
+            flow: p.sighting.flow,
+            psn: p.sighting.psn,
+            from,
+            to,
+            ts: seen(last).unwrap_or_default(),
+        });
+    }
+}
+
+/// The clock offset of a point against the first, from packets both saw: requests reach it `d_fwd` after the
+/// first point, responses reach the first point `d_rev` after it. With both, the offset is
+/// `(d_fwd - d_rev) / 2` and the one-way delay `(d_fwd + d_rev) / 2` (the delays taken as symmetric: the
+/// offset's error is at most half the asymmetry); with one direction only, the delay is taken as 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Offset {
+    pub nanos: i64,
+    /// Both directions were matched.
+    pub both_directions: bool,
+    pub matched: usize,
+}
+
+/// Estimates the offset of each point from `(first_ts, sighting)` lists (the first packets of each point).
+pub fn offsets(points: &[Vec<(u64, Sighting)>]) -> Vec<Offset> {
+    let Some(first) = points.first() else {
+        return Vec::new();
+    };
+    let at_first: FxHashMap<u64, u64> = first.iter().map(|(t, s)| (s.key, *t)).collect();
+    points
+        .iter()
+        .map(|p| {
+            let (mut fwd, mut rev) = (Vec::new(), Vec::new());
+            for (t, s) in p {
+                if let Some(&t0) = at_first.get(&s.key) {
+                    let d = *t as i64 - t0 as i64;
+                    if s.reverse { rev.push(-d) } else { fwd.push(d) }
+                }
+            }
+            let matched = fwd.len() + rev.len();
+            let nanos = match (median(&mut fwd), median(&mut rev)) {
+                (Some(f), Some(r)) => (f - r) / 2,
+                (Some(f), None) => f,
+                (None, Some(r)) => -r,
+                (None, None) => 0,
+            };
+            Offset {
+                nanos,
+                both_directions: !fwd.is_empty() && !rev.is_empty(),
+                matched,
+            }
+        })
+        .collect()
+}
+
+fn median(v: &mut [i64]) -> Option<i64> {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parsers::frame::Addr;
+
+    fn s(key: u64, reverse: bool) -> Sighting {
+        Sighting {
+            key,
+            flow: FlowKey {
+                src: Addr::V4([10, 0, 0, 1]),
+                dst: Addr::V4([10, 0, 0, 2]),
+                dest_qp: 7,
+            },
+            psn: key as u32,
+            reverse,
+        }
+    }
+
+    #[test]
+    fn three_points_segments_misses_and_the_window() {
+        let mut m = Matcher::new(3, 1000);
+        let mut lost = Vec::new();
+        let mut on = |l: Lost| lost.push((l.psn, l.from, l.to, l.ts));
+        // Request 1 everywhere; request 2 lost between points 1 and 2; request 3 missed by point 1;
+        // response 4 (path 2, 1, 0) seen at point 2 only.
+        for (point, ts, key, rev) in [
+            (0, 10, 1, false),
+            (1, 20, 1, false),
+            (2, 30, 1, false),
+            (0, 40, 2, false),
+            (1, 55, 2, false),
+            (0, 60, 3, false),
+            (2, 80, 3, false),
+            (2, 90, 4, true),
+        ] {
+            m.see(point, ts, s(key, rev), &mut on);
+        }
+        assert_eq!(m.pending.len(), 4);
+        // 2000 ns on: every window has passed.
+        m.see(0, 2100, s(9, false), &mut on);
+        assert_eq!(m.pending.len(), 1);
+        m.finish(&mut on);
+        assert!(m.pending.is_empty() && m.expiry.is_empty());
+        assert_eq!(lost, [(2, 1, 2, 55), (4, 2, 1, 90), (9, 0, 1, 2100)]);
+        assert_eq!(m.missed[..3], [0, 1, 0]);
+        assert_eq!(m.complete, 2);
+        assert_eq!(
+            (m.delay[0].samples, m.delay[0].min, m.delay[0].max),
+            (2, 10, 15)
+        );
+        assert_eq!((m.delay[1].samples, m.delay[1].min), (1, 10));
+    }
+
+    #[test]
+    fn offsets_from_both_directions_and_from_one() {
+        // Point 1's clock is 1000 ahead; requests take 100 to reach it, responses 100 to come back.
+        let first = vec![(0, s(1, false)), (500, s(2, true))];
+        let second = vec![(1100, s(1, false)), (1400, s(2, true))];
+        let o = offsets(&[first.clone(), second]);
+        assert_eq!(
+            (o[1].nanos, o[1].both_directions, o[1].matched),
+            (1000, true, 2)
+        );
+        assert_eq!(o[0].nanos, 0);
+        let one = offsets(&[first, vec![(1100, s(1, false))]]);
+        assert_eq!((one[1].nanos, one[1].both_directions), (1100, false));
+    }
+}

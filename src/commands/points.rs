@@ -1,0 +1,260 @@
+//! `rocescope analyze --points A B ...`: captures of the same traffic at several points of its path, in path
+//! order from the senders' side. Each point is analysed on its own (its figures), the points' clock offsets
+//! are estimated from the packets they share, then one merge of the points in corrected time matches every
+//! packet across them (`analysis::points`) and tells where packets were lost.
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use rocescope::analysis::points::{self, Lost, Matcher, Offset, Sighting};
+use rocescope::report::{Output, Report};
+use rocescope::source::{FileSource, SourceError};
+
+use super::analyze::Config;
+use super::fail;
+
+/// Packets of each point read to estimate the clock offsets.
+const OFFSET_SAMPLE: usize = 20_000;
+/// A packet not seen at the next point within this time (corrected clocks) after the last point that saw
+/// it was lost: far beyond a fabric's one-way delay, and the bound of the matcher's memory.
+const WINDOW_NANOS: u64 = 100_000_000;
+/// `lost_between` events listed at most (all are counted).
+const MAX_EVENTS: usize = 10_000;
+
+pub fn run(cfg: &Config) -> ExitCode {
+    match localise(cfg) {
+        Ok(out) => match write(io::stdout().lock(), &out, cfg.output == Output::Json) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e),
+        },
+        Err(e) => fail(e),
+    }
+}
+
+struct Outcome {
+    names: Vec<String>,
+    reports: Vec<Report>,
+    offsets: Vec<Offset>,
+    matcher: Matcher,
+    events: Vec<Lost>,
+    lost_events: u64,
+}
+
+fn localise(cfg: &Config) -> Result<Outcome, String> {
+    let files = &cfg.points;
+    if files.len() > points::MAX_POINTS {
+        return Err(format!(
+            "--points takes at most {} captures",
+            points::MAX_POINTS
+        ));
+    }
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let reports = files
+        .iter()
+        .map(|f| super::analyze::report_of(cfg, f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let sample = files
+        .iter()
+        .map(|f| sightings(f, cfg, OFFSET_SAMPLE))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let offsets = points::offsets(&sample);
+    let mut matcher = Matcher::new(files.len(), WINDOW_NANOS);
+    let (mut events, mut lost_events) = (Vec::new(), 0u64);
+    let mut on_lost = |l: Lost| {
+        lost_events += 1;
+        if events.len() < MAX_EVENTS {
+            events.push(l);
+        }
+    };
+    merge(files, cfg, &offsets, &mut matcher, &mut on_lost).map_err(|e| e.to_string())?;
+    matcher.finish(&mut on_lost);
+    Ok(Outcome {
+        names,
+        reports,
+        offsets,
+        matcher,
+        events,
+        lost_events,
+    })
+}
+
+/// The first `limit` RoCE packets of a point: (time, sighting).
+fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighting)>, SourceError> {
+    let mut src = FileSource::open(file)?;
+    let mut out = Vec::new();
+    while out.len() < limit {
+        let Some(p) = src.next_packet()? else { break };
+        let f = parsers::parse_frame_deferred(
+            p.linktype,
+            p.data,
+            p.orig_len as usize,
+            &cfg.pipeline.parse,
+        );
+        if let Some(s) = f.roce.as_ref().and_then(|r| Sighting::of(&f, r)) {
+            out.push((p.ts_nanos, s));
+        }
+    }
+    Ok(out)
+}
+
+/// A point's next RoCE packet, its time corrected by the point's offset.
+fn next_sighting(
+    src: &mut FileSource,
+    offset: i64,
+    cfg: &Config,
+) -> Result<Option<(u64, Sighting)>, SourceError> {
+    while let Some(p) = src.next_packet()? {
+        let f = parsers::parse_frame_deferred(
+            p.linktype,
+            p.data,
+            p.orig_len as usize,
+            &cfg.pipeline.parse,
+        );
+        if let Some(s) = f.roce.as_ref().and_then(|r| Sighting::of(&f, r)) {
+            return Ok(Some((p.ts_nanos.saturating_add_signed(-offset), s)));
+        }
+    }
+    Ok(None)
+}
+
+/// Feeds the matcher every point's RoCE packets in corrected time order (a k-way merge: one packet per
+/// point waits).
+fn merge(
+    files: &[PathBuf],
+    cfg: &Config,
+    offsets: &[Offset],
+    matcher: &mut Matcher,
+    lost: &mut impl FnMut(Lost),
+) -> Result<(), SourceError> {
+    let mut sources = files
+        .iter()
+        .map(|f| FileSource::open(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let offset = |i: usize| offsets.get(i).map_or(0, |o| o.nanos);
+    let mut heads = Vec::with_capacity(sources.len());
+    for (i, s) in sources.iter_mut().enumerate() {
+        heads.push(next_sighting(s, offset(i), cfg)?);
+    }
+    while let Some(i) = (0..heads.len())
+        .filter(|&i| heads[i].is_some())
+        .min_by_key(|&i| heads[i].map(|h| h.0))
+    {
+        if let Some((ts, s)) = heads[i] {
+            matcher.see(i, ts, s, lost);
+        }
+        heads[i] = next_sighting(&mut sources[i], offset(i), cfg)?;
+    }
+    Ok(())
+}
+
+/// How a point's offset was found.
+fn offset_from(point: usize, o: &Offset) -> &'static str {
+    match (point, o.matched, o.both_directions) {
+        (0, _, _) => "reference",
+        (_, 0, _) => "no packet in common (0 assumed)",
+        (_, _, true) => "both directions",
+        _ => "one direction (delay taken as 0)",
+    }
+}
+
+fn name(o: &Outcome, i: usize) -> &str {
+    o.names.get(i).map_or("?", |n| n.as_str())
+}
+
+fn document(o: &Outcome) -> Value {
+    let m = &o.matcher;
+    let mut segments: Vec<Value> = Vec::new();
+    for i in 0..o.names.len().saturating_sub(1) {
+        let d = m.delay[i];
+        let delay = (d.samples > 0).then(|| {
+            json!({"samples": d.samples, "min": d.min as f64 / 1e3, "mean": (d.sum / i128::from(d.samples)) as f64 / 1e3, "max": d.max as f64 / 1e3})
+        });
+        let lost = |a: usize, b: usize| m.lost.get(&(a, b)).copied().unwrap_or(0);
+        segments.push(json!({
+            "from": name(o, i), "to": name(o, i + 1),
+            "lost_forward": lost(i, i + 1), "lost_reverse": lost(i + 1, i),
+            "one_way_delay_us": delay,
+        }));
+    }
+    let mut flows: Vec<_> = m.lost_by_flow.iter().collect();
+    flows.sort_by_key(|((f, a, b), _)| (f.src, f.dst, f.dest_qp, *a, *b));
+    let flows: Vec<Value> = flows
+        .into_iter()
+        .map(|((f, a, b), n)| {
+            json!({"src": f.src.to_string(), "dst": f.dst.to_string(), "dest_qp": f.dest_qp,
+                   "from": name(o, *a), "to": name(o, *b), "lost": n})
+        })
+        .collect();
+    let events: Vec<Value> = o
+        .events
+        .iter()
+        .map(|l| {
+            json!({"kind": "lost_between", "time": l.ts as f64 / 1e9, "src": l.flow.src.to_string(),
+                   "dst": l.flow.dst.to_string(), "dest_qp": l.flow.dest_qp, "psn": l.psn,
+                   "from": name(o, l.from), "to": name(o, l.to),
+                   "message": format!("PSN {:#08x} seen at point {}, not at point {}: lost between {} and {}",
+                       l.psn, name(o, l.from), name(o, l.to), name(o, l.from), name(o, l.to))})
+        })
+        .collect();
+    let points: Vec<Value> = o
+        .reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let off = o.offsets.get(i);
+            json!({"file": name(o, i), "clock_offset_us": off.map(|x| x.nanos as f64 / 1e3),
+                   "offset_from": off.map(|x| offset_from(i, x)),
+                   "offset_matched": off.map(|x| x.matched), "missed": m.missed.get(i),
+                   "report": serde_json::to_value(r).unwrap_or(Value::Null)})
+        })
+        .collect();
+    json!({"points": points, "reached_the_end": m.complete, "segments": segments,
+           "flows": flows, "events": events, "lost_events": o.lost_events,
+           "events_dropped": o.lost_events.saturating_sub(o.events.len() as u64)})
+}
+
+fn write(mut out: impl Write, o: &Outcome, json: bool) -> Result<(), String> {
+    let doc = document(o);
+    let text = if json {
+        serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n"
+    } else {
+        text(o, &doc)
+    };
+    out.write_all(text.as_bytes()).map_err(|e| e.to_string())
+}
+
+fn text(o: &Outcome, doc: &Value) -> String {
+    let mut s = String::from("Capture points (path order from the senders' side)\n");
+    for p in doc["points"].as_array().into_iter().flatten() {
+        let c = &p["report"]["capture"];
+        s += &format!(
+            "  {}: {} RoCE frames, clock offset {} µs ({}), {} missed\n",
+            p["file"].as_str().unwrap_or("?"),
+            c["roce_frames"],
+            p["clock_offset_us"],
+            p["offset_from"].as_str().unwrap_or("?"),
+            p["missed"]
+        );
+    }
+    s += "Segments\n";
+    for g in doc["segments"].as_array().into_iter().flatten() {
+        s += &format!(
+            "  {} → {}: {} requests lost, {} responses lost (on their way back); one-way delay {}\n",
+            g["from"].as_str().unwrap_or("?"),
+            g["to"].as_str().unwrap_or("?"),
+            g["lost_forward"],
+            g["lost_reverse"],
+            g["one_way_delay_us"]
+        );
+    }
+    for e in doc["events"].as_array().into_iter().flatten().take(20) {
+        s += &format!("  {}\n", e["message"].as_str().unwrap_or(""));
+    }
+    if o.lost_events > 20 {
+        s += &format!("  ... {} packets lost in all\n", o.lost_events);
+    }
+    s
+}
