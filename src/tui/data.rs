@@ -391,6 +391,8 @@ pub struct FlowSeries {
     pub throughput: Vec<u64>,
     /// Width of one slice, seconds.
     pub bucket_s: f64,
+    /// The slices in which a CNP toward the flow's sender passed (a CNP of the paired flow).
+    pub cnp_marks: Vec<bool>,
 }
 
 impl FlowSeries {
@@ -438,6 +440,7 @@ impl SeriesBuilder {
                 flow,
                 stride: 1,
                 throughput: vec![0; THROUGHPUT_BUCKETS],
+                cnp_marks: vec![false; THROUGHPUT_BUCKETS],
                 bucket_s: life_ns / 1e9 / THROUGHPUT_BUCKETS as f64,
                 ..Default::default()
             },
@@ -464,10 +467,12 @@ impl SeriesBuilder {
         }
         let mine = c.flow == Some(self.out.flow);
         let t = ts.saturating_sub(self.first_ts) as f64 / 1e9;
+        let at = ts.saturating_sub(self.first_ns) as f64 / self.life_ns;
+        let b = ((at * THROUGHPUT_BUCKETS as f64) as usize).min(THROUGHPUT_BUCKETS - 1);
         if mine {
-            let at = ts.saturating_sub(self.first_ns) as f64 / self.life_ns;
-            let b = ((at * THROUGHPUT_BUCKETS as f64) as usize).min(THROUGHPUT_BUCKETS - 1);
             self.out.throughput[b] += u64::from(orig_len);
+        } else if c.class == Class::Cnp {
+            self.out.cnp_marks[b] = true;
         }
         let kind = match c.class {
             Class::Request if mine => PointKind::Request,
