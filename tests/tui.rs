@@ -351,6 +351,50 @@ fn detail_tells_the_cnp_reaction() {
         ),
         "{screen}"
     );
+    // The throughput panel marks the slices of the two CNPs: the life of 1000 µs in 200 slices of 5 µs, two
+    // to a column of 10 µs (160 columns less the borders hold 100), the CNPs at 250 and 650 µs in columns 25
+    // and 65; and no pause, the capture has none.
+    let lines = render(&m);
+    let marks: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains('▲') && !l.contains("CNP to its sender"))
+        .collect();
+    assert_eq!(marks.len(), 1, "{screen}");
+    let at: Vec<usize> = marks[0]
+        .chars()
+        .skip(1)
+        .enumerate()
+        .filter(|(_, c)| *c == '▲')
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at, [25, 65], "{screen}");
+    assert_eq!(screen.matches('▒').count(), 1, "{screen}");
+}
+
+/// xon_ends_pause's requester (PCP 3): its throughput panel marks where priority 3 was paused, to the
+/// resolution of `pfc[].paused_series` (100 µs buckets: paused in 100-200 and 200-300 µs). Its life, 0-350
+/// µs, in slices of 2 µs (the round width at or above 350 / 200 µs), two to a column in 158 columns: column i
+/// is 4i to 4i + 4 µs and meets a paused bucket for i from 25 (100-104 µs) to 74 (296-300 µs).
+#[test]
+fn detail_marks_the_pauses_of_the_flows_priority() {
+    let (mut m, idx) = load("testdata/analysis/xon_ends_pause.pcap", 160, 40);
+    key(&mut m, &idx, KeyCode::Enter);
+    let screen = screen(&render(&m));
+    assert!(screen.contains("▒ its priority paused"), "{screen}");
+    let lines = render(&m);
+    let marks: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains('▒') && !l.contains("paused"))
+        .collect();
+    assert_eq!(marks.len(), 1, "{screen}");
+    let at: Vec<usize> = marks[0]
+        .chars()
+        .skip(1)
+        .enumerate()
+        .filter(|(_, c)| *c == '▒')
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at, (25..=74).collect::<Vec<_>>(), "{screen}");
 }
 
 #[test]

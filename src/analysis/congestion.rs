@@ -1,4 +1,5 @@
-//! ECN and CNPs: a CE mark is answered when a CNP toward its sender follows within the window.
+//! ECN and CNPs: a CE mark is answered when a CNP toward its sender follows within the window; a CNP that
+//! reaches a sender starts the measurement of its reaction (`analysis::rate`), settled at the flow's end.
 use super::Engine;
 use super::events::{Event, Kind};
 use super::flow::{self, Flow};

@@ -245,6 +245,8 @@ pub struct FlowReport {
     pub read_latency_us: Option<Latency>,
     pub pcp: Option<u8>,
     pub dscp: Option<u8>,
+    /// Its PFC priority: the VLAN PCP, or the priority `--dscp-map` gives its DSCP; null when neither.
+    pub priority: Option<u8>,
     /// The flow's priority was paused by PFC (or PAUSE) during the capture.
     pub paused_priority: bool,
     pub counters: Counters,
@@ -651,6 +653,7 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: u8) -> FlowReport {
         read_latency_us: latency(&f.timing.read),
         pcp: f.pcp,
         dscp: f.dscp,
+        priority: f.priority(&engine.cfg.dscp_map),
         paused_priority: f
             .priority(&engine.cfg.dscp_map)
             .is_some_and(|p| paused & (1 << p) != 0)

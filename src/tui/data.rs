@@ -392,6 +392,8 @@ pub struct FlowSeries {
     pub throughput: Vec<u64>,
     /// Width of one slice, seconds: a round figure (1, 2 or 5 × 10^k).
     pub bucket_s: f64,
+    /// The slices in which a CNP toward the flow's sender passed (a CNP of the paired flow).
+    pub cnp_marks: Vec<bool>,
 }
 
 impl FlowSeries {
@@ -440,6 +442,7 @@ impl SeriesBuilder {
                 flow,
                 stride: 1,
                 throughput: vec![0; buckets],
+                cnp_marks: vec![false; buckets],
                 bucket_s,
                 ..Default::default()
             },
@@ -465,10 +468,12 @@ impl SeriesBuilder {
         }
         let mine = c.flow == Some(self.out.flow);
         let t = ts.saturating_sub(self.first_ts) as f64 / 1e9;
+        let at = ts.saturating_sub(self.first_ns) as f64 / 1e9 / self.out.bucket_s;
+        let b = (at as usize).min(self.out.throughput.len() - 1);
         if mine {
-            let at = ts.saturating_sub(self.first_ns) as f64 / 1e9 / self.out.bucket_s;
-            let last = self.out.throughput.len() - 1;
-            self.out.throughput[(at as usize).min(last)] += u64::from(orig_len);
+            self.out.throughput[b] += u64::from(orig_len);
+        } else if c.class == Class::Cnp {
+            self.out.cnp_marks[b] = true;
         }
         let kind = match c.class {
             Class::Request if mine => PointKind::Request,

@@ -9,7 +9,7 @@ use ratatui::widgets::{
     Wrap,
 };
 
-use super::data::PointKind;
+use super::data::{FlowSeries, PointKind};
 use super::keys::{self, Mode};
 use super::model::{Editing, Model, SORT_KEYS, Scope, SortKey, View};
 use crate::analysis::events::Severity;
@@ -619,6 +619,81 @@ fn draw_flows(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area:
     let _ = SORT_KEYS;
 }
 
+/// The flow's throughput over its life, from the re-read (fine slices) else the report's series; under it,
+/// per column, ▲ where a CNP reached its sender and ▒ where its priority was paused.
+fn draw_throughput(
+    series: Option<&FlowSeries>,
+    f: &FlowReport,
+    r: &Report,
+    theme: &Theme,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let width = usize::from(area.width.saturating_sub(2)).max(1);
+    let (values, bucket_s, cnps): (&[u64], f64, &[bool]) = match series {
+        Some(s) if !s.throughput.is_empty() => (&s.throughput, s.bucket_s, &s.cnp_marks),
+        _ => (&f.series.bytes, f.series.bucket_seconds as f64, &[]),
+    };
+    let per = values.len().div_ceil(width).max(1);
+    let data: Vec<u64> = values
+        .chunks(per)
+        .map(|c| c.iter().sum::<u64>() / per as u64)
+        .collect();
+    let peak = values.iter().copied().max().unwrap_or(0) as f64 / bucket_s.max(1e-9);
+    let block = Block::default().borders(Borders::ALL).title(format!(
+        "Throughput over the flow's life ({} per slice, peak {}; ▲ CNP to its sender, ▒ its priority paused)",
+        duration(bucket_s * per as f64),
+        rate(peak)
+    ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [spark, marks] =
+        Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(inner);
+    frame.render_widget(
+        Sparkline::default()
+            .data(&data)
+            .style(theme.fg(Color::Cyan)),
+        spark,
+    );
+    // The flow's life, from the capture's start, seconds.
+    let start = f.first_time - r.capture.first_time.unwrap_or(f.first_time);
+    let slice = bucket_s * per as f64;
+    let line: String = (0..data.len())
+        .map(|i| {
+            let cnp = cnps.iter().skip(i * per).take(per).any(|c| *c);
+            let (a, b) = (start + i as f64 * slice, start + (i + 1) as f64 * slice);
+            if cnp {
+                '▲'
+            } else if paused_within(r, f.priority, a, b) {
+                '▒'
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(line).style(theme.fg(Color::Yellow)), marks);
+}
+
+/// `priority` was paused at some time from `a` to `b` (seconds since the capture's start).
+fn paused_within(r: &Report, priority: Option<u8>, a: f64, b: f64) -> bool {
+    let Some(p) = r.pfc.iter().find(|p| Some(p.priority) == priority) else {
+        return false;
+    };
+    let w = p.paused_series.bucket_us / 1e6;
+    if w <= 0.0 {
+        return false;
+    }
+    // A slice that only touches a bucket's edge does not meet it (1e-9: the seconds' rounding).
+    let first = (a / w + 1e-9).floor().max(0.0) as usize;
+    let last = (b / w - 1e-9).ceil().max(0.0) as usize;
+    p.paused_series
+        .fraction
+        .iter()
+        .take(last)
+        .skip(first)
+        .any(|x| *x > 0.0)
+}
+
 /// A flow's share of the link and its CNPs' side: what its sender did after them, how often they came.
 fn congestion_line(f: &FlowReport) -> String {
     let t = &f.throughput;
@@ -654,7 +729,7 @@ fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area
     let [summary, chart, thr, ev] = Layout::vertical([
         Constraint::Length(4),
         Constraint::Min(6),
-        Constraint::Length(3),
+        Constraint::Length(4),
         Constraint::Length(ev_h),
     ])
     .areas(area);
@@ -701,29 +776,7 @@ fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area
     ];
     frame.render_widget(Paragraph::new(lines), summary);
     draw_chart(model, r, theme, frame, chart);
-    // Throughput: from the re-read (fine slices of the flow's life), else the report's series.
-    let width = usize::from(thr.width.saturating_sub(2)).max(1);
-    let (values, bucket_s): (&[u64], f64) = match d.series.as_ref() {
-        Some(s) if !s.throughput.is_empty() => (&s.throughput, s.bucket_s),
-        _ => (&f.series.bytes, f.series.bucket_seconds as f64),
-    };
-    let per = values.len().div_ceil(width).max(1);
-    let data: Vec<u64> = values
-        .chunks(per)
-        .map(|c| c.iter().sum::<u64>() / per as u64)
-        .collect();
-    let peak = values.iter().copied().max().unwrap_or(0) as f64 / bucket_s.max(1e-9);
-    frame.render_widget(
-        Sparkline::default()
-            .data(&data)
-            .style(theme.fg(Color::Cyan))
-            .block(Block::default().borders(Borders::ALL).title(format!(
-                "Throughput over the flow's life ({} per slice, peak {})",
-                duration(bucket_s * per as f64),
-                rate(peak)
-            ))),
-        thr,
-    );
+    draw_throughput(d.series.as_deref(), f, r, theme, frame, thr);
     // Events.
     let h = usize::from(ev.height.saturating_sub(2)).max(1);
     let rows = event_rows(r, &events, d.event, h, theme, false);
