@@ -622,3 +622,33 @@ fn points_localise_every_dropped_frame() {
     assert_eq!(got, want);
     assert_eq!(r["lost_events"], want.len() as u64);
 }
+
+/// The lossless machinery failing fails the verdict (`lossless`, which `--fail-on lossless` makes exit 3):
+/// pause_storm.pcap holds one storm (priority 3 paused 300 ms without a break), pause_wrong_priority.pcap two
+/// RoCE flows on PCP 0 while only priority 3 is paused, cnp_ignored.pcap one sender that kept its rate; the
+/// sender of cnp_halving.pcap halves its rate after each CNP: congestion signals, no failure.
+#[test]
+fn lossless_failures_fail_the_verdict() {
+    for (name, n) in [
+        ("pause_storm", 1),
+        ("pause_wrong_priority", 2),
+        ("cnp_ignored", 1),
+        ("cnp_halving", 0),
+    ] {
+        let file = dir().join(format!("{name}.pcap"));
+        let r = report(&file, &[]);
+        let problems = r["verdict"]["problems"].as_array().unwrap();
+        let has = problems.iter().any(|p| p == "lossless");
+        assert_eq!(has, n > 0, "{name}: {problems:?}");
+        let text = r["verdict"]["text"].as_str().unwrap();
+        if n > 0 {
+            assert_eq!(r["verdict"]["status"], "fail", "{name}");
+            assert!(
+                text.contains(&format!("{n} lossless-machinery failures")),
+                "{name}: {text}"
+            );
+        }
+        let o = rocescope(&["analyze", "--fail-on", "lossless", file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(if n > 0 { 3 } else { 0 }), "{name}");
+    }
+}

@@ -205,6 +205,14 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// A sign that the lossless machinery (PFC, ECN and CNPs) did not do its job.
+    pub fn is_lossless_failure(&self) -> bool {
+        matches!(
+            self,
+            Kind::PauseStorm { .. } | Kind::RoceUnprotected { .. } | Kind::CnpIgnored { .. }
+        )
+    }
+
     pub fn severity(&self) -> Severity {
         match self {
             Kind::PsnGap { .. }
@@ -650,6 +658,8 @@ pub struct Events {
     pub dropped: u64,
     /// Per flow and kind: how many came, and the slot of the last kept (the one the newest replaces).
     per_kind: FxHashMap<(u32, &'static str), (u32, usize)>,
+    /// Events that say the lossless machinery failed ([`Kind::is_lossless_failure`]), kept or not.
+    pub lossless_failures: u64,
 }
 
 impl Events {
@@ -660,6 +670,7 @@ impl Events {
 
     /// Keeps the event; returns where it is in the list (`None` when it was not kept).
     pub fn push(&mut self, e: Event) -> Option<usize> {
+        self.lossless_failures += u64::from(e.kind.is_lossless_failure());
         if let Some(flow) = e.flow {
             let seen = self
                 .per_kind

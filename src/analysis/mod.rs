@@ -232,6 +232,9 @@ pub struct Diagnosis {
     pub violations: u64,
     /// CM rejects and timeouts, data toward unannounced QPNs, first PSNs other than announced.
     pub connections: u64,
+    /// The lossless machinery failing: pause storms, RoCE on a priority PFC does not protect, senders that
+    /// ignored their CNPs.
+    pub lossless: u64,
 }
 
 pub use evict::{Evicted, Remap, Traffic};

@@ -210,7 +210,7 @@ fn pipeline_config(roce: &RoceFlags, analysis: &AnalysisFlags) -> pipeline::Conf
 #[derive(Args, Debug, Clone)]
 pub struct FailOnFlag {
     /// Exit with status 3 when any of these is present (comma list): gaps, naks, rnr,
-    /// retransmissions, ce, cnp, icrc, malformed, stall, no_response, timeouts, violations, connections,
+    /// retransmissions, ce, cnp, icrc, malformed, stall, no_response, timeouts, violations, connections, lossless,
     /// no_roce; all for every one.
     #[arg(long, value_name = "LIST", value_parser = parse_fail_on)]
     pub fail_on: Option<FailOn>,

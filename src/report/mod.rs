@@ -516,7 +516,10 @@ impl Report {
             },
             capture_stats: None,
             counters: None,
-            diagnosis: engine.diagnosis,
+            diagnosis: Diagnosis {
+                lossless: engine.events.lossless_failures,
+                ..engine.diagnosis
+            },
         };
         report.judge(&[]);
         report

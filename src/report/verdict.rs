@@ -53,6 +53,9 @@ pub enum Condition {
     /// Connections that broke or that the data path contradicts: CM rejects and timeouts, data toward
     /// unannounced QPNs, first PSNs other than announced.
     Connections,
+    /// The lossless machinery failed: pause storms, RoCE on a priority PFC does not protect, senders that
+    /// ignored their CNPs.
+    Lossless,
     /// No RoCE frame in the capture.
     NoRoce,
 }
@@ -64,7 +67,7 @@ pub const EXIT_TRUNCATED: u8 = 4;
 
 impl Condition {
     /// Every condition, in the order the verdict lists them (`--fail-on all`).
-    pub const ALL: [Condition; 14] = [
+    pub const ALL: [Condition; 15] = [
         Condition::Gaps,
         Condition::Naks,
         Condition::Rnr,
@@ -78,6 +81,7 @@ impl Condition {
         Condition::Timeouts,
         Condition::Violations,
         Condition::Connections,
+        Condition::Lossless,
         Condition::NoRoce,
     ];
 
@@ -97,6 +101,7 @@ impl Condition {
             Condition::Timeouts => "timeouts",
             Condition::Violations => "violations",
             Condition::Connections => "connections",
+            Condition::Lossless => "lossless",
             Condition::NoRoce => "no_roce",
         }
     }
@@ -201,6 +206,14 @@ fn findings(r: &Report, d: &Diagnosis) -> Vec<(Condition, String)> {
             d.connections,
             Condition::Connections,
             format!("{} connection problems", d.connections),
+        ),
+        (
+            d.lossless,
+            Condition::Lossless,
+            format!(
+                "{} lossless-machinery failures (pause storms, unprotected priorities, ignored CNPs)",
+                d.lossless
+            ),
         ),
     ];
     all.into_iter()
