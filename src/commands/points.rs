@@ -192,9 +192,9 @@ fn document(o: &Outcome) -> Value {
         .events
         .iter()
         .map(|l| {
-            json!({"kind": "lost_between", "time": l.ts as f64 / 1e9, "src": l.flow.src.to_string(),
-                   "dst": l.flow.dst.to_string(), "dest_qp": l.flow.dest_qp, "psn": l.psn,
-                   "from": name(o, l.from), "to": name(o, l.to),
+            json!({"time": l.ts as f64 / 1e9, "severity": "error", "kind": "lost_between", "psn": l.psn,
+                   "detail": {"src": l.flow.src.to_string(), "dst": l.flow.dst.to_string(),
+                              "dest_qp": l.flow.dest_qp, "from": name(o, l.from), "to": name(o, l.to)},
                    "message": format!("PSN {:#08x} seen at point {}, not at point {}: lost between {} and {}",
                        l.psn, name(o, l.from), name(o, l.to), name(o, l.from), name(o, l.to))})
         })
