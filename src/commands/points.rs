@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use rocescope::analysis::points::{self, Lost, Matcher, Offset, Sighting};
 use rocescope::report::Report;
-use rocescope::source::{FileSource, SourceError};
+use rocescope::source::{FileSource, Next, PacketSource, SourceError};
 
 use super::analyze::Config;
 use super::fail;
@@ -86,16 +86,10 @@ fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighti
     let mut src = FileSource::open(file)?;
     let mut out = Vec::new();
     while out.len() < limit {
-        let Some(p) = src.next_packet()? else { break };
-        let f = parsers::parse_frame_deferred(
-            p.linktype,
-            p.data,
-            p.orig_len as usize,
-            &cfg.pipeline.parse,
-        );
-        if let Some(s) = f.roce.as_ref().and_then(|r| Sighting::of(&f, r)) {
-            out.push((p.ts_nanos, s));
-        }
+        let Some(s) = next_sighting(&mut src, 0, cfg)? else {
+            break;
+        };
+        out.push(s);
     }
     Ok(out)
 }
@@ -106,18 +100,29 @@ fn next_sighting(
     offset: i64,
     cfg: &Config,
 ) -> Result<Option<(u64, Sighting)>, SourceError> {
-    while let Some(p) = src.next_packet()? {
-        let f = parsers::parse_frame_deferred(
-            p.linktype,
-            p.data,
-            p.orig_len as usize,
-            &cfg.pipeline.parse,
-        );
-        if let Some(s) = f.roce.as_ref().and_then(|r| Sighting::of(&f, r)) {
-            return Ok(Some((p.ts_nanos.saturating_add_signed(-offset), s)));
+    loop {
+        let (found, end) = match src.next()? {
+            Next::Packet { packet: p, end, .. } => {
+                let f = parsers::parse_frame_deferred(
+                    p.linktype,
+                    p.data,
+                    p.orig_len as usize,
+                    &cfg.pipeline.parse,
+                );
+                let s = f.roce.as_ref().and_then(|r| Sighting::of(&f, r));
+                (
+                    s.map(|s| (p.ts_nanos.saturating_add_signed(-offset), s)),
+                    end,
+                )
+            }
+            Next::Idle | Next::End => return Ok(None),
+        };
+        // A mapped file's pages go once read: memory stays that of the window, not of the files.
+        src.done_before(end);
+        if found.is_some() {
+            return Ok(found);
         }
     }
-    Ok(None)
 }
 
 /// Feeds the matcher every point's RoCE packets in corrected time order (a k-way merge: one packet per
