@@ -606,8 +606,12 @@ fn points_localise_every_dropped_frame() {
         .unwrap()
         .iter()
         .map(|e| {
+            assert_eq!(
+                (&e["kind"], &e["severity"]),
+                (&"lost_between".into(), &"error".into())
+            );
             (
-                e["from"].as_str().unwrap().to_string(),
+                e["detail"]["from"].as_str().unwrap().to_string(),
                 e["psn"].as_u64().unwrap(),
             )
         })

@@ -1,4 +1,5 @@
-//! Hostile captures: every capture in testdata, mutated many ways (bits flipped, bytes changed in headers,
+//! Hostile captures: every capture in testdata (and mirror copies of three, one and two encapsulations deep),
+//! mutated many ways (bits flipped, bytes changed in headers,
 //! records cut or lengthened), goes through the whole pipeline (reader, parser, engine, reports, dissect
 //! views) without a panic, a hang or unbounded memory. Deterministic: a fixed-seed generator.
 use std::io::Cursor;
@@ -134,16 +135,57 @@ fn mutated_captures_never_panic() {
         }
     }
     files.sort();
+    let mut originals: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    originals.extend(mirrored(&root));
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut runs = 0;
-    for file in &files {
-        let original = std::fs::read(file).unwrap();
+    for original in &originals {
         // Large captures get fewer mutants: the budget is about the same per file.
         let mutants = (4_000_000 / original.len().max(1)).clamp(8, 150);
         for _ in 0..mutants {
-            run(mutate(&mut rng, &original));
+            run(mutate(&mut rng, original));
             runs += 1;
         }
     }
     assert!(runs > 1000, "{runs} mutants");
+}
+
+/// Mirror copies to mutate: every frame of three captures in ERSPAN II, and in ERSPAN III around VXLAN (two
+/// encapsulations: the mutants reach a third, and every GRE, ERSPAN and VXLAN field).
+fn mirrored(root: &std::path::Path) -> Vec<Vec<u8>> {
+    use parsers::builder::Mirror;
+    use parsers::savefile::{self, Resolution};
+    let nests: [&[Mirror]; 2] = [
+        &[Mirror::ErspanII { session: 1 }],
+        &[
+            Mirror::Vxlan { vni: 9 },
+            Mirror::ErspanIII {
+                session: 2,
+                egress: true,
+            },
+        ],
+    ];
+    let mut out = Vec::new();
+    for name in [
+        "analysis/gap_nak_go_back_n.pcap",
+        "analysis/read_burst.pcap",
+        "edge/vlan.pcap",
+    ] {
+        for nest in nests {
+            let mut src = FileSource::open(&root.join(name)).unwrap();
+            let mut pcap = Vec::new();
+            savefile::pcap_file_header(&mut pcap, Resolution::Nanos, 262_144, 1);
+            let mut seq = 0;
+            while let Ok(Some(p)) = src.next_packet() {
+                let (mut data, mut len) = (p.data.to_vec(), p.orig_len as usize);
+                for m in nest {
+                    (data, len) = m.wrap(&data, len, seq, seq);
+                }
+                savefile::pcap_record(&mut pcap, Resolution::Nanos, p.ts_nanos, &data, len as u32);
+                seq += 1;
+            }
+            out.push(pcap);
+        }
+    }
+    out
 }

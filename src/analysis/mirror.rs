@@ -9,9 +9,9 @@ use std::hash::{Hash, Hasher};
 use parsers::frame::{Frame, Ip, Roce, hash_link};
 use rustc_hash::FxHasher;
 
-/// Recent RoCE frames by a digest of what a switch leaves unchanged (addresses, UDP source port, IPv4
-/// identification, the BTH without FECN and BECN, the ICRC found, the payload length) and one of where the
-/// copy was seen. A direct-mapped table: memory is fixed, and a collision only forgets the older frame.
+/// Recent RoCE frames by a digest of what a switch leaves unchanged (the PSN, QP, opcode and payload length,
+/// and the ICRC found, which covers the addresses, IPv4 identification, UDP ports, BTH and payload; without
+/// an ICRC, those themselves) and one of where the copy was seen. A direct-mapped table: memory is fixed, and a collision only forgets the older frame.
 pub(crate) struct MirrorWindow {
     /// (digest, place, time)
     slots: Box<[(u64, u64, u64)]>,
@@ -48,16 +48,24 @@ impl MirrorWindow {
 }
 
 fn digest(frame: &Frame, roce: &Roce) -> u64 {
-    let mut h = FxHasher::default();
-    (frame.src(), frame.dst()).hash(&mut h);
-    frame.udp.map(|u| u.src_port).hash(&mut h);
-    if let Some(Ip::V4(ip)) = frame.ip {
-        ip.id.hash(&mut h);
-    }
     let b = roce.bth;
-    (b.opcode, b.se, b.migreq, b.pad_count, b.tver, b.pkey).hash(&mut h);
-    (b.dest_qp, b.ack_req, b.psn).hash(&mut h);
-    (roce.icrc, roce.payload_len).hash(&mut h);
+    let head = u64::from(b.psn) | (u64::from(b.dest_qp) << 24) | (u64::from(b.opcode) << 48);
+    let mut h = FxHasher::default();
+    h.write_u64(head);
+    h.write_usize(roce.payload_len.unwrap_or(usize::MAX));
+    match roce.icrc {
+        // The ICRC covers the rest: addresses, IPv4 identification, UDP ports, the BTH, the payload.
+        Some(icrc) => h.write_u32(icrc),
+        // A copy cut before it.
+        None => {
+            (frame.src(), frame.dst()).hash(&mut h);
+            frame.udp.map(|u| u.src_port).hash(&mut h);
+            if let Some(Ip::V4(ip)) = frame.ip {
+                ip.id.hash(&mut h);
+            }
+            (b.se, b.migreq, b.pad_count, b.tver, b.pkey, b.ack_req).hash(&mut h);
+        }
+    }
     h.finish()
 }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use rocescope::analysis::points::{self, Lost, Matcher, Offset, Sighting};
 use rocescope::report::{Output, Report};
-use rocescope::source::{FileSource, SourceError};
+use rocescope::source::{FileSource, Next, PacketSource, SourceError};
 
 use super::analyze::Config;
 use super::fail;
@@ -86,16 +86,10 @@ fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighti
     let mut src = FileSource::open(file)?;
     let mut out = Vec::new();
     while out.len() < limit {
-        let Some(p) = src.next_packet()? else { break };
-        let f = parsers::parse_frame_deferred(
-            p.linktype,
-            p.data,
-            p.orig_len as usize,
-            &cfg.pipeline.parse,
-        );
-        if let Some(s) = f.roce.as_ref().and_then(|r| Sighting::of(&f, r)) {
-            out.push((p.ts_nanos, s));
-        }
+        let Some(s) = next_sighting(&mut src, 0, cfg)? else {
+            break;
+        };
+        out.push(s);
     }
     Ok(out)
 }
@@ -106,18 +100,29 @@ fn next_sighting(
     offset: i64,
     cfg: &Config,
 ) -> Result<Option<(u64, Sighting)>, SourceError> {
-    while let Some(p) = src.next_packet()? {
-        let f = parsers::parse_frame_deferred(
-            p.linktype,
-            p.data,
-            p.orig_len as usize,
-            &cfg.pipeline.parse,
-        );
-        if let Some(s) = f.roce.as_ref().and_then(|r| Sighting::of(&f, r)) {
-            return Ok(Some((p.ts_nanos.saturating_add_signed(-offset), s)));
+    loop {
+        let (found, end) = match src.next()? {
+            Next::Packet { packet: p, end, .. } => {
+                let f = parsers::parse_frame_deferred(
+                    p.linktype,
+                    p.data,
+                    p.orig_len as usize,
+                    &cfg.pipeline.parse,
+                );
+                let s = f.roce.as_ref().and_then(|r| Sighting::of(&f, r));
+                (
+                    s.map(|s| (p.ts_nanos.saturating_add_signed(-offset), s)),
+                    end,
+                )
+            }
+            Next::Idle | Next::End => return Ok(None),
+        };
+        // A mapped file's pages go once read: memory stays that of the window, not of the files.
+        src.done_before(end);
+        if found.is_some() {
+            return Ok(found);
         }
     }
-    Ok(None)
 }
 
 /// Feeds the matcher every point's RoCE packets in corrected time order (a k-way merge: one packet per
@@ -192,9 +197,9 @@ fn document(o: &Outcome) -> Value {
         .events
         .iter()
         .map(|l| {
-            json!({"kind": "lost_between", "time": l.ts as f64 / 1e9, "src": l.flow.src.to_string(),
-                   "dst": l.flow.dst.to_string(), "dest_qp": l.flow.dest_qp, "psn": l.psn,
-                   "from": name(o, l.from), "to": name(o, l.to),
+            json!({"time": l.ts as f64 / 1e9, "severity": "error", "kind": "lost_between", "psn": l.psn,
+                   "detail": {"src": l.flow.src.to_string(), "dst": l.flow.dst.to_string(),
+                              "dest_qp": l.flow.dest_qp, "from": name(o, l.from), "to": name(o, l.to)},
                    "message": format!("PSN {:#08x} seen at point {}, not at point {}: lost between {} and {}",
                        l.psn, name(o, l.from), name(o, l.to), name(o, l.from), name(o, l.to))})
         })
