@@ -36,12 +36,14 @@ impl<W: Write> Capture<W> {
     }
 
     /// Writes a frame of the simulation, captured whole, at `ts` (or 1 ns after the previous frame), and the
-    /// noise due after it; returns the time written.
+    /// noise due after it at the same time (so that the noise moves no frame of the simulation: its flows are
+    /// the same with and without it); returns the time written.
     pub(crate) fn write(&mut self, ts: u64, data: &[u8]) -> io::Result<u64> {
         let ts = self.put(ts, data)?;
         self.frames += 1;
         while let Some(frame) = self.noise.due(self.frames) {
-            self.put(ts, &frame)?;
+            self.out.write(ts, &frame, frame.len() as u32)?;
+            self.bytes += frame.len() as u64;
         }
         Ok(ts)
     }
