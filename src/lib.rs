@@ -4,6 +4,8 @@
 pub mod analysis;
 pub mod capture;
 pub mod dissect;
+#[cfg(feature = "export")]
+pub mod export;
 pub mod filter;
 pub mod host;
 pub mod pipeline;
