@@ -1,6 +1,7 @@
 //! `rocescope export --parquet`: every capture of testdata/ and of the public corpus exported in one run,
 //! read back with pyarrow (tests/python/export_check.py) and held against tshark (which frames are RoCE)
-//! and `rocescope analyze --json --all-flows` (every flow's figures, every event).
+//! and `rocescope analyze --json --all-flows` (every flow's figures, every event); the fleet jobs of jobs/
+//! (Spark, DuckDB) over a tree of exports, flow by flow against the same JSON.
 #![cfg(feature = "export")]
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -72,10 +73,13 @@ fn analyze(file: &str) -> String {
     text
 }
 
-/// What the tables are held against, for each of `files`: its name, tshark's RoCE frames and its analyze
-/// JSON, as one JSON array. tshark mostly waits (it starts slowly): several run at once.
-fn expected(files: &[String]) -> String {
+/// What the tables are held against, for each of `files`: its name, tshark's RoCE frames (with `tshark`)
+/// and its analyze JSON, as one JSON array. tshark mostly waits (it starts slowly): several run at once.
+fn expected(files: &[String], tshark: bool) -> String {
     let tshark: Vec<Option<Vec<u64>>> = std::thread::scope(|s| {
+        if !tshark {
+            return vec![None; files.len()];
+        }
         let runs: Vec<_> = files
             .chunks(files.len().div_ceil(8))
             .map(|part| s.spawn(move || part.iter().map(|f| tshark_roce(f)).collect::<Vec<_>>()))
@@ -136,7 +140,7 @@ fn every_capture_round_trips_through_parquet() {
         PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("export-{}", std::process::id()));
     export(&dir, &files);
     let path = dir.join("expected.json");
-    std::fs::write(&path, expected(&files)).unwrap();
+    std::fs::write(&path, expected(&files, true)).unwrap();
     let said = python("export_check.py", &[&dir, &path]);
     eprintln!("{said}");
     // Every capture was held against its tables.
@@ -145,6 +149,39 @@ fn every_capture_round_trips_through_parquet() {
         "{said}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The fleet jobs (jobs/spark/fleet.py in Spark's local mode, one session for all; jobs/duckdb/fleet.sql)
+/// over a tree of exports, one directory per directory of captures: each flow's figures, counted from the
+/// packets table, equal to its analyze JSON, and every result the same from both jobs
+/// (tests/python/fleet_check.py).
+#[test]
+fn the_fleet_jobs_agree_with_analyze_flow_by_flow() {
+    let files = captures();
+    let tree =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fleet-{}", std::process::id()));
+    let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for f in &files {
+        // testdata-edge, shared-corpus-public: Spark skips names that start with `_` or `.`.
+        let parent = Path::new(f)
+            .parent()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let dir = parent.trim_start_matches("../").replace('/', "-");
+        groups.entry(dir).or_default().push(f.clone());
+    }
+    for (dir, group) in &groups {
+        export(&tree.join(dir), group);
+    }
+    let path = tree.join("expected.json");
+    std::fs::write(&path, expected(&files, false)).unwrap();
+    let said = python("fleet_check.py", &[&tree, &path]);
+    eprintln!("{said}");
+    for job in ["spark", "duckdb"] {
+        assert!(said.contains(&format!("{job}: ")), "{said}");
+    }
+    let _ = std::fs::remove_dir_all(&tree);
 }
 
 /// The columns `names` of a table, each value as text (null as "").
