@@ -29,7 +29,7 @@ pub struct Events {
 impl Events {
     pub fn create(path: &Path) -> Result<Events, String> {
         Ok(Events {
-            table: Table::create(path, Columns::NAMES, Columns::new().finish())?,
+            table: Table::create(path, Columns::NAMES, Columns::new().finish(), &["frame"])?,
             columns: Columns::new(),
         })
     }

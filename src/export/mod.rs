@@ -5,6 +5,7 @@
 //! batches, the writer writes bounded row groups.
 #[macro_use]
 mod table;
+mod encode;
 mod events;
 mod packets;
 mod rows;

@@ -90,7 +90,12 @@ pub struct Packets<'t> {
 impl<'t> Packets<'t> {
     /// The table's file, created.
     pub fn create(path: &std::path::Path) -> Result<Table, String> {
-        Table::create(path, Columns::NAMES, Columns::new().finish())
+        Table::create(
+            path,
+            Columns::NAMES,
+            Columns::new().finish(),
+            &["frame.number", "frame.time_epoch_ns"],
+        )
     }
 
     /// Rows for the frames of capture `file`, into `table`.

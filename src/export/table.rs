@@ -9,9 +9,10 @@ use std::thread::JoinHandle;
 use arrow_array::builder::{BooleanBuilder, ListBuilder, PrimitiveBuilder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Field, Schema, SchemaRef};
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::properties::EnabledStatistics;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 /// Rows of a row group at most: what the writer holds before it writes one (encoded and compressed, a
 /// few MB for the packets' columns), whatever the capture's size.
@@ -37,8 +38,14 @@ pub struct Table {
 
 impl Table {
     /// Creates `path` for columns like `empty` (named by `names`, one empty array each: their types are the
-    /// schema's) and starts its writer.
-    pub fn create(path: &Path, names: &[&str], empty: Vec<ArrayRef>) -> Result<Table, String> {
+    /// schema's) and starts its writer. `sequences` are the integer columns that grow row by row (frame
+    /// numbers, times).
+    pub fn create(
+        path: &Path,
+        names: &[&str],
+        empty: Vec<ArrayRef>,
+        sequences: &[&str],
+    ) -> Result<Table, String> {
         let fields: Vec<Field> = names
             .iter()
             .zip(&empty)
@@ -47,29 +54,34 @@ impl Table {
         let schema = Arc::new(Schema::new(fields));
         let file =
             File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(
                 ZstdLevel::try_new(ZSTD_LEVEL).map_err(|e| e.to_string())?,
             ))
+            // Statistics cost a comparison per value in every column: only the columns a query selects
+            // ranges of (times, frame numbers) keep them, per column chunk.
+            .set_statistics_enabled(EnabledStatistics::None)
             .set_max_row_group_size(ROW_GROUP)
             // The encoder works through a column this many values at a time, with buffers of its own
             // each time: a batch at a time, not the default 1024.
-            .set_write_batch_size(BATCH_ROWS)
-            .build();
-        let mut writer = ArrowWriter::try_new(file, Arc::clone(&schema), Some(props))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .set_write_batch_size(BATCH_ROWS);
+        for name in sequences {
+            // A new value nearly every row: a dictionary would fill up for nothing; deltas are small.
+            let column = ColumnPath::from(*name);
+            props = props
+                .set_column_dictionary_enabled(column.clone(), false)
+                .set_column_encoding(column.clone(), Encoding::DELTA_BINARY_PACKED)
+                .set_column_statistics_enabled(column, EnabledStatistics::Chunk);
+        }
+        let props = props.build();
         let (rows, batches) = sync_channel::<RecordBatch>(IN_FLIGHT);
         let shown = path.display().to_string();
+        let columns = Arc::clone(&schema);
         let writer = std::thread::Builder::new()
             .name("parquet".to_string())
             .spawn(move || {
-                let mut written = 0;
-                for b in batches {
-                    written += b.num_rows() as u64;
-                    writer.write(&b).map_err(|e| format!("{shown}: {e}"))?;
-                }
-                writer.close().map_err(|e| format!("{shown}: {e}"))?;
-                Ok(written)
+                super::encode::write(file, columns, props, batches)
+                    .map_err(|e| format!("{shown}: {e}"))
             })
             .map_err(|e| format!("cannot start the Parquet writer: {e}"))?;
         Ok(Table {
