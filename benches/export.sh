@@ -12,7 +12,8 @@
 # and once on the MTU-1024 export: spark-submit --master local[2] jobs/spark/fleet.py OUT --output OUT2 and
 # jobs/duckdb/fleet.sql (DuckDB from Python), whole runs with the JVM's start.
 #
-# Environment: FRAMES, QPS, SEED, LOSS, MTUS, RUNS, BENCH_DIR.
+# Environment: FRAMES, QPS, SEED, LOSS, MTUS, RUNS, BENCH_DIR, ROCESCOPE (a release binary to measure instead
+# of building one; the captures must then exist in BENCH_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,12 +26,15 @@ RUNS=${RUNS:-3}
 dir=${BENCH_DIR:-target/bench}
 
 mkdir -p "$dir"
-cargo build --release --locked --quiet --bin rocescope --example synth
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+if [ -z "${ROCESCOPE:-}" ]; then
+    cargo build --release --locked --quiet --bin rocescope --example synth
+    ROCESCOPE=target/release/rocescope
+fi
 # A copy, so that a rebuild during the run cannot change the binary measured.
 rocescope=$tmp/rocescope
-cp target/release/rocescope "$rocescope"
+cp "$ROCESCOPE" "$rocescope"
 echo "rocescope: release build of git $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) cores"
 
 # measure NAME COMMAND...: RUNS runs; prints NAME, median seconds, frames/s and the largest peak RSS.

@@ -29,7 +29,13 @@ pub struct Events {
 impl Events {
     pub fn create(path: &Path) -> Result<Events, String> {
         Ok(Events {
-            table: Table::create(path, Columns::NAMES, Columns::new().finish(), &["frame"])?,
+            table: Table::create(
+                path,
+                Columns::NAMES,
+                Columns::new().finish(),
+                &["frame"],
+                &[],
+            )?,
             columns: Columns::new(),
         })
     }

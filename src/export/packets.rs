@@ -95,6 +95,11 @@ impl<'t> Packets<'t> {
             Columns::NAMES,
             Columns::new().finish(),
             &["frame.number", "frame.time_epoch_ns"],
+            &[
+                "infiniband.bth.psn",
+                "infiniband.aeth.msn",
+                "infiniband.reth.va",
+            ],
         )
     }
 

@@ -197,7 +197,7 @@ impl Rows {
                 .collect(),
             builders,
             rows: 0,
-            table: Table::create(path, &names, empty, &[])?,
+            table: Table::create(path, &names, empty, &[], &[])?,
         })
     }
 

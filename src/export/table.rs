@@ -39,12 +39,13 @@ pub struct Table {
 impl Table {
     /// Creates `path` for columns like `empty` (named by `names`, one empty array each: their types are the
     /// schema's) and starts its writer. `sequences` are the integer columns that grow row by row (frame
-    /// numbers, times).
+    /// numbers, times), `scattered` those with many values in no order.
     pub fn create(
         path: &Path,
         names: &[&str],
         empty: Vec<ArrayRef>,
         sequences: &[&str],
+        scattered: &[&str],
     ) -> Result<Table, String> {
         let fields: Vec<Field> = names
             .iter()
@@ -64,7 +65,10 @@ impl Table {
             .set_max_row_group_size(ROW_GROUP)
             // The encoder works through a column this many values at a time, with buffers of its own
             // each time: a batch at a time, not the default 1024.
-            .set_write_batch_size(BATCH_ROWS);
+            .set_write_batch_size(BATCH_ROWS)
+            // A page per column and row group where the values allow (1 MB at most): every page costs
+            // a compression context and headers.
+            .set_data_page_row_count_limit(ROW_GROUP);
         for name in sequences {
             // A new value nearly every row: a dictionary would fill up for nothing; deltas are small.
             let column = ColumnPath::from(*name);
@@ -72,6 +76,11 @@ impl Table {
                 .set_column_dictionary_enabled(column.clone(), false)
                 .set_column_encoding(column.clone(), Encoding::DELTA_BINARY_PACKED)
                 .set_column_statistics_enabled(column, EnabledStatistics::Chunk);
+        }
+        for name in scattered {
+            // Many values, in no order (PSNs of many flows, addresses in memory): hashing each into a
+            // dictionary costs more than compressing them plain.
+            props = props.set_column_dictionary_enabled(ColumnPath::from(*name), false);
         }
         let props = props.build();
         let (rows, batches) = sync_channel::<RecordBatch>(IN_FLIGHT);
