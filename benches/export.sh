@@ -25,6 +25,12 @@ MTUS=${MTUS:-1024 256}
 RUNS=${RUNS:-3}
 dir=${BENCH_DIR:-target/bench}
 
+if [ ! -x /usr/bin/time ]; then
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends time
+fi
 mkdir -p "$dir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
