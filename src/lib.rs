@@ -7,6 +7,8 @@ extern crate alloc;
 pub mod analysis;
 pub mod capture;
 pub mod dissect;
+#[cfg(feature = "export")]
+pub mod export;
 pub mod filter;
 pub mod host;
 pub mod pipeline;

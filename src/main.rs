@@ -23,6 +23,8 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Dissect(a) => run(a.config().map(|c| commands::dissect::run(&c))),
         Command::Analyze(a) => run(a.config().map(|c| commands::analyze::run(&c))),
+        #[cfg(feature = "export")]
+        Command::Export(a) => commands::export::run(&a.config()),
         Command::Capture(a) => run(a.config().map(|c| commands::capture::run(&c))),
         Command::Tui(a) => run(a.config().map(|c| commands::tui::run(&c))),
         Command::Doctor(a) => commands::doctor::run(&a.config()),

@@ -66,6 +66,19 @@ pub trait EngineSide: Send {
     /// The engine took frame `number` and counted it as `classified`.
     fn ingested(&mut self, _number: u64, _classified: Classified) {}
 
+    /// The engine took frame `number` (captured at `ts_nanos`), parsed as `frame` (its ICRC checked), and
+    /// counted it as `classified`; `engine` is the analysis just after it (the export's rows: the flow's
+    /// connection, the events the frame raised).
+    fn examined(
+        &mut self,
+        _number: u64,
+        _ts_nanos: u64,
+        _frame: &Frame,
+        _classified: Classified,
+        _engine: &Engine,
+    ) {
+    }
+
     /// With [`EngineSide::WHOLE_FRAMES`]: frame `number` after the engine took it, with its packet (the
     /// bytes), its layers, how it was counted and the engine that counted it. `Break` stops the run.
     fn frame(
@@ -322,6 +335,8 @@ impl<E: EngineSide> Ingest<E> {
             let classified = self.engine.ingest(w.number, w.ts_nanos, &frame);
             self.renumbered();
             self.side.ingested(w.number, classified);
+            self.side
+                .examined(w.number, w.ts_nanos, &frame, classified, &self.engine);
             if flow.is_continue() {
                 flow = self
                     .side
@@ -348,6 +363,8 @@ impl<E: EngineSide> Ingest<E> {
             let classified = self.engine.ingest(p.number, p.ts_nanos, &p.frame);
             self.renumbered();
             self.side.ingested(p.number, classified);
+            self.side
+                .examined(p.number, p.ts_nanos, &p.frame, classified, &self.engine);
         }
         self.side.batch_done(&self.engine);
         flow

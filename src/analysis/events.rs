@@ -15,6 +15,17 @@ pub enum Severity {
     Error,
 }
 
+impl Severity {
+    /// As the JSON writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
 /// What a READ's responses got wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadMismatch {
@@ -660,6 +671,47 @@ pub struct Events {
     per_kind: FxHashMap<(u32, &'static str), (u32, usize)>,
     /// Events that say the lossless machinery failed ([`Kind::is_lossless_failure`]), kept or not.
     pub lossless_failures: u64,
+    /// The kinds raised for the newest frame that raised any, kept or not (the export's per-frame column).
+    pub raised: Raised,
+}
+
+/// The kinds of the events raised for one frame, each once, in the order raised (up to [`Raised::MAX`]:
+/// one frame raises two or three at most).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Raised {
+    pub frame: u64,
+    kinds: [&'static str; Raised::MAX],
+    len: u8,
+}
+
+impl Raised {
+    pub const MAX: usize = 8;
+
+    fn add(&mut self, frame: u64, kind: &'static str) {
+        if frame != self.frame {
+            *self = Raised {
+                frame,
+                ..Raised::default()
+            };
+        }
+        if !self.kinds().contains(&kind) && usize::from(self.len) < Self::MAX {
+            self.kinds[usize::from(self.len)] = kind;
+            self.len += 1;
+        }
+    }
+
+    pub fn kinds(&self) -> &[&'static str] {
+        &self.kinds[..usize::from(self.len)]
+    }
+
+    /// The kinds raised for frame `frame` (none when the newest events were for another).
+    pub fn of(&self, frame: u64) -> &[&'static str] {
+        if self.frame == frame {
+            self.kinds()
+        } else {
+            &[]
+        }
+    }
 }
 
 impl Events {
@@ -671,6 +723,7 @@ impl Events {
     /// Keeps the event; returns where it is in the list (`None` when it was not kept).
     pub fn push(&mut self, e: Event) -> Option<usize> {
         self.lossless_failures += u64::from(e.kind.is_lossless_failure());
+        self.raised.add(e.frame, e.kind.name());
         if let Some(flow) = e.flow {
             let seen = self
                 .per_kind
@@ -724,6 +777,24 @@ mod tests {
                 after: 0,
             },
         }
+    }
+
+    /// The kinds raised for the newest frame, each once, kept or not; another frame's start afresh.
+    #[test]
+    fn the_kinds_raised_for_a_frame_are_kept_until_the_next_frame_raises_any() {
+        let mut e = Events::default();
+        for _ in 0..12 {
+            e.push(gap(0, 7));
+        }
+        e.push(Event {
+            kind: Kind::CeWithoutCnp { count: 1 },
+            ..gap(0, 7)
+        });
+        assert_eq!(e.raised.of(7), ["psn_gap", "ce_without_cnp"]);
+        assert!(e.raised.of(6).is_empty());
+        e.push(gap(1, 9));
+        assert_eq!(e.raised.of(9), ["psn_gap"]);
+        assert!(e.raised.of(7).is_empty());
     }
 
     /// One flow's 20 gaps keep its first 8 and its newest; another flow's 3 are all kept.

@@ -43,6 +43,10 @@ pub enum Command {
     /// Per-QP transport analysis of a capture: PSN gaps, retransmissions, NAKs, RNR, ECN/CNP, PFC, ICRC,
     /// latency and throughput.
     Analyze(AnalyzeArgs),
+    /// The analysis of capture files as Parquet tables (packets, flows, events) for Spark, DuckDB or
+    /// pyarrow: `export --parquet DIR FILE...` (schema in docs/export.md).
+    #[cfg(feature = "export")]
+    Export(ExportArgs),
     /// Live capture (libpcap) with the same analysis as `analyze`, optionally written to a file and
     /// optionally around a command (`-- COMMAND ARGS...`).
     Capture(CaptureArgs),
@@ -474,6 +478,33 @@ impl AnalyzeArgs {
             plot: self.plot.clone(),
             listing: self.listing.listing(),
         })
+    }
+}
+
+/// `rocescope export` options.
+#[cfg(feature = "export")]
+#[derive(Args, Debug, Clone)]
+pub struct ExportArgs {
+    /// Write DIR/packets.parquet, DIR/flows.parquet and DIR/events.parquet (DIR is created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub parquet: PathBuf,
+    /// Capture files (pcap or pcapng), each analysed on its own; `capture.file` tells their rows apart.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub analysis: AnalysisFlags,
+    #[command(flatten)]
+    pub roce: RoceFlags,
+}
+
+#[cfg(feature = "export")]
+impl ExportArgs {
+    pub fn config(&self) -> rocescope::export::Config {
+        rocescope::export::Config {
+            dir: self.parquet.clone(),
+            files: self.files.clone(),
+            pipeline: pipeline_config(&self.roce, &self.analysis),
+        }
     }
 }
 

@@ -5,6 +5,8 @@ pub mod capture;
 pub mod counters;
 pub mod dissect;
 pub mod doctor;
+#[cfg(feature = "export")]
+pub mod export;
 pub mod points;
 pub mod tui;
 

@@ -196,7 +196,7 @@ impl FrameEvents {
             frames: list.iter().map(|e| e.frame).collect(),
             tags: list
                 .iter()
-                .map(|e| (e.kind.name(), severity_name(e.kind.severity())))
+                .map(|e| (e.kind.name(), e.kind.severity().name()))
                 .collect(),
             next: 0,
         }
@@ -213,15 +213,6 @@ impl FrameEvents {
                 .take_while(|f| **f == number)
                 .count();
         &self.tags[self.next..end]
-    }
-}
-
-fn severity_name(s: crate::analysis::events::Severity) -> &'static str {
-    use crate::analysis::events::Severity;
-    match s {
-        Severity::Note => "note",
-        Severity::Warning => "warning",
-        Severity::Error => "error",
     }
 }
 

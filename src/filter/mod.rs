@@ -195,7 +195,7 @@ impl<'a> Subject<'_, 'a> {
 }
 
 /// `rocescope.class`: how the engine counted the frame (nothing for `Other`).
-fn class_name(c: Class) -> Option<&'static str> {
+pub fn class_name(c: Class) -> Option<&'static str> {
     Some(match c {
         Class::Other => return None,
         Class::Request => "request",

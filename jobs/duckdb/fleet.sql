@@ -1,0 +1,155 @@
+-- Fleet-wide RoCE figures from a tree of `rocescope export --parquet` outputs, on one machine: the same
+-- results as jobs/spark/fleet.py, as DuckDB tables (jobs/README.md says each column).
+--
+--   duckdb -cmd "SET VARIABLE root = '/data/roce'; SET VARIABLE window_seconds = 60; SET VARIABLE top = 10" \
+--       -f jobs/duckdb/fleet.sql
+--
+-- root: the directory tree (every packets.parquet and flows.parquet under it; s3:// with the httpfs
+-- extension). window_seconds and top default to 60 and 10.
+
+CREATE OR REPLACE TEMP VIEW packets AS
+    SELECT * FROM read_parquet(getvariable('root') || '/**/packets.parquet');
+CREATE OR REPLACE TEMP VIEW flows AS
+    SELECT * FROM read_parquet(getvariable('root') || '/**/flows.parquet');
+
+-- Each flow's figures counted from its packets (how rocescope counted each frame), with its identity and
+-- the figures only the analysis knows (missing PSNs, duplicates) from the flows table. NAK codes are the
+-- low five bits of a NAK's AETH syndrome (0-4 named as the JSON's `naks`, 5-31 reserved).
+CREATE OR REPLACE TEMP TABLE per_flow AS
+WITH counted AS (
+    SELECT
+        "capture.file" AS capture_file,
+        "rocescope.flow" AS id,
+        count(*) AS packets,
+        sum("frame.len") AS bytes,
+        count(*) FILTER (WHERE "rocescope.class" = 'gap') AS gap_events,
+        count(*) FILTER (WHERE "rocescope.class" = 'retransmission') AS retransmitted,
+        count(*) FILTER (WHERE "rocescope.class" = 'nak' AND "infiniband.aeth.syndrome" & 31 = 0) AS naks_psn_seq_err,
+        count(*) FILTER (WHERE "rocescope.class" = 'nak' AND "infiniband.aeth.syndrome" & 31 = 1) AS naks_invalid_request,
+        count(*) FILTER (WHERE "rocescope.class" = 'nak' AND "infiniband.aeth.syndrome" & 31 = 2) AS naks_remote_access,
+        count(*) FILTER (WHERE "rocescope.class" = 'nak' AND "infiniband.aeth.syndrome" & 31 = 3) AS naks_remote_op,
+        count(*) FILTER (WHERE "rocescope.class" = 'nak' AND "infiniband.aeth.syndrome" & 31 = 4) AS naks_invalid_rd_request,
+        count(*) FILTER (WHERE "rocescope.class" = 'nak' AND "infiniband.aeth.syndrome" & 31 >= 5) AS naks_reserved,
+        count(*) FILTER (WHERE "rocescope.class" = 'rnr_nak') AS rnr_naks,
+        count(*) FILTER (WHERE "ip.dsfield.ecn" = 3) AS ce,
+        count(*) FILTER (WHERE "rocescope.class" = 'cnp') AS cnp,
+        count(*) FILTER (WHERE "rocescope.icrc_status" = 'bad') AS icrc_bad,
+        min("frame.time_epoch_ns") AS first_ns,
+        max("frame.time_epoch_ns") AS last_ns
+    FROM packets
+    WHERE "rocescope.flow" IS NOT NULL
+    GROUP BY ALL
+)
+SELECT
+    f."capture.file" AS capture_file, f.id, f.src, f.dst, f.dest_qp, f.role, f.connection,
+    f."psn.missing" AS missing, f."psn.duplicates" AS duplicates,
+    coalesce(c.packets, 0) AS packets, coalesce(c.bytes, 0) AS bytes,
+    coalesce(c.gap_events, 0) AS gap_events, coalesce(c.retransmitted, 0) AS retransmitted,
+    coalesce(c.naks_psn_seq_err, 0) AS naks_psn_seq_err,
+    coalesce(c.naks_invalid_request, 0) AS naks_invalid_request,
+    coalesce(c.naks_remote_access, 0) AS naks_remote_access,
+    coalesce(c.naks_remote_op, 0) AS naks_remote_op,
+    coalesce(c.naks_invalid_rd_request, 0) AS naks_invalid_rd_request,
+    coalesce(c.naks_reserved, 0) AS naks_reserved,
+    coalesce(c.rnr_naks, 0) AS rnr_naks, coalesce(c.ce, 0) AS ce, coalesce(c.cnp, 0) AS cnp,
+    coalesce(c.icrc_bad, 0) AS icrc_bad, c.first_ns, c.last_ns
+FROM flows f
+LEFT JOIN counted c ON c.capture_file = f."capture.file" AND c.id = f.id;
+
+-- The figures added up per connection (a CM handshake's or --expect's), per (source, destination) host pair
+-- across the fleet, and per capture point (capture file).
+CREATE OR REPLACE TEMP TABLE per_connection AS
+    SELECT capture_file, connection, count(*) AS flows,
+        sum(packets)::BIGINT AS packets,
+        sum(bytes)::BIGINT AS bytes,
+        sum(gap_events)::BIGINT AS gap_events,
+        sum(retransmitted)::BIGINT AS retransmitted,
+        sum(naks_psn_seq_err)::BIGINT AS naks_psn_seq_err,
+        sum(naks_invalid_request)::BIGINT AS naks_invalid_request,
+        sum(naks_remote_access)::BIGINT AS naks_remote_access,
+        sum(naks_remote_op)::BIGINT AS naks_remote_op,
+        sum(naks_invalid_rd_request)::BIGINT AS naks_invalid_rd_request,
+        sum(naks_reserved)::BIGINT AS naks_reserved,
+        sum(rnr_naks)::BIGINT AS rnr_naks,
+        sum(ce)::BIGINT AS ce,
+        sum(cnp)::BIGINT AS cnp,
+        sum(icrc_bad)::BIGINT AS icrc_bad,
+        sum(missing)::BIGINT AS missing,
+        sum(duplicates)::BIGINT AS duplicates
+    FROM per_flow WHERE connection IS NOT NULL
+    GROUP BY capture_file, connection;
+
+CREATE OR REPLACE TEMP TABLE per_host_pair AS
+    SELECT src, dst, count(*) AS flows,
+        sum(packets)::BIGINT AS packets,
+        sum(bytes)::BIGINT AS bytes,
+        sum(gap_events)::BIGINT AS gap_events,
+        sum(retransmitted)::BIGINT AS retransmitted,
+        sum(naks_psn_seq_err)::BIGINT AS naks_psn_seq_err,
+        sum(naks_invalid_request)::BIGINT AS naks_invalid_request,
+        sum(naks_remote_access)::BIGINT AS naks_remote_access,
+        sum(naks_remote_op)::BIGINT AS naks_remote_op,
+        sum(naks_invalid_rd_request)::BIGINT AS naks_invalid_rd_request,
+        sum(naks_reserved)::BIGINT AS naks_reserved,
+        sum(rnr_naks)::BIGINT AS rnr_naks,
+        sum(ce)::BIGINT AS ce,
+        sum(cnp)::BIGINT AS cnp,
+        sum(icrc_bad)::BIGINT AS icrc_bad,
+        sum(missing)::BIGINT AS missing,
+        sum(duplicates)::BIGINT AS duplicates
+    FROM per_flow
+    GROUP BY src, dst;
+
+CREATE OR REPLACE TEMP TABLE per_point AS
+    SELECT capture_file, count(*) AS flows,
+        sum(packets)::BIGINT AS packets,
+        sum(bytes)::BIGINT AS bytes,
+        sum(gap_events)::BIGINT AS gap_events,
+        sum(retransmitted)::BIGINT AS retransmitted,
+        sum(naks_psn_seq_err)::BIGINT AS naks_psn_seq_err,
+        sum(naks_invalid_request)::BIGINT AS naks_invalid_request,
+        sum(naks_remote_access)::BIGINT AS naks_remote_access,
+        sum(naks_remote_op)::BIGINT AS naks_remote_op,
+        sum(naks_invalid_rd_request)::BIGINT AS naks_invalid_rd_request,
+        sum(naks_reserved)::BIGINT AS naks_reserved,
+        sum(rnr_naks)::BIGINT AS rnr_naks,
+        sum(ce)::BIGINT AS ce,
+        sum(cnp)::BIGINT AS cnp,
+        sum(icrc_bad)::BIGINT AS icrc_bad,
+        sum(missing)::BIGINT AS missing,
+        sum(duplicates)::BIGINT AS duplicates
+    FROM per_flow
+    GROUP BY capture_file;
+
+-- Per time window, the QPs and the hosts with the most trouble (gaps, retransmissions, NAKs, RNR NAKs, bad
+-- ICRCs), with their CE marks and CNPs; a host is in trouble when a flow it sends or receives is.
+CREATE OR REPLACE TEMP VIEW marked AS
+    SELECT
+        ("frame.time_epoch_ns" // 1000000000 // coalesce(getvariable('window_seconds'), 60))
+            * coalesce(getvariable('window_seconds'), 60) AS window_start_s,
+        "capture.file" AS capture_file, src, dst, "infiniband.bth.destqp" AS dest_qp,
+        ("rocescope.class" IN ('gap', 'retransmission', 'nak', 'rnr_nak', 'bad_icrc'))::INT AS trouble,
+        coalesce("ip.dsfield.ecn" = 3, false)::INT AS ce,
+        coalesce("rocescope.class" = 'cnp', false)::INT AS cnp
+    FROM packets;
+
+CREATE OR REPLACE TEMP TABLE worst_qps AS
+    SELECT * FROM (
+        SELECT window_start_s, src, dst, dest_qp,
+            sum(trouble)::BIGINT AS trouble, sum(ce)::BIGINT AS ce, sum(cnp)::BIGINT AS cnp,
+            row_number() OVER (PARTITION BY window_start_s
+                ORDER BY sum(trouble) DESC, src, dst, dest_qp) AS rank
+        FROM marked GROUP BY window_start_s, src, dst, dest_qp HAVING sum(trouble) > 0)
+    WHERE rank <= coalesce(getvariable('top'), 10);
+
+CREATE OR REPLACE TEMP TABLE worst_hosts AS
+    SELECT * FROM (
+        SELECT window_start_s, host,
+            sum(trouble)::BIGINT AS trouble, sum(ce)::BIGINT AS ce, sum(cnp)::BIGINT AS cnp,
+            row_number() OVER (PARTITION BY window_start_s ORDER BY sum(trouble) DESC, host) AS rank
+        FROM (SELECT *, unnest([src, dst]) AS host FROM marked)
+        GROUP BY window_start_s, host HAVING sum(trouble) > 0)
+    WHERE rank <= coalesce(getvariable('top'), 10);
+
+SELECT * FROM worst_qps ORDER BY window_start_s, rank;
+SELECT * FROM worst_hosts ORDER BY window_start_s, rank;

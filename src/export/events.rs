@@ -1,0 +1,67 @@
+//! The events table: one row per event of the analyze JSON, each field a column of the same name
+//! (`detail`, whose figures depend on the kind, as JSON text).
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::ArrayRef;
+use arrow_array::builder::{ArrayBuilder, Float64Builder, Int64Builder, StringBuilder};
+
+use super::table::{BATCH_ROWS, Table};
+use crate::report::EventReport;
+
+columns!(Columns {
+    file: StringBuilder = "capture.file",
+    time: Float64Builder = "time",
+    severity: StringBuilder = "severity",
+    kind: StringBuilder = "kind",
+    flow: Int64Builder = "flow",
+    frame: Int64Builder = "frame",
+    psn: Int64Builder = "psn",
+    detail: StringBuilder = "detail",
+    message: StringBuilder = "message",
+});
+
+pub struct Events {
+    columns: Columns,
+    table: Table,
+}
+
+impl Events {
+    pub fn create(path: &Path) -> Result<Events, String> {
+        Ok(Events {
+            table: Table::create(
+                path,
+                Columns::NAMES,
+                Columns::new().finish(),
+                &["frame"],
+                &[],
+            )?,
+            columns: Columns::new(),
+        })
+    }
+
+    /// The row of event `e` of capture `file`.
+    pub fn push(&mut self, file: &str, e: &EventReport) -> Result<(), String> {
+        let c = &mut self.columns;
+        c.file.append_value(file);
+        c.time.append_value(e.time);
+        c.severity.append_value(e.severity.name());
+        c.kind.append_value(e.kind);
+        c.flow.append_option(e.flow.map(i64::from));
+        c.frame.append_value(e.frame as i64);
+        c.psn.append_option(e.psn.map(i64::from));
+        let detail = serde_json::to_string(&e.detail).map_err(|e| e.to_string())?;
+        c.detail.append_value(detail);
+        c.message.append_value(&e.message);
+        if c.len() >= BATCH_ROWS {
+            self.table.write(c.finish())?;
+        }
+        Ok(())
+    }
+
+    /// Writes the rows left and closes the table; returns the rows written.
+    pub fn close(mut self) -> Result<u64, String> {
+        self.table.write(self.columns.finish())?;
+        self.table.close()
+    }
+}

@@ -1,0 +1,111 @@
+//! `rocescope export --parquet DIR`: the analysis of capture files as three Parquet tables for engines
+//! that answer fleet-wide questions (Spark, DuckDB: `jobs/`): `packets` (one row per RoCE frame, with how
+//! the engine counted it), `flows` (every per-flow figure of the analyze JSON) and `events`. The schema is
+//! in docs/export.md. Memory does not grow with the captures: the packets' rows go to the writer in
+//! batches, the writer writes bounded row groups.
+#[macro_use]
+mod table;
+mod encode;
+mod events;
+mod packets;
+mod rows;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::pipeline;
+use crate::report::Report;
+use crate::source::FileSource;
+use events::Events;
+use packets::Packets;
+use rows::{FLOW, Rows};
+
+/// What to export, and how to analyse it.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The directory the tables go to (created if missing).
+    pub dir: PathBuf,
+    /// The captures, each analysed on its own (`capture.file` tells their rows apart).
+    pub files: Vec<PathBuf>,
+    pub pipeline: pipeline::Config,
+}
+
+/// What was written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub frames: u64,
+    pub packets: u64,
+    pub flows: u64,
+    pub events: u64,
+    /// The captures cut short (a killed tcpdump): what the reader said of each; their frames before the
+    /// cut are exported.
+    pub truncated: Vec<String>,
+}
+
+/// The tables' file names in `dir`.
+pub const TABLES: [&str; 3] = ["packets.parquet", "flows.parquet", "events.parquet"];
+
+/// Analyses every capture of `cfg` and writes the three tables. On an error no table is left (a table
+/// cut short would read as one whole).
+pub fn export(cfg: &Config) -> Result<Summary, String> {
+    let dir = &cfg.dir;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    tables(cfg).inspect_err(|_| {
+        for t in TABLES {
+            let _ = std::fs::remove_file(dir.join(t));
+        }
+    })
+}
+
+fn tables(cfg: &Config) -> Result<Summary, String> {
+    let dir = &cfg.dir;
+    let packets = Packets::create(&dir.join(TABLES[0]))?;
+    let mut flows = Rows::create(&dir.join(TABLES[1]), FLOW)?;
+    let mut events = Events::create(&dir.join(TABLES[2]))?;
+    let mut summary = Summary::default();
+    for file in &cfg.files {
+        let report = one(file, &cfg.pipeline, &packets, &mut summary)?;
+        let name = json!({ "file": report.capture.file });
+        for f in &report.flows {
+            flows.push(&with_capture(f, &name)?)?;
+        }
+        for e in &report.events {
+            events.push(&report.capture.file, e)?;
+        }
+    }
+    summary.packets = packets.close()?;
+    summary.flows = flows.close()?;
+    summary.events = events.close()?;
+    Ok(summary)
+}
+
+/// The pipeline over `file`, its RoCE frames into `packets`; returns its report.
+fn one(
+    file: &Path,
+    cfg: &pipeline::Config,
+    packets: &table::Table,
+    summary: &mut Summary,
+) -> Result<Report, String> {
+    let mut source = FileSource::open(file).map_err(|e| e.to_string())?;
+    let name = source.name().to_string();
+    let run = pipeline::run(&mut source, cfg, &mut (), Packets::new(&name, packets))?;
+    let mut side = run.engine_side;
+    side.flush()?;
+    summary.frames += run.frames;
+    let mut report = Report::build(&run.engine, &name);
+    if let Some(e) = run.error {
+        summary.truncated.push(format!("{name}: {e}"));
+        report.cut_short(e.to_string());
+    }
+    Ok(report)
+}
+
+/// The JSON object of `row` with `capture.file` added.
+fn with_capture(row: &impl serde::Serialize, capture: &Value) -> Result<Value, String> {
+    let mut v = serde_json::to_value(row).map_err(|e| e.to_string())?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("capture".to_string(), capture.clone());
+    }
+    Ok(v)
+}

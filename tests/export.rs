@@ -1,0 +1,282 @@
+//! `rocescope export --parquet`: every capture of testdata/ and of the public corpus exported in one run,
+//! read back with pyarrow (tests/python/export_check.py) and held against tshark (which frames are RoCE)
+//! and `rocescope analyze --json --all-flows` (every flow's figures, every event); the fleet jobs of jobs/
+//! (Spark, DuckDB) over a tree of exports, flow by flow against the same JSON.
+#![cfg(feature = "export")]
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rocescope");
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every capture of testdata/ and ../shared/corpus/public, relative to the repository root (as the
+/// tables name them).
+fn captures() -> Vec<String> {
+    let mut out = Vec::new();
+    let dirs = ["testdata", "../shared/corpus"];
+    for top in dirs {
+        let Ok(subs) = std::fs::read_dir(root().join(top)) else {
+            continue;
+        };
+        for sub in subs.flatten().filter(|e| e.path().is_dir()) {
+            for e in std::fs::read_dir(sub.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.ends_with(".pcap") || name.ends_with(".pcapng") {
+                    let sub = sub.file_name().to_string_lossy().into_owned();
+                    out.push(format!("{top}/{sub}/{name}"));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The frame numbers tshark takes for RoCE (InfiniBand, or UDP to 4791); `None` when tshark cannot read
+/// the file.
+fn tshark_roce(file: &str) -> Option<Vec<u64>> {
+    let out = Command::new("tshark")
+        .current_dir(root())
+        .args(["-r", file, "-Y", "infiniband or udp.dstport == 4791"])
+        .args(["-T", "fields", "-e", "frame.number"])
+        .output()
+        .expect("run tshark (scripts/test installs it)");
+    if !out.status.success() {
+        return None;
+    }
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().parse().expect("a frame number"))
+            .collect(),
+    )
+}
+
+/// The analyze JSON of `file`, as written (parsing it here would round its times).
+fn analyze(file: &str) -> String {
+    let out = Command::new(BIN)
+        .current_dir(root())
+        .args(["analyze", file, "--json", "--all-flows", "--no-progress"])
+        .output()
+        .expect("run rocescope analyze");
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    serde_json::from_str::<Value>(&text).unwrap_or_else(|e| panic!("{file}: analyze JSON: {e}"));
+    text
+}
+
+/// What the tables are held against, for each of `files`: its name, tshark's RoCE frames (with `tshark`)
+/// and its analyze JSON, as one JSON array. tshark mostly waits (it starts slowly): several run at once.
+fn expected(files: &[String], tshark: bool) -> String {
+    let tshark: Vec<Option<Vec<u64>>> = std::thread::scope(|s| {
+        if !tshark {
+            return vec![None; files.len()];
+        }
+        let runs: Vec<_> = files
+            .chunks(files.len().div_ceil(8))
+            .map(|part| s.spawn(move || part.iter().map(|f| tshark_roce(f)).collect::<Vec<_>>()))
+            .collect();
+        runs.into_iter()
+            .flat_map(|r| r.join().expect("tshark thread"))
+            .collect()
+    });
+    let rows: Vec<String> = files
+        .iter()
+        .zip(tshark)
+        .map(|(f, t)| {
+            let head = json!({ "file": f, "tshark": t }).to_string();
+            format!("{},\"report\":{}}}", &head[..head.len() - 1], analyze(f))
+        })
+        .collect();
+    format!("[{}]", rows.join(","))
+}
+
+/// Exports `files` into `dir` (relative paths from the repository root).
+pub fn export(dir: &Path, files: &[String]) {
+    let out = Command::new(BIN)
+        .current_dir(root())
+        .arg("export")
+        .arg("--parquet")
+        .arg(dir)
+        .args(files)
+        .output()
+        .expect("run rocescope export");
+    assert!(
+        out.status.success(),
+        "export failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn python(script: &str, args: &[&Path]) -> String {
+    let out = Command::new("python3")
+        .arg(root().join("tests/python").join(script))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run python3");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{script}:\n{text}");
+    text
+}
+
+#[test]
+fn every_capture_round_trips_through_parquet() {
+    let files = captures();
+    assert!(files.len() > 80, "testdata and the corpus: {}", files.len());
+    let dir =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("export-{}", std::process::id()));
+    export(&dir, &files);
+    let path = dir.join("expected.json");
+    std::fs::write(&path, expected(&files, true)).unwrap();
+    let said = python("export_check.py", &[&dir, &path]);
+    eprintln!("{said}");
+    // Every capture was held against its tables.
+    assert!(
+        said.contains(&format!("rows of {} captures", files.len())),
+        "{said}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The fleet jobs (jobs/spark/fleet.py in Spark's local mode, one session for all; jobs/duckdb/fleet.sql)
+/// over a tree of exports, one directory per directory of captures: each flow's figures, counted from the
+/// packets table, equal to its analyze JSON, and every result the same from both jobs
+/// (tests/python/fleet_check.py).
+#[test]
+fn the_fleet_jobs_agree_with_analyze_flow_by_flow() {
+    let files = captures();
+    let tree =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fleet-{}", std::process::id()));
+    let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for f in &files {
+        // testdata-edge, shared-corpus-public: Spark skips names that start with `_` or `.`.
+        let parent = Path::new(f)
+            .parent()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let dir = parent.trim_start_matches("../").replace('/', "-");
+        groups.entry(dir).or_default().push(f.clone());
+    }
+    for (dir, group) in &groups {
+        export(&tree.join(dir), group);
+    }
+    let path = tree.join("expected.json");
+    std::fs::write(&path, expected(&files, false)).unwrap();
+    let said = python("fleet_check.py", &[&tree, &path]);
+    eprintln!("{said}");
+    for job in ["spark", "duckdb"] {
+        assert!(said.contains(&format!("{job}: ")), "{said}");
+    }
+    let _ = std::fs::remove_dir_all(&tree);
+}
+
+/// The columns `names` of a table, each value as text (null as "").
+fn read_columns(path: &Path, names: &[&str]) -> Vec<Vec<String>> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let file = std::fs::File::open(path).expect("open the table");
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.build())
+        .expect("read the table");
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.expect("a batch");
+        for i in 0..batch.num_rows() {
+            let row = names
+                .iter()
+                .map(|n| {
+                    let c = batch.column_by_name(n).expect("the column");
+                    if c.is_null(i) {
+                        String::new()
+                    } else if let Some(s) = c.as_string_opt::<i32>() {
+                        s.value(i).to_string()
+                    } else {
+                        c.as_primitive::<Int64Type>().value(i).to_string()
+                    }
+                })
+                .collect();
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// A capture larger than a row group: every frame a row, in row groups of at most 65,536 rows (what the
+/// writer holds at once), and each flow's packets, PSN gaps and missing PSNs those of the generator's
+/// ground truth.
+#[test]
+fn a_large_capture_is_written_in_bounded_row_groups() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let capture = tmp.join(format!("export-synth-{}.pcap", std::process::id()));
+    let params = synth::Params {
+        frames: 150_000,
+        qps: 8,
+        seed: 3,
+        ..synth::Params::default()
+    };
+    let file = std::fs::File::create(&capture).expect("create the capture");
+    let truth = synth::generate(&params, std::io::BufWriter::new(file)).expect("generate");
+    let dir = tmp.join(format!("export-synth-{}", std::process::id()));
+    export(&dir, &[capture.to_string_lossy().into_owned()]);
+    let packets = std::fs::File::open(dir.join("packets.parquet")).unwrap();
+    let reader = SerializedFileReader::new(packets).expect("read packets.parquet");
+    let rows: Vec<i64> = reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| g.num_rows())
+        .collect();
+    assert_eq!(rows, [65536, 65536, 150_000 - 2 * 65536]);
+    let columns = [
+        "src",
+        "dst",
+        "dest_qp",
+        "packets",
+        "psn.gap_events",
+        "psn.missing",
+    ];
+    let mut flows = read_columns(&dir.join("flows.parquet"), &columns);
+    flows.sort();
+    let mut want = Vec::new();
+    for c in &truth.conns {
+        let r = &c.req;
+        let (qp, resp_qp) = (c.responder_qpn.to_string(), c.requester_qpn.to_string());
+        want.push(vec![
+            c.requester.clone(),
+            c.responder.clone(),
+            qp,
+            r.packets.to_string(),
+            r.gap_events.to_string(),
+            r.missing.to_string(),
+        ]);
+        want.push(vec![
+            c.responder.clone(),
+            c.requester.clone(),
+            resp_qp,
+            c.resp.packets.to_string(),
+            "0".into(),
+            "0".into(),
+        ]);
+    }
+    want.sort();
+    assert_eq!(flows, want);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&capture);
+}
