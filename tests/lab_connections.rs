@@ -154,27 +154,9 @@ impl Frame {
 }
 
 fn tshark_frames(path: &Path) -> Vec<Frame> {
-    let mut cmd = Command::new("tshark");
-    cmd.args(["-n", "-r"])
-        .arg(path)
-        .args(["-T", "fields", "-E", "occurrence=f"]);
-    for f in FIELDS {
-        cmd.args(["-e", f]);
-    }
-    let o = cmd.output().expect("run tshark");
-    assert!(
-        o.status.success(),
-        "tshark {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| {
-            let mut v: Vec<String> = l.split('\t').map(str::to_string).collect();
-            v.resize(FIELDS.len(), String::new());
-            Frame { v }
-        })
+    lab_support::tshark_fields(path, FIELDS)
+        .into_iter()
+        .map(|v| Frame { v })
         .collect()
 }
 

@@ -84,35 +84,19 @@ fn tshark_frames(path: &Path) -> Vec<Frame> {
         "icmp.type",
         "_ws.col.Protocol",
     ];
-    let mut cmd = Command::new("tshark");
-    cmd.args(["-n", "-r"])
-        .arg(path)
-        .args(["-T", "fields", "-E", "occurrence=f"]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
-    let o = cmd.output().expect("run tshark");
-    assert!(
-        o.status.success(),
-        "tshark {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| {
-            let mut v: Vec<&str> = l.split('\t').collect();
-            v.resize(fields.len(), "");
+    lab_support::tshark_fields(path, &fields)
+        .into_iter()
+        .map(|v| {
             let roce = v[4] == "4791";
             let bth = |i: usize| {
                 if roce {
-                    num(v[i]).unwrap_or_else(|| panic!("tshark: no {} in {l:?}", fields[i]))
+                    num(&v[i]).unwrap_or_else(|| panic!("tshark: no {} in {v:?}", fields[i]))
                 } else {
                     0
                 }
             };
             Frame {
-                no: num(v[0]).unwrap(),
+                no: num(&v[0]).unwrap(),
                 t: v[1].parse().unwrap(),
                 src: v[2].to_string(),
                 dst: v[3].to_string(),
@@ -120,8 +104,8 @@ fn tshark_frames(path: &Path) -> Vec<Frame> {
                 qp: bth(5),
                 op: bth(6),
                 psn: bth(7),
-                syn: num(v[8]),
-                icmp: num(v[9]),
+                syn: num(&v[8]),
+                icmp: num(&v[9]),
                 proto: v[10].to_string(),
             }
         })

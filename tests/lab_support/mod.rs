@@ -9,6 +9,33 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// `tshark -n -r PATH -T fields -E occurrence=f -e F ...`: per frame the first value of each of `fields`, ""
+/// where the frame has none.
+pub fn tshark_fields(path: &Path, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut cmd = Command::new("tshark");
+    cmd.args(["-n", "-r"])
+        .arg(path)
+        .args(["-T", "fields", "-E", "occurrence=f"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let o = cmd.output().expect("run tshark");
+    assert!(
+        o.status.success(),
+        "tshark {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            let mut v: Vec<String> = l.split('\t').map(str::to_string).collect();
+            v.resize(fields.len(), String::new());
+            v
+        })
+        .collect()
+}
+
 /// lab/setup: the first run installs packages and downloads the guest kernel.
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(900);
 /// lab/run, the outer bound (QEMU itself is under LAB_TIMEOUT inside lab/run).
