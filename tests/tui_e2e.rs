@@ -109,7 +109,9 @@ fn usable_at_80x24_and_at_200x60() {
     for op in ["RC_WRITE_FIRST", "RC_WRITE_MIDDLE", "RC_WRITE_LAST"] {
         assert!(s.contains(op), "{op} in\n{s}");
     }
+    // Back to the flows before Enter: an Escape followed at once by a key reads as Alt and that key.
     big.keys(&["Escape"]);
+    big.wait_for("sort: trouble");
     big.keys(&["Enter"]);
     let s = big.wait_for("PSN vs time: ");
     assert_eq!(
