@@ -14,6 +14,8 @@ The log gets a line "@@@ LAB-CABLE begin_marker=T first_frame=T last_frame=T end
 capture times (seconds since the epoch) of the begin marker request, the scenario's first and last frame and
 the end marker request, so that times the guest logs (its uptime, from the begin marker on) can be placed in
 the capture.
+A points_* run (lab/run) also has cable-b-all.pcap (eth1's end of the cable, after the lossy hop) and
+drops-all.pcap (what the hop dropped): they go to OUT_DIR/<scenario>/cable-b.pcap and drops.pcap.
 With SPLIT_PREFIX=p (the second guest of a two-guest run: no cable capture of its own), the log and the files
 are written as <p>perftest.log and <p><name>, and only files with that prefix are replaced.
 """
@@ -99,23 +101,7 @@ def main():
             if l.startswith("@@@ LAB-END "):
                 cur = None
 
-    pcap = os.path.join(run, "cable-all.pcap")
-    header, frames = read_pcap(pcap) if os.path.exists(pcap) else (None, [])
-    parts = {}
-    marks = {}   # (index, is_end): host time of the marker request
-    cur = None
-    for rec, frame, t in frames:
-        m = marker(frame)
-        if m:
-            idx, end, req = m
-            if req:
-                marks.setdefault((idx, end), t)
-            cur = None if end else idx
-            if not end:
-                parts.setdefault(idx, [])
-            continue
-        if cur is not None:
-            parts[cur].append((rec, frame, t))
+    header, parts, marks = cut(os.path.join(run, "cable-all.pcap"))
 
     qemu_cmd = open(os.path.join(run, "qemu-cmdline")).read().strip() if os.path.exists(os.path.join(run, "qemu-cmdline")) else ""
     ok = True
@@ -164,7 +150,42 @@ def main():
             ok = False
         if rc != "0":
             ok = False
+        cut_points_run(run, d, i, marks)
     return 0 if ok else 1
+
+
+def cut(pcap):
+    """(header, frames per scenario index, host times of the marker requests) of a cable dump."""
+    header, frames = read_pcap(pcap) if os.path.exists(pcap) else (None, [])
+    parts = {}
+    marks = {}   # (index, is_end): host time of the marker request
+    cur = None
+    for rec, frame, t in frames:
+        m = marker(frame)
+        if m:
+            idx, end, req = m
+            if req:
+                marks.setdefault((idx, end), t)
+            cur = None if end else idx
+            if not end:
+                parts.setdefault(idx, [])
+            continue
+        if cur is not None:
+            parts[cur].append((rec, frame, t))
+    return header, parts, marks
+
+
+def cut_points_run(run, d, i, marks):
+    """A points_* run's other files: eth1's end of the cable (cut at its own sight of the markers) as
+    cable-b.pcap, and the hop's drops between the scenario's markers (host times of eth0's end) as drops.pcap."""
+    header, parts, _ = cut(os.path.join(run, "cable-b-all.pcap"))
+    if header is not None and i in parts:
+        write_pcap(os.path.join(d, "cable-b.pcap"), header, [r for r, _, _ in parts[i]])
+    drops = os.path.join(run, "drops-all.pcap")
+    if os.path.exists(drops) and (i, False) in marks and (i, True) in marks:
+        header, frames = read_pcap(drops)
+        begin, end = marks[(i, False)], marks[(i, True)]
+        write_pcap(os.path.join(d, "drops.pcap"), header, [r for r, _, t in frames if begin < t < end])
 
 
 def extract_files(log):

@@ -597,6 +597,8 @@ fn points_localise_every_dropped_frame() {
     assert_eq!(seg["one_way_delay_us"]["min"], 20.0);
     assert_eq!(seg["one_way_delay_us"]["max"], 20.0);
     assert_eq!(r["points"][1]["clock_offset_us"], 5000.0);
+    // half the smallest round trip: (20 + 20) / 2 µs
+    assert_eq!(r["points"][1]["clock_offset_bound_us"], 20.0);
     assert_eq!(r["points"][1]["offset_from"], "both directions");
     let missed = |i: usize| r["points"][i]["missed"].as_u64();
     assert_eq!((missed(0), missed(1)), (Some(0), Some(0)));

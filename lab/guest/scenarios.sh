@@ -33,7 +33,7 @@ sc_send_rnr()   { perf_pair ib_send_bw "-s 1024 -n 50 -t 4" "-r 1"; }
 # capture, taken inside the guest on eth0 (the requester's end of the cable; needs EXTRA_BINARIES=.../rocescope):
 # capture_perf TOOL runs the client as `rocescope capture -i eth0 -q -w own.pcapng --json -- TOOL ...` and returns
 # own.pcapng (rocescope's -w), capture.json (its --json report) and client.log (TOOL's output) next to the host's
-# cable.pcap of the same cable.
+# cable.pcap of the same cable. ARGS (default "-s 4096 -n 32") go to both sides.
 capture_perf() {
     local r f
     [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
@@ -41,7 +41,7 @@ capture_perf() {
     # rocescope's stdout gets the tool's output (the command inherits it), then the JSON report ("{" alone on a
     # line, serde's pretty printer); -q: no status lines on stderr to interleave with the tool's output.
     PT_WRAP="/usr/local/bin/rocescope capture -i eth0 -q -w /tmp/ret/own.pcapng --json --"
-    perf_pair "$1" "-s 4096 -n 32"
+    perf_pair "$1" "${2:--s 4096 -n 32}"
     r=$?
     PT_WRAP=""
     awk '/^\{$/ { j = 1 } { print > (j ? "/tmp/ret/capture.json" : "/tmp/ret/client.log") }' /tmp/client.log
@@ -50,6 +50,10 @@ capture_perf() {
     return $r
 }
 sc_capture_write() { capture_perf ib_write_bw; }
+# two capture points around a lossy hop (a points_* run: lab/relay.py drops every 25th RoCE frame from eth0 to
+# eth1 and every 5th back): the guest's own capture on eth0, the host's dumps of both cable ends and the
+# hop's drops.pcap
+sc_points_write() { capture_perf ib_write_bw "-s 4096 -n 50 -t 4"; }
 sc_capture_send()  { capture_perf ib_send_bw; }
 sc_capture_read()  { capture_perf ib_read_bw; }
 # the project's own verbs generator (needs EXTRA_BINARIES=.../rocescope): two RC QPs, rxe0 (requester) ->

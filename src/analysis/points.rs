@@ -198,16 +198,24 @@ impl Matcher {
     }
 }
 
-/// The clock offset of a point against the first, from packets both saw: requests reach it `d_fwd` after the
-/// first point, responses reach the first point `d_rev` after it. With both, the offset is
-/// `(d_fwd - d_rev) / 2` and the one-way delay `(d_fwd + d_rev) / 2` (the delays taken as symmetric: the
-/// offset's error is at most half the asymmetry); with one direction only, the delay is taken as 0.
+/// The clock offset of a point against the first, from packets both saw. A request reaching the point `d`
+/// after the first point saw it bounds the offset from above (`offset <= d`: its delay is not negative), a
+/// response reaching the first point `r` after the point saw it bounds it from below (`offset >= -r`). With
+/// both directions the offset lies in `[-min r, min d]`: the estimate is that interval's middle and its bound
+/// half its width (half the smallest round trip), whatever the queueing; with one direction only, the one
+/// bound is taken (the delay as 0) and no error bound can be given.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Offset {
     pub nanos: i64,
-    /// Both directions were matched.
-    pub both_directions: bool,
+    /// The true offset lies within `nanos ± bound_nanos` (both directions matched).
+    pub bound_nanos: Option<i64>,
     pub matched: usize,
+}
+
+impl Offset {
+    pub fn both_directions(&self) -> bool {
+        self.bound_nanos.is_some()
+    }
 }
 
 /// Estimates the offset of each point from `(first_ts, sighting)` lists (the first packets of each point).
@@ -215,36 +223,44 @@ pub fn offsets(points: &[Vec<(u64, Sighting)>]) -> Vec<Offset> {
     let Some(first) = points.first() else {
         return Vec::new();
     };
-    let at_first: FxHashMap<u64, u64> = first.iter().map(|(t, s)| (s.key, *t)).collect();
+    let mut at_first: FxHashMap<u64, u64> = FxHashMap::default();
+    for (t, s) in first {
+        at_first.entry(s.key).or_insert(*t);
+    }
     points
         .iter()
         .map(|p| {
-            let (mut fwd, mut rev) = (Vec::new(), Vec::new());
+            let (mut fwd, mut rev, mut matched) = (None::<i64>, None::<i64>, 0);
+            let mut seen: FxHashMap<u64, ()> = FxHashMap::default();
             for (t, s) in p {
-                if let Some(&t0) = at_first.get(&s.key) {
-                    let d = *t as i64 - t0 as i64;
-                    if s.reverse { rev.push(-d) } else { fwd.push(d) }
+                let Some(&t0) = at_first.get(&s.key) else {
+                    continue;
+                };
+                if seen.insert(s.key, ()).is_some() {
+                    continue; // a resend with the same bytes: its first sighting is the one matched
                 }
+                matched += 1;
+                let d = *t as i64 - t0 as i64;
+                let (min, x) = if s.reverse {
+                    (&mut rev, -d)
+                } else {
+                    (&mut fwd, d)
+                };
+                *min = Some(min.map_or(x, |m| m.min(x)));
             }
-            let matched = fwd.len() + rev.len();
-            let nanos = match (median(&mut fwd), median(&mut rev)) {
-                (Some(f), Some(r)) => (f - r) / 2,
-                (Some(f), None) => f,
-                (None, Some(r)) => -r,
-                (None, None) => 0,
+            let (nanos, bound_nanos) = match (fwd, rev) {
+                (Some(d), Some(r)) => ((d - r) / 2, Some(((d + r) / 2).abs())),
+                (Some(d), None) => (d, None),
+                (None, Some(r)) => (-r, None),
+                (None, None) => (0, None),
             };
             Offset {
                 nanos,
-                both_directions: !fwd.is_empty() && !rev.is_empty(),
+                bound_nanos,
                 matched,
             }
         })
         .collect()
-}
-
-fn median(v: &mut [i64]) -> Option<i64> {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied()
 }
 
 #[cfg(test)]
@@ -302,16 +318,29 @@ mod tests {
 
     #[test]
     fn offsets_from_both_directions_and_from_one() {
-        // Point 1's clock is 1000 ahead; requests take 100 to reach it, responses 100 to come back.
-        let first = vec![(0, s(1, false)), (500, s(2, true))];
-        let second = vec![(1100, s(1, false)), (1400, s(2, true))];
+        // Point 1's clock is 1000 ahead; requests take 100 to reach it, responses 100 to come back, but
+        // for request 3, held 700 in a queue, and response 4, 300. The offset lies in [1000 - 100,
+        // 1000 + 100]: its middle, 1000, within 100.
+        let first = vec![
+            (0, s(1, false)),
+            (500, s(2, true)),
+            (600, s(3, false)),
+            (900, s(4, true)),
+        ];
+        let second = vec![
+            (1100, s(1, false)),
+            (1400, s(2, true)),
+            (2300, s(3, false)),
+            (1600, s(4, true)),
+            (2600, s(3, false)),
+        ];
         let o = offsets(&[first.clone(), second]);
         assert_eq!(
-            (o[1].nanos, o[1].both_directions, o[1].matched),
-            (1000, true, 2)
+            (o[1].nanos, o[1].bound_nanos, o[1].matched),
+            (1000, Some(100), 4)
         );
         assert_eq!(o[0].nanos, 0);
         let one = offsets(&[first, vec![(1100, s(1, false))]]);
-        assert_eq!((one[1].nanos, one[1].both_directions), (1100, false));
+        assert_eq!((one[1].nanos, one[1].both_directions()), (1100, false));
     }
 }

@@ -157,7 +157,7 @@ fn merge(
 
 /// How a point's offset was found.
 fn offset_from(point: usize, o: &Offset) -> &'static str {
-    match (point, o.matched, o.both_directions) {
+    match (point, o.matched, o.both_directions()) {
         (0, _, _) => "reference",
         (_, 0, _) => "no packet in common (0 assumed)",
         (_, _, true) => "both directions",
@@ -211,6 +211,7 @@ fn document(o: &Outcome) -> Value {
         .map(|(i, r)| {
             let off = o.offsets.get(i);
             json!({"file": name(o, i), "clock_offset_us": off.map(|x| x.nanos as f64 / 1e3),
+                   "clock_offset_bound_us": off.and_then(|x| x.bound_nanos).map(|b| b as f64 / 1e3),
                    "offset_from": off.map(|x| offset_from(i, x)),
                    "offset_matched": off.map(|x| x.matched), "missed": m.missed.get(i),
                    "report": serde_json::to_value(r).unwrap_or(Value::Null)})
@@ -235,8 +236,12 @@ fn text(o: &Outcome, doc: &Value) -> String {
     let mut s = String::from("Capture points (path order from the senders' side)\n");
     for p in doc["points"].as_array().into_iter().flatten() {
         let c = &p["report"]["capture"];
+        let bound = match p["clock_offset_bound_us"].as_f64() {
+            Some(b) => format!(" ± {b}"),
+            None => String::new(),
+        };
         s += &format!(
-            "  {}: {} RoCE frames, clock offset {} µs ({}), {} missed\n",
+            "  {}: {} RoCE frames, clock offset {}{bound} µs ({}), {} missed\n",
             p["file"].as_str().unwrap_or("?"),
             c["roce_frames"],
             p["clock_offset_us"],
