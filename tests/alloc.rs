@@ -248,6 +248,7 @@ fn export(path: &Path) -> rocescope::export::Summary {
     let cfg = rocescope::export::Config {
         dir: dir.clone(),
         files: vec![path.to_path_buf()],
+        points: rocescope::export::Points::Path,
         pipeline: Default::default(),
     };
     let summary = rocescope::export::export(&cfg).expect("export");

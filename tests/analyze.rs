@@ -6,6 +6,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+#[path = "common/pieces.rs"]
+mod pieces;
+use pieces::{TwoPoints, frames_of, two_points, write_pcap};
+
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/analysis")
 }
@@ -442,30 +446,6 @@ fn the_story_tells_the_lossless_machinery() {
     }
 }
 
-/// The pieces of one capture: its frames as (time in ns, linktype, captured bytes, length on the wire).
-type Frames = Vec<(u64, u16, Vec<u8>, u32)>;
-
-fn frames_of(capture: &Path) -> Frames {
-    use rocescope::source::{FileSource, Next, PacketSource};
-    let mut src = FileSource::open(capture).unwrap();
-    let mut out = Vec::new();
-    while let Ok(Next::Packet { packet: p, .. }) = src.next() {
-        out.push((p.ts_nanos, p.linktype, p.data.to_vec(), p.orig_len));
-    }
-    out
-}
-
-fn write_pcap(path: &Path, frames: &[&(u64, u16, Vec<u8>, u32)]) {
-    use parsers::savefile::{self, Resolution};
-    let mut out = Vec::new();
-    let linktype = frames.first().map_or(1, |f| f.1);
-    savefile::pcap_file_header(&mut out, Resolution::Nanos, 262_144, linktype);
-    for (ts, _, data, len) in frames {
-        savefile::pcap_record(&mut out, Resolution::Nanos, *ts, data, *len);
-    }
-    std::fs::write(path, out).unwrap();
-}
-
 /// `analyze A B C` and `analyze DIR` read the pieces of one capture point as one stream in time order: every
 /// hand-worked capture split into two files frame by frame (given in reverse order), and rotated into
 /// three files without extension in a directory (tcpdump -C's names), analyses as the whole but for
@@ -552,43 +532,12 @@ fn pieces(args: &[&str]) -> Value {
 fn points_localise_every_dropped_frame() {
     let capture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/lab/write_loss.pcap");
     let tmp = std::env::temp_dir().join(format!("rocescope-points-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    let (mut requests, mut responses) = (0, 0);
-    let (mut lost_fwd, mut lost_rev) = (Vec::new(), Vec::new());
-    for f in frames_of(&capture) {
-        let parsed = parsers::parse_frame(f.1, &f.2, f.3 as usize, &Default::default());
-        let Some(roce) = parsed.roce else {
-            continue;
-        };
-        let request = roce.bth.op().is_request();
-        let at_b = f.0 + 5_000_000;
-        let at_b = if request {
-            at_b + 20_000
-        } else {
-            at_b - 20_000
-        };
-        let shifted = (at_b, f.1, f.2.clone(), f.3);
-        if request {
-            requests += 1;
-        } else {
-            responses += 1;
-        }
-        if request && requests % 37 == 0 {
-            lost_fwd.push(roce.bth.psn);
-        } else {
-            b.push(shifted);
-        }
-        if !request && responses % 23 == 0 {
-            lost_rev.push(roce.bth.psn);
-        } else {
-            a.push(f);
-        }
-    }
-    b.sort_by_key(|f| f.0);
-    let (pa, pb) = (tmp.join("A.pcap"), tmp.join("B.pcap"));
-    write_pcap(&pa, &a.iter().collect::<Vec<_>>());
-    write_pcap(&pb, &b.iter().collect::<Vec<_>>());
+    let TwoPoints {
+        a: pa,
+        b: pb,
+        lost_forward: lost_fwd,
+        lost_reverse: lost_rev,
+    } = two_points(&capture, &tmp);
     let r = pieces(&["--points", pa.to_str().unwrap(), pb.to_str().unwrap()]);
     let seg = &r["segments"][0];
     assert!(lost_fwd.len() >= 3 && !lost_rev.is_empty());

@@ -8,6 +8,9 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
+#[path = "common/pieces.rs"]
+mod pieces;
+
 const BIN: &str = env!("CARGO_BIN_EXE_rocescope");
 
 fn root() -> PathBuf {
@@ -41,22 +44,33 @@ fn captures() -> Vec<String> {
     out
 }
 
-/// The frame numbers tshark takes for RoCE (InfiniBand, or UDP to 4791); `None` when tshark cannot read
-/// the file.
-fn tshark_roce(file: &str) -> Option<Vec<u64>> {
+/// The frames tshark takes for RoCE (InfiniBand, or UDP to 4791), each as its frame number, IPv4
+/// identification and ICRC (the innermost: a mirrored frame's), null where tshark shows none; `None` when
+/// tshark cannot read the file.
+fn tshark_roce(file: &str) -> Option<Vec<Value>> {
     let out = Command::new("tshark")
         .current_dir(root())
         .args(["-r", file, "-Y", "infiniband or udp.dstport == 4791"])
-        .args(["-T", "fields", "-e", "frame.number"])
+        .args(["-T", "fields", "-E", "occurrence=l"])
+        .args(["-e", "frame.number", "-e", "ip.id"])
+        .args(["-e", "infiniband.invariant.crc"])
         .output()
         .expect("run tshark (scripts/test installs it)");
     if !out.status.success() {
         return None;
     }
+    let hex = |s: Option<&str>| {
+        s.and_then(|s| s.strip_prefix("0x"))
+            .map(|h| u64::from_str_radix(h, 16).expect("a hexadecimal field"))
+    };
     Some(
         String::from_utf8_lossy(&out.stdout)
             .lines()
-            .map(|l| l.trim().parse().expect("a frame number"))
+            .map(|l| {
+                let mut f = l.split('\t');
+                let number: u64 = f.next().unwrap().trim().parse().expect("a frame number");
+                json!([number, hex(f.next()), hex(f.next())])
+            })
             .collect(),
     )
 }
@@ -76,7 +90,7 @@ fn analyze(file: &str) -> String {
 /// What the tables are held against, for each of `files`: its name, tshark's RoCE frames (with `tshark`)
 /// and its analyze JSON, as one JSON array. tshark mostly waits (it starts slowly): several run at once.
 fn expected(files: &[String], tshark: bool) -> String {
-    let tshark: Vec<Option<Vec<u64>>> = std::thread::scope(|s| {
+    let tshark: Vec<Option<Vec<Value>>> = std::thread::scope(|s| {
         if !tshark {
             return vec![None; files.len()];
         }
@@ -112,6 +126,22 @@ pub fn export(dir: &Path, files: &[String]) {
     assert!(
         out.status.success(),
         "export failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Exports the capture points `files` of one path into `dir` (`export --points`).
+fn export_points(dir: &Path, files: &[&str]) {
+    let out = Command::new(BIN)
+        .args(["export", "--parquet"])
+        .arg(dir)
+        .arg("--points")
+        .args(files)
+        .output()
+        .expect("run rocescope export");
+    assert!(
+        out.status.success(),
+        "export --points failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
@@ -154,7 +184,8 @@ fn every_capture_round_trips_through_parquet() {
 /// The fleet jobs (jobs/spark/fleet.py in Spark's local mode, one session for all; jobs/duckdb/fleet.sql)
 /// over a tree of exports, one directory per directory of captures: each flow's figures, counted from the
 /// packets table, equal to its analyze JSON, and every result the same from both jobs
-/// (tests/python/fleet_check.py).
+/// (tests/python/fleet_check.py); and, from an export of two capture points made with known drops, the
+/// loss per segment each way equal to the drops.
 #[test]
 fn the_fleet_jobs_agree_with_analyze_flow_by_flow() {
     let files = captures();
@@ -174,13 +205,27 @@ fn the_fleet_jobs_agree_with_analyze_flow_by_flow() {
     for (dir, group) in &groups {
         export(&tree.join(dir), group);
     }
+    // Two capture points of one path with known drops (tests/common/pieces.rs), exported as a path.
+    let made = tree.with_extension("points");
+    let two = pieces::two_points(&root().join("testdata/lab/write_loss.pcap"), &made);
+    let (a, b) = (two.a.display().to_string(), two.b.display().to_string());
+    export_points(&tree.join("points-write_loss"), &[&a, &b]);
+    let segments = json!([{
+        "capture_path": format!("{a} > {b}"), "segment": 0, "from_point": a, "to_point": b,
+        "lost_forward": two.lost_forward.len(), "lost_reverse": two.lost_reverse.len(),
+    }]);
+    assert!(two.lost_forward.len() >= 3 && !two.lost_reverse.is_empty());
     let path = tree.join("expected.json");
     std::fs::write(&path, expected(&files, false)).unwrap();
-    let said = python("fleet_check.py", &[&tree, &path]);
+    let seg_path = tree.join("segments.json");
+    std::fs::write(&seg_path, segments.to_string()).unwrap();
+    let said = python("fleet_check.py", &[&tree, &path, &seg_path]);
     eprintln!("{said}");
     for job in ["spark", "duckdb"] {
         assert!(said.contains(&format!("{job}: ")), "{said}");
     }
+    assert!(said.contains("per_segment: 1 rows"), "{said}");
+    let _ = std::fs::remove_dir_all(&made);
     let _ = std::fs::remove_dir_all(&tree);
 }
 

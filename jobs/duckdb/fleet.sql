@@ -41,7 +41,7 @@ WITH counted AS (
     GROUP BY ALL
 )
 SELECT
-    f."capture.file" AS capture_file, f.id, f.src, f.dst, f.dest_qp, f.role, f.connection,
+    f."capture.file" AS capture_file, f."capture.point" AS capture_point, f.id, f.src, f.dst, f.dest_qp, f.role, f.connection,
     f."psn.missing" AS missing, f."psn.duplicates" AS duplicates,
     coalesce(c.packets, 0) AS packets, coalesce(c.bytes, 0) AS bytes,
     coalesce(c.gap_events, 0) AS gap_events, coalesce(c.retransmitted, 0) AS retransmitted,
@@ -57,7 +57,7 @@ FROM flows f
 LEFT JOIN counted c ON c.capture_file = f."capture.file" AND c.id = f.id;
 
 -- The figures added up per connection (a CM handshake's or --expect's), per (source, destination) host pair
--- across the fleet, and per capture point (capture file).
+-- across the fleet, and per capture point (`capture.point`).
 CREATE OR REPLACE TEMP TABLE per_connection AS
     SELECT capture_file, connection, count(*) AS flows,
         sum(packets)::BIGINT AS packets,
@@ -101,7 +101,7 @@ CREATE OR REPLACE TEMP TABLE per_host_pair AS
     GROUP BY src, dst;
 
 CREATE OR REPLACE TEMP TABLE per_point AS
-    SELECT capture_file, count(*) AS flows,
+    SELECT capture_point, count(*) AS flows,
         sum(packets)::BIGINT AS packets,
         sum(bytes)::BIGINT AS bytes,
         sum(gap_events)::BIGINT AS gap_events,
@@ -119,7 +119,45 @@ CREATE OR REPLACE TEMP TABLE per_point AS
         sum(missing)::BIGINT AS missing,
         sum(duplicates)::BIGINT AS duplicates
     FROM per_flow
-    GROUP BY capture_file;
+    GROUP BY capture_point;
+
+-- For exports of the capture points of one path (`export --points`): per path and pair of neighbouring
+-- points, the packets lost between them, as `analyze --points` counts them. A packet (flow, PSN, opcode,
+-- ICRC, IPv4 ID) seen at a point and at none after it on its path was lost on the segment after the last
+-- point that saw it; requests travel the points in path order, responses (ACKs, NAKs, READ responses,
+-- CNPs: an operation of 13-18 of the IBTA opcode table, the CNP, and opcodes no transport defines) in
+-- the reverse order.
+CREATE OR REPLACE TEMP TABLE per_segment AS
+WITH placed AS (
+    SELECT "capture.path" AS capture_path, "capture.point_index" AS point_index, "capture.point" AS point,
+        src, dst, "infiniband.bth.destqp" AS dest_qp, "infiniband.bth.psn" AS psn,
+        "infiniband.bth.opcode" AS opcode, "infiniband.invariant.crc" AS icrc, "ip.id" AS ip_id,
+        ("rocescope.opcode_name" = 'UNKNOWN' OR "infiniband.bth.opcode" = 129
+            OR ("infiniband.bth.opcode" & 31) BETWEEN 13 AND 18) AS response
+    FROM packets
+    WHERE "capture.point_index" IS NOT NULL AND "infiniband.bth.psn" IS NOT NULL
+),
+points AS (SELECT capture_path, point_index, any_value(point) AS point FROM placed GROUP BY ALL),
+paths AS (SELECT capture_path, max(point_index) AS last FROM points GROUP BY ALL),
+seen AS (
+    SELECT capture_path, any_value(response) AS response, min(point_index) AS first,
+        max(point_index) AS reached
+    FROM placed
+    GROUP BY capture_path, src, dst, dest_qp, psn, opcode, icrc, ip_id
+),
+lost AS (
+    SELECT s.capture_path, s.response,
+        CASE WHEN s.response THEN s.first - 1 ELSE s.reached END AS segment
+    FROM seen s JOIN paths p USING (capture_path)
+    WHERE (s.response AND s.first > 0) OR (NOT s.response AND s.reached < p.last)
+)
+SELECT a.capture_path, a.point_index AS segment, a.point AS from_point, b.point AS to_point,
+    (count(l.segment) FILTER (WHERE NOT l.response))::BIGINT AS lost_forward,
+    (count(l.segment) FILTER (WHERE l.response))::BIGINT AS lost_reverse
+FROM points a
+JOIN points b ON b.capture_path = a.capture_path AND b.point_index = a.point_index + 1
+LEFT JOIN lost l ON l.capture_path = a.capture_path AND l.segment = a.point_index
+GROUP BY ALL;
 
 -- Per time window, the QPs and the hosts with the most trouble (gaps, retransmissions, NAKs, RNR NAKs, bad
 -- ICRCs), with their CE marks and CNPs; a host is in trouble when a flow it sends or receives is.

@@ -9,7 +9,9 @@ It computes (jobs/README.md says each column):
   PSN gaps, retransmissions, NAKs by code, RNR NAKs, CE marks, CNPs, bad ICRCs; with the flow's identity and
   the figures only the analysis knows (missing PSNs, duplicates) from the flows table;
 - per_connection, per_host_pair, per_point: the same added up per connection (a CM handshake's or --expect's),
-  per (source, destination) host pair across the fleet, and per capture point (capture file);
+  per (source, destination) host pair across the fleet, and per capture point (`capture.point`);
+- per_segment: for exports of the capture points of one path (`export --points`), the packets lost on each
+  segment between neighbouring points, each way;
 - worst_qps, worst_hosts: per time window, the QPs and the hosts with the most trouble (gaps,
   retransmissions, NAKs, RNR NAKs, bad ICRCs), with their CE marks and CNPs.
 
@@ -74,6 +76,7 @@ def per_flow(packets, flows):
     )
     known = flows.select(
         "capture_file",
+        "capture_point",
         "id",
         "src",
         "dst",
@@ -84,6 +87,60 @@ def per_flow(packets, flows):
         F.col("psn_duplicates").alias("duplicates"),
     )
     return known.join(counted, ["capture_file", "id"], "left").fillna(0, subset=COUNTS)
+
+
+def per_segment(packets):
+    """Per path and pair of neighbouring points of exports made with `--points` (docs/export.md): the packets
+    lost between them, as `analyze --points` counts them. A packet (flow, PSN, opcode, ICRC, IPv4 ID) seen
+    at a point and at none after it on its path was lost on the segment after the last point that saw it;
+    requests travel the points in path order, responses (ACKs, NAKs, READ responses, CNPs: an operation
+    of 13-18 of the IBTA opcode table, the CNP, and opcodes no transport defines) in the reverse order."""
+    op = F.col("infiniband_bth_opcode")
+    placed = packets.where(
+        F.col("capture_point_index").isNotNull() & F.col("infiniband_bth_psn").isNotNull()
+    ).withColumn(
+        "response",
+        (F.col("rocescope_opcode_name") == "UNKNOWN") | (op == 0x81) | op.bitwiseAND(31).between(13, 18),
+    )
+    points = placed.groupBy("capture_path", "capture_point_index").agg(
+        F.first("capture_point").alias("point")
+    )
+    last = points.groupBy("capture_path").agg(F.max("capture_point_index").alias("last"))
+    identity = ["capture_path", "src", "dst", "infiniband_bth_destqp", "infiniband_bth_psn",
+                "infiniband_bth_opcode", "infiniband_invariant_crc", "ip_id"]
+    seen = placed.groupBy(*identity).agg(
+        F.first("response").alias("response"),
+        F.min("capture_point_index").alias("first"),
+        F.max("capture_point_index").alias("reached"),
+    )
+    lost = (
+        seen.join(last, "capture_path")
+        .where((F.col("response") & (F.col("first") > 0)) | (~F.col("response") & (F.col("reached") < F.col("last"))))
+        .select(
+            "capture_path",
+            F.when(F.col("response"), F.col("first") - 1).otherwise(F.col("reached")).alias("segment"),
+            "response",
+        )
+    )
+    a, b = points.alias("a"), points.alias("b")
+    segments = a.join(
+        b,
+        (F.col("a.capture_path") == F.col("b.capture_path"))
+        & (F.col("b.capture_point_index") == F.col("a.capture_point_index") + 1),
+    ).select(
+        F.col("a.capture_path").alias("capture_path"),
+        F.col("a.capture_point_index").alias("segment"),
+        F.col("a.point").alias("from_point"),
+        F.col("b.point").alias("to_point"),
+    )
+    return (
+        segments.join(lost, ["capture_path", "segment"], "left")
+        .groupBy("capture_path", "segment", "from_point", "to_point")
+        .agg(
+            count_if(F.col("response").isNotNull() & ~F.col("response")).alias("lost_forward"),
+            count_if(F.col("response").isNotNull() & F.col("response")).alias("lost_reverse"),
+        )
+    )
 
 
 def added_up(flows, keys):
@@ -133,7 +190,8 @@ def figures(spark, root, window_seconds=60, top=10):
             flows.where(F.col("connection").isNotNull()), ["capture_file", "connection"]
         ),
         "per_host_pair": added_up(flows, ["src", "dst"]),
-        "per_point": added_up(flows, ["capture_file"]),
+        "per_point": added_up(flows, ["capture_point"]),
+        "per_segment": per_segment(packets),
         "worst_qps": qps,
         "worst_hosts": hosts,
     }

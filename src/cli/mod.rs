@@ -488,21 +488,46 @@ pub struct ExportArgs {
     /// Write DIR/packets.parquet, DIR/flows.parquet and DIR/events.parquet (DIR is created if missing).
     #[arg(long, value_name = "DIR")]
     pub parquet: PathBuf,
-    /// Capture files (pcap or pcapng), each analysed on its own; `capture.file` tells their rows apart.
-    #[arg(value_name = "FILE", required = true)]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub captures: ExportCaptures,
+    /// The capture point every FILE was taken at (a host, a port, a mirror session): `capture.point`
+    /// (default: each file is a point of its own, named by the file).
+    #[arg(long, value_name = "NAME", conflicts_with = "points")]
+    pub point: Option<String>,
     #[command(flatten)]
     pub analysis: AnalysisFlags,
     #[command(flatten)]
     pub roce: RoceFlags,
 }
 
+/// What `rocescope export` reads: captures, or the capture points of one path.
+#[cfg(feature = "export")]
+#[derive(Args, Debug, Clone)]
+#[group(required = true, multiple = false)]
+pub struct ExportCaptures {
+    /// Capture files (pcap or pcapng), each analysed on its own; `capture.file` tells their rows apart.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Captures of the same traffic at several points of its path, in path order from the senders' side
+    /// (as `analyze --points`): `capture.point_index` and `capture.path` say where each was taken.
+    #[arg(long, value_name = "FILE", num_args = 2..)]
+    pub points: Vec<PathBuf>,
+}
+
 #[cfg(feature = "export")]
 impl ExportArgs {
     pub fn config(&self) -> rocescope::export::Config {
+        use rocescope::export::Points;
+        let c = &self.captures;
+        let (files, points) = match &self.point {
+            _ if !c.points.is_empty() => (c.points.clone(), Points::Path),
+            Some(name) => (c.files.clone(), Points::Named(name.clone())),
+            None => (c.files.clone(), Points::EachFile),
+        };
         rocescope::export::Config {
             dir: self.parquet.clone(),
-            files: self.files.clone(),
+            files,
+            points,
             pipeline: pipeline_config(&self.roce, &self.analysis),
         }
     }

@@ -4,13 +4,19 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
-use arrow_array::builder::{ArrayBuilder, Float64Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::{
+    ArrayBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
+};
 
+use super::Point;
 use super::table::{BATCH_ROWS, Table};
 use crate::report::EventReport;
 
 columns!(Columns {
     file: StringBuilder = "capture.file",
+    point: StringBuilder = "capture.point",
+    path: StringBuilder = "capture.path",
+    point_index: Int32Builder = "capture.point_index",
     time: Float64Builder = "time",
     severity: StringBuilder = "severity",
     kind: StringBuilder = "kind",
@@ -40,10 +46,13 @@ impl Events {
         })
     }
 
-    /// The row of event `e` of capture `file`.
-    pub fn push(&mut self, file: &str, e: &EventReport) -> Result<(), String> {
+    /// The row of event `e` of capture `file`, taken at `point`.
+    pub fn push(&mut self, file: &str, point: &Point, e: &EventReport) -> Result<(), String> {
         let c = &mut self.columns;
         c.file.append_value(file);
+        c.point.append_value(&point.name);
+        c.path.append_option(point.path.as_deref());
+        c.point_index.append_option(point.index);
         c.time.append_value(e.time);
         c.severity.append_value(e.severity.name());
         c.kind.append_value(e.kind);

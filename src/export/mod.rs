@@ -28,7 +28,58 @@ pub struct Config {
     pub dir: PathBuf,
     /// The captures, each analysed on its own (`capture.file` tells their rows apart).
     pub files: Vec<PathBuf>,
+    /// Where the captures were taken.
+    pub points: Points,
     pub pipeline: pipeline::Config,
+}
+
+/// Where the captures of an export were taken: the `capture.point`, `capture.path` and
+/// `capture.point_index` columns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Points {
+    /// Each capture is a capture point of its own, named by its file.
+    EachFile,
+    /// Every capture was taken at this point (a host, a mirror session): pieces of one capture point.
+    Named(String),
+    /// The captures are the points of one path, in path order from the senders' side (`analyze --points`):
+    /// each named by its file, the path by the names joined with " > ".
+    Path,
+}
+
+/// One capture's place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Point {
+    pub name: String,
+    pub path: Option<String>,
+    pub index: Option<i32>,
+}
+
+impl Points {
+    /// The place of each of `names` (the captures' names, in the order given).
+    fn of(&self, names: &[String]) -> Vec<Point> {
+        let path = names.join(" > ");
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match self {
+                Points::EachFile => Point {
+                    name: n.clone(),
+                    path: None,
+                    index: None,
+                },
+                Points::Named(point) => Point {
+                    name: point.clone(),
+                    path: None,
+                    index: None,
+                },
+                Points::Path => Point {
+                    name: n.clone(),
+                    path: Some(path.clone()),
+                    index: i32::try_from(i).ok(),
+                },
+            })
+            .collect()
+    }
 }
 
 /// What was written.
@@ -64,14 +115,20 @@ fn tables(cfg: &Config) -> Result<Summary, String> {
     let mut flows = Rows::create(&dir.join(TABLES[1]), FLOW)?;
     let mut events = Events::create(&dir.join(TABLES[2]))?;
     let mut summary = Summary::default();
-    for file in &cfg.files {
-        let report = one(file, &cfg.pipeline, &packets, &mut summary)?;
-        let name = json!({ "file": report.capture.file });
+    let names: Vec<String> = cfg.files.iter().map(|f| f.display().to_string()).collect();
+    for (file, point) in cfg.files.iter().zip(cfg.points.of(&names)) {
+        let report = one(file, &point, &cfg.pipeline, &packets, &mut summary)?;
+        let capture = json!({
+            "file": report.capture.file,
+            "point": point.name,
+            "path": point.path,
+            "point_index": point.index,
+        });
         for f in &report.flows {
-            flows.push(&with_capture(f, &name)?)?;
+            flows.push(&with_capture(f, &capture)?)?;
         }
         for e in &report.events {
-            events.push(&report.capture.file, e)?;
+            events.push(&report.capture.file, &point, e)?;
         }
     }
     summary.packets = packets.close()?;
@@ -83,13 +140,19 @@ fn tables(cfg: &Config) -> Result<Summary, String> {
 /// The pipeline over `file`, its RoCE frames into `packets`; returns its report.
 fn one(
     file: &Path,
+    point: &Point,
     cfg: &pipeline::Config,
     packets: &table::Table,
     summary: &mut Summary,
 ) -> Result<Report, String> {
     let mut source = FileSource::open(file).map_err(|e| e.to_string())?;
     let name = source.name().to_string();
-    let run = pipeline::run(&mut source, cfg, &mut (), Packets::new(&name, packets))?;
+    let run = pipeline::run(
+        &mut source,
+        cfg,
+        &mut (),
+        Packets::new(&name, point, packets),
+    )?;
     let mut side = run.engine_side;
     side.flush()?;
     summary.frames += run.frames;
@@ -101,7 +164,7 @@ fn one(
     Ok(report)
 }
 
-/// The JSON object of `row` with `capture.file` added.
+/// The JSON object of `row` with `capture` (`file`, `point`, `path`, `point_index`) added.
 fn with_capture(row: &impl serde::Serialize, capture: &Value) -> Result<Value, String> {
     let mut v = serde_json::to_value(row).map_err(|e| e.to_string())?;
     if let Some(o) = v.as_object_mut() {

@@ -10,10 +10,11 @@ use arrow_array::builder::{
     ArrayBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
     UInt64Builder,
 };
-use parsers::frame::{Addr, Frame};
+use parsers::frame::{Addr, Frame, Ip};
 use parsers::opcode::Opcode;
 use rustc_hash::FxHashMap;
 
+use super::Point;
 use super::table::{BATCH_ROWS, Table};
 use crate::analysis::{Classified, Engine};
 use crate::filter::class_name;
@@ -21,6 +22,9 @@ use crate::pipeline::EngineSide;
 
 columns!(Columns {
     file: StringBuilder = "capture.file",
+    point: StringBuilder = "capture.point",
+    path: StringBuilder = "capture.path",
+    point_index: Int32Builder = "capture.point_index",
     number: Int64Builder = "frame.number",
     time: Int64Builder = "frame.time_epoch_ns",
     len: Int64Builder = "frame.len",
@@ -30,6 +34,7 @@ columns!(Columns {
     dst_port: Int32Builder = "udp.dstport",
     vlan: Int32Builder = "vlan.id",
     pcp: Int32Builder = "vlan.priority",
+    ip_id: Int32Builder = "ip.id",
     dscp: Int32Builder = "ip.dsfield.dscp",
     ecn: Int32Builder = "ip.dsfield.ecn",
     dest_qp: Int64Builder = "infiniband.bth.destqp",
@@ -50,6 +55,7 @@ columns!(Columns {
     r_key: Int64Builder = "infiniband.reth.r_key",
     dma_len: Int64Builder = "infiniband.reth.dmalen",
     payload_len: Int64Builder = "rocescope.payload_len",
+    icrc_value: Int64Builder = "infiniband.invariant.crc",
     icrc: StringBuilder = "rocescope.icrc_status",
     malformed: StringBuilder = "rocescope.malformed",
     malformed_layer: StringBuilder = "rocescope.malformed_layer",
@@ -80,6 +86,8 @@ impl Addresses {
 pub struct Packets<'t> {
     /// `capture.file` of every row.
     file: String,
+    /// `capture.point`, `.path`, `.point_index` of every row.
+    point: Point,
     columns: Columns,
     table: &'t Table,
     addresses: Addresses,
@@ -99,14 +107,17 @@ impl<'t> Packets<'t> {
                 "infiniband.bth.psn",
                 "infiniband.aeth.msn",
                 "infiniband.reth.va",
+                "infiniband.invariant.crc",
+                "ip.id",
             ],
         )
     }
 
-    /// Rows for the frames of capture `file`, into `table`.
-    pub fn new(file: &str, table: &'t Table) -> Packets<'t> {
+    /// Rows for the frames of capture `file`, taken at `point`, into `table`.
+    pub fn new(file: &str, point: &Point, table: &'t Table) -> Packets<'t> {
         Packets {
             file: file.to_string(),
+            point: point.clone(),
             columns: Columns::new(),
             table,
             addresses: Addresses::default(),
@@ -128,6 +139,9 @@ impl<'t> Packets<'t> {
     fn row(&mut self, number: u64, ts: u64, frame: &Frame, c: Classified, engine: &Engine) {
         let col = &mut self.columns;
         col.file.append_value(&self.file);
+        col.point.append_value(&self.point.name);
+        col.path.append_option(self.point.path.as_deref());
+        col.point_index.append_option(self.point.index);
         col.number.append_value(number as i64);
         col.time.append_value(ts as i64);
         col.len.append_value(frame.orig_len as i64);
@@ -140,6 +154,10 @@ impl<'t> Packets<'t> {
         let tag = frame.vlans.iter().flatten().last();
         col.vlan.append_option(tag.map(|t| i32::from(t.vid)));
         col.pcp.append_option(tag.map(|t| i32::from(t.pcp)));
+        col.ip_id.append_option(match frame.ip {
+            Some(Ip::V4(ip)) => Some(i32::from(ip.id)),
+            _ => None,
+        });
         col.dscp.append_option(frame.dscp().map(i32::from));
         col.ecn.append_option(frame.ecn().map(i32::from));
         let flow = c.flow.and_then(|id| engine.flows.get(id as usize));
@@ -179,6 +197,8 @@ impl<'t> Packets<'t> {
             .append_option(ext.reth.map(|r| i64::from(r.dma_len)));
         col.payload_len
             .append_option(roce.and_then(|r| r.payload_len).map(|l| l as i64));
+        col.icrc_value
+            .append_option(roce.and_then(|r| r.icrc).map(i64::from));
         col.icrc
             .append_option(roce.and_then(|r| r.icrc_status).map(|s| s.name()));
         match frame.malformed {

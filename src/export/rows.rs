@@ -26,9 +26,12 @@ pub enum Kind {
 
 use Kind::*;
 
-/// Every figure of a flow in the analyze JSON (docs/json.md), by its path; `capture.file` first.
+/// Every figure of a flow in the analyze JSON (docs/json.md), by its path; where it was captured first.
 pub const FLOW: &[(&str, Kind)] = &[
     ("capture.file", Text),
+    ("capture.point", Text),
+    ("capture.path", Text),
+    ("capture.point_index", Int),
     ("id", Int),
     ("src", Text),
     ("dst", Text),

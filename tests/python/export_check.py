@@ -3,9 +3,11 @@
 
 - packets: for each capture, the frame numbers of its rows are the frames tshark takes for RoCE (dissected
   as InfiniBand, or UDP to port 4791: tshark gives some of those to the dissector of their source port),
-  but for the known disagreements below, and as many as the report's `capture.roce_frames`;
+  but for the known disagreements below, and as many as the report's `capture.roce_frames`; each row's
+  `ip.id` and `infiniband.invariant.crc` equal to tshark's where tshark shows them;
 - flows: one row per flow of the JSON, every figure of the flow equal (nested objects flattened to dotted
-  column names, `opcodes` and `rnr_timers_ms` as maps, a null object as null columns), no other column;
+  column names, `opcodes` and `rnr_timers_ms` as maps, a null object as null columns), no other column
+  but where it was captured (each capture a point of its own);
 - events: the JSON's events, in order, every field equal (`detail` as JSON text);
 - every row group of every table holds at most 65,536 rows.
 
@@ -67,8 +69,11 @@ def check_flow(file, flow, row):
             for c in cols:
                 if row[c] is not None:
                     problem(f"{file}: flow {flow['id']}: {c} is {row[c]!r}, the JSON's {name} is null")
+    where = {k: row.get(k) for k in ("capture.point", "capture.path", "capture.point_index")}
+    if where != {"capture.point": file, "capture.path": None, "capture.point_index": None}:
+        problem(f"{file}: flow {flow['id']}: captured at {where}, not at a point of its own")
     for c in row:
-        if c != "capture.file" and c not in want and c.split(".")[0] not in want:
+        if not c.startswith("capture.") and c not in want and c.split(".")[0] not in want:
             problem(f"{file}: flow {flow['id']}: column {c} is not in the JSON")
 
 
@@ -101,10 +106,11 @@ def main(dir, expected):
     captures = json.load(open(expected))
     tables = {t: f"{dir}/{t}.parquet" for t in ("packets", "flows", "events")}
     groups = {t: row_groups(p) for t, p in tables.items()}
-    packets = by_file(pq.read_table(tables["packets"], columns=["capture.file", "frame.number"]).to_pylist())
+    packets = by_file(pq.read_table(tables["packets"], columns=[
+        "capture.file", "frame.number", "ip.id", "infiniband.invariant.crc"]).to_pylist())
     flows = by_file(pq.read_table(tables["flows"]).to_pylist())
     events = by_file(pq.read_table(tables["events"]).to_pylist())
-    counted = {"packets": 0, "flows": 0, "events": 0, "known": 0}
+    counted = {"packets": 0, "flows": 0, "events": 0, "known": 0, "fields": 0}
     for c in captures:
         file, report = c["file"], c["report"]
         numbers = [r["frame.number"] for r in packets.get(file, [])]
@@ -113,7 +119,18 @@ def main(dir, expected):
             problem(f"{file}: {len(numbers)} packet rows, the report's roce_frames is "
                     f"{report['capture']['roce_frames']}")
         if c["tshark"] is not None:
-            ours, theirs = set(numbers), set(c["tshark"])
+            ours, theirs = set(numbers), {n for n, _, _ in c["tshark"]}
+            rows_of = {r["frame.number"]: r for r in packets.get(file, [])}
+            for n, ip_id, icrc in c["tshark"]:
+                r = rows_of.get(n)
+                # Where tshark shows the field, the row holds the same value.
+                for col, v in (("ip.id", ip_id), ("infiniband.invariant.crc", icrc)):
+                    if r is None or v is None:
+                        continue
+                    counted["fields"] += 1
+                    if r[col] != v:
+                        problem(f"{file}: frame {n}: {col} is {r[col]!r} in the table, {v} to tshark")
+            ours, theirs = set(numbers), theirs
             for n in sorted(ours ^ theirs):
                 if (file, n) in KNOWN:
                     counted["known"] += 1
@@ -136,6 +153,7 @@ def main(dir, expected):
     for t in ("packets", "flows", "events"):
         print(f"{t}: {counted[t]} rows of {len(captures)} captures in {groups[t]} row groups")
     print(f"known disagreements with tshark: {counted['known']} frames")
+    print(f"ip.id and infiniband.invariant.crc held against tshark's: {counted['fields']} values")
     for p in problems:
         print("DIFF", p)
     return 1 if problems else 0

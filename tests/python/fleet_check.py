@@ -6,10 +6,13 @@ session for every capture) and jobs/duckdb/fleet.sql in DuckDB.
   (packets, bytes, PSN gaps, retransmissions, NAKs by code, RNR NAKs, CE marks, CNPs, bad ICRCs) and those
   it takes from the flows table (missing PSNs, duplicates), each equal to the JSON's; captures whose flows
   were evicted (`evicted` in the JSON: their packets' flow ids were renumbered) are left out and counted;
+- per_segment, from each job: exactly the segments of SEGMENTS.json (made by the test from the frames it
+  dropped), each way;
 - every other result (per connection, host pair and capture point, the worst QPs and hosts per window) is
   the same from both jobs.
 
-usage: fleet_check.py TREE EXPECTED.json; prints one line per job and exits 1 with every difference found.
+usage: fleet_check.py TREE EXPECTED.json SEGMENTS.json; prints one line per job and exits 1 with every
+difference found.
 """
 import json
 import os
@@ -103,8 +106,9 @@ def canonical(rows):
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
 
 
-def main(tree, expected):
+def main(tree, expected, segments):
     captures = json.load(open(expected))
+    segments = json.load(open(segments))
     t = time.time()
     spark = spark_results(tree)
     spark_s = time.time() - t
@@ -116,6 +120,8 @@ def main(tree, expected):
         n = check_flows(job, results["per_flow"], captures)
         print(f"{job}: {n} flows of {len(captures) - evicted} captures equal to the JSON "
               f"({evicted} captures with evicted flows left out), {secs:.1f} s")
+        if canonical(results["per_segment"]) != canonical(segments):
+            problem(f"{job}: per_segment is {results['per_segment']}, the drops made {segments}")
     for name in spark:
         if canonical(spark[name]) != canonical(duck[name]):
             problem(f"{name}: Spark and DuckDB differ ({len(spark[name])} and {len(duck[name])} rows)")
@@ -126,4 +132,4 @@ def main(tree, expected):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3]))
