@@ -12,7 +12,9 @@
 //! guest-to-cable segment and nothing missed, and state offsets that the frame times allow: a point's offset
 //! against the guest lies in `[-min r, min d]` (d: a request's time at the point less its time in the guest,
 //! r: a response's time in the guest less its time at the point), and the two host dumps, which share one
-//! clock, get offsets that differ by no more than their two bounds.
+//! clock, get offsets that differ by no more than their two bounds. Then the same three captures exported
+//! as the points of one path (`export --points`) and the fleet job on one machine (jobs/duckdb/fleet.sql):
+//! its `per_segment` finds the same loss, segment by segment and each way.
 //!
 //! Needs what `lab/setup` installs (it is run here) and about 20 s of emulated guest. It fails, with the
 //! reason, when the lab cannot run: it never skips.
@@ -230,6 +232,44 @@ fn loss_between_two_host_dumps_and_the_guests_own_capture() {
     assert!(
         (o1 - o2).abs() <= b1 + b2,
         "host dumps' offsets {o1} ± {b1} and {o2} ± {b2} ns disagree"
+    );
+
+    // The fleet job on one machine (jobs/duckdb/fleet.sql) over the export of the three points finds the
+    // same loss per segment, without clocks: the drops on the hop, nothing between the guest and the cable.
+    let export = out.join("export");
+    let o = Command::new(bin())
+        .args(["export", "--parquet"])
+        .arg(&export)
+        .arg("--points")
+        .args([&own, &cable, &cable_b])
+        .output()
+        .expect("run rocescope export --points");
+    assert!(
+        o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let sql = lab_support::root().join("jobs/duckdb/fleet.sql");
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import duckdb, sys; c = duckdb.connect(); c.execute('SET VARIABLE root = ?', [sys.argv[1]]); \
+             c.execute(open(sys.argv[2]).read()).fetchall(); \
+             [print(*r, sep='\\t') for r in c.sql('SELECT segment, lost_forward, lost_reverse \
+             FROM per_segment ORDER BY segment').fetchall()]",
+        ])
+        .arg(&export)
+        .arg(&sql)
+        .output()
+        .expect("run python3 with duckdb (scripts/test installs it)");
+    assert!(
+        o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("0\t0\t0\n1\t{}\t{}\n", sum(&drop_fwd), sum(&drop_rev))
     );
     eprintln!(
         "lab_points: {secs:.1} s; hop dropped {} requests and {} responses; guest clock offset {o1} ± {b1} ns",
