@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod lab_support;
-use lab_support::run_lab;
+use lab_support::{number as num, run_lab};
 use serde_json::Value;
 
 const CLIENT: &str = "10.0.0.1";
@@ -95,16 +95,6 @@ const FIELDS: &[&str] = &[
 #[derive(Debug)]
 struct Frame {
     v: Vec<String>,
-}
-
-fn num(s: &str) -> Option<u64> {
-    if s.is_empty() {
-        None
-    } else if let Some(h) = s.strip_prefix("0x") {
-        Some(u64::from_str_radix(h, 16).unwrap_or_else(|e| panic!("{s}: {e}")))
-    } else {
-        Some(s.parse().unwrap_or_else(|e| panic!("{s}: {e}")))
-    }
 }
 
 impl Frame {

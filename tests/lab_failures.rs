@@ -36,7 +36,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod lab_support;
-use lab_support::run_lab;
+use lab_support::{number as num, run_lab};
 
 const PSN_MOD: u64 = 1 << 24;
 const REQUESTER: &str = "10.0.0.1";
@@ -58,16 +58,6 @@ struct Frame {
     /// ICMP type (8 echo request, 0 echo reply)
     icmp: Option<u64>,
     proto: String,
-}
-
-fn num(s: &str) -> Option<u64> {
-    if s.is_empty() {
-        None
-    } else if let Some(h) = s.strip_prefix("0x") {
-        Some(u64::from_str_radix(h, 16).unwrap_or_else(|e| panic!("{s}: {e}")))
-    } else {
-        Some(s.parse().unwrap_or_else(|e| panic!("{s}: {e}")))
-    }
 }
 
 fn tshark_frames(path: &Path) -> Vec<Frame> {

@@ -38,11 +38,7 @@ struct Seen {
 }
 
 fn int(s: &str) -> u64 {
-    match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    }
-    .unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    lab_support::number(s).unwrap_or_else(|| panic!("tshark left a field empty"))
 }
 
 /// tshark's `frame.time_epoch` ("1796139384.253488660") in nanoseconds, without a float's rounding.
@@ -244,11 +240,7 @@ fn loss_between_two_host_dumps_and_the_guests_own_capture() {
         .args([&own, &cable, &cable_b])
         .output()
         .expect("run rocescope export --points");
-    assert!(
-        o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let sql = lab_support::root().join("jobs/duckdb/fleet.sql");
     let o = Command::new("python3")
         .args([
@@ -262,11 +254,7 @@ fn loss_between_two_host_dumps_and_the_guests_own_capture() {
         .arg(&sql)
         .output()
         .expect("run python3 with duckdb (scripts/test installs it)");
-    assert!(
-        o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
         format!("0\t0\t0\n1\t{}\t{}\n", sum(&drop_fwd), sum(&drop_rev))

@@ -36,6 +36,18 @@ pub fn tshark_fields(path: &Path, fields: &[&str]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// A number as tshark writes a field (decimal, or hexadecimal with 0x); `None` for an empty field (the frame
+/// has none). Anything else is tshark saying something this test does not expect: a panic.
+pub fn number(s: &str) -> Option<u64> {
+    if s.is_empty() {
+        None
+    } else if let Some(h) = s.strip_prefix("0x") {
+        Some(u64::from_str_radix(h, 16).unwrap_or_else(|e| panic!("{s}: {e}")))
+    } else {
+        Some(s.parse().unwrap_or_else(|e| panic!("{s}: {e}")))
+    }
+}
+
 /// lab/setup: the first run installs packages and downloads the guest kernel.
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(900);
 /// lab/run, the outer bound (QEMU itself is under LAB_TIMEOUT inside lab/run).
