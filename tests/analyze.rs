@@ -578,6 +578,36 @@ fn points_localise_every_dropped_frame() {
     assert_eq!(r["lost_events"], want.len() as u64);
 }
 
+/// The two points of `points_localise_every_dropped_frame`, B's clock also running 200 ppm fast (235 µs
+/// over the capture's 1.18 s): the clock is followed, so the one-way delay stays 20 µs each way (matched on
+/// the first packets' offset alone it would grow to 255 µs), the drift is stated, and every drop is still
+/// localised.
+#[test]
+fn points_follow_a_drifting_clock() {
+    let capture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/lab/write_loss.pcap");
+    let tmp = std::env::temp_dir().join(format!("rocescope-drift-{}", std::process::id()));
+    let two = pieces::two_points_drifting(&capture, &tmp, 200.0);
+    let r = pieces(&["--points", two.a.to_str().unwrap(), two.b.to_str().unwrap()]);
+    let seg = &r["segments"][0];
+    assert_eq!(seg["lost_forward"], two.lost_forward.len() as u64, "{seg}");
+    assert_eq!(seg["lost_reverse"], two.lost_reverse.len() as u64, "{seg}");
+    let delay = &seg["one_way_delay_us"];
+    let (min, max) = (
+        delay["min"].as_f64().unwrap(),
+        delay["max"].as_f64().unwrap(),
+    );
+    assert!(
+        (19.0..=21.0).contains(&min) && (19.0..=21.0).contains(&max),
+        "one-way delay {delay}"
+    );
+    let p = &r["points"][1];
+    let ppm = p["clock_drift_ppm"].as_f64().unwrap();
+    assert!((195.0..=205.0).contains(&ppm), "drift {ppm} ppm");
+    let (m0, m1) = (&r["points"][0]["missed"], &p["missed"]);
+    assert_eq!((m0.as_u64(), m1.as_u64()), (Some(0), Some(0)));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
 /// The lossless machinery failing fails the verdict (`lossless`, which `--fail-on lossless` makes exit 3):
 /// pause_storm.pcap holds one storm (priority 3 paused 300 ms without a break), pause_wrong_priority.pcap two
 /// RoCE flows on PCP 0 while only priority 3 is paused, cnp_ignored.pcap one sender that kept its rate; the

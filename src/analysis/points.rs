@@ -105,6 +105,8 @@ pub struct Matcher {
     pub delay: [Delay; MAX_POINTS],
     /// Packets that reached the last point of their path.
     pub complete: u64,
+    /// Each point's clock against the first, followed packet by packet (empty unless asked for).
+    drift: Vec<Drift>,
 }
 
 impl Matcher {
@@ -119,7 +121,19 @@ impl Matcher {
             missed: [0; MAX_POINTS],
             delay: [Delay::default(); MAX_POINTS],
             complete: 0,
+            drift: Vec::new(),
         }
+    }
+
+    /// Also follows each point's clock against the first through the captures (see [`Drift`]).
+    pub fn following_clocks(mut self) -> Matcher {
+        self.drift = vec![Drift::default(); self.points];
+        self
+    }
+
+    /// How each point's clock moved against the first, as far as followed.
+    pub fn tracks(&self) -> Vec<Track> {
+        self.drift.iter().map(Drift::track).collect()
     }
 
     /// Point `point` saw the packet at `ts` (its clock corrected); calls `lost` for each packet whose window
@@ -166,6 +180,13 @@ impl Matcher {
         let Some(last) = (0..n).rev().find(|&i| seen(i).is_some()) else {
             return;
         };
+        if let Some(t0) = p.seen[0] {
+            for (k, drift) in self.drift.iter_mut().enumerate().skip(1) {
+                if let Some(t) = p.seen[k] {
+                    drift.add(t0, t as i64 - t0 as i64, p.sighting.reverse);
+                }
+            }
+        }
         for i in 0..last {
             if seen(i).is_none() {
                 self.missed[point(i)] += 1;
@@ -195,6 +216,154 @@ impl Matcher {
             to,
             ts: seen(last).unwrap_or_default(),
         });
+    }
+}
+
+/// The span of the first point's time over which a point's clock offset is measured again: a free-running
+/// clock (tens of ppm off) moves by a few µs in one, and a busy flow has packets both ways in it.
+pub const DRIFT_SPAN_NANOS: u64 = 100_000_000;
+/// Spans kept at most per point: past that, neighbours merge and the span doubles, so memory stays bounded
+/// whatever the captures' length (4096 spans of 100 ms are 7 minutes; a day is spans of 33 s).
+const DRIFT_SPANS: usize = 4096;
+
+/// The smallest apparent delay of one direction in a span, and when (the first point's time) it was seen.
+type Least = Option<(i64, u64)>;
+
+fn least(a: Least, b: Least) -> Least {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.0 < x.0 { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// A point's clock against the first, followed through the captures: per span of the first point's time,
+/// the smallest apparent delay each way (`d` of a request, `r` of a response, as for [`Offset`]). A span
+/// with both bounds the offset there as [`offsets`] does, at the middle of the two packets' times.
+#[derive(Debug, Clone, Default)]
+pub struct Drift {
+    start: Option<u64>,
+    width: u64,
+    spans: Vec<(Least, Least)>,
+}
+
+impl Drift {
+    /// A packet the first point saw at `t0` and this one `d` later (both clocks as corrected so far).
+    fn add(&mut self, t0: u64, d: i64, reverse: bool) {
+        let start = *self.start.get_or_insert(t0);
+        if self.width == 0 {
+            self.width = DRIFT_SPAN_NANOS;
+        }
+        let since = t0.saturating_sub(start);
+        while since / self.width >= DRIFT_SPANS as u64 {
+            self.merge_neighbours();
+        }
+        let i = (since / self.width) as usize;
+        if self.spans.len() <= i {
+            self.spans.resize(i + 1, (None, None));
+        }
+        let (fwd, rev) = &mut self.spans[i];
+        if reverse {
+            *rev = least(*rev, Some((-d, t0)));
+        } else {
+            *fwd = least(*fwd, Some((d, t0)));
+        }
+    }
+
+    fn merge_neighbours(&mut self) {
+        self.spans = self
+            .spans
+            .chunks(2)
+            .map(|c| {
+                c.iter()
+                    .fold((None, None), |(f, r), s| (least(f, s.0), least(r, s.1)))
+            })
+            .collect();
+        self.width = self.width.saturating_mul(2);
+    }
+
+    /// The offsets the spans with both directions give.
+    pub fn track(&self) -> Track {
+        let marks = self
+            .spans
+            .iter()
+            .filter_map(|s| match *s {
+                (Some((d, td)), Some((r, tr))) => Some(Mark {
+                    at: td / 2 + tr / 2,
+                    nanos: (d - r) / 2,
+                    bound_nanos: ((d + r) / 2).abs(),
+                }),
+                _ => None,
+            })
+            .collect();
+        Track::new(marks)
+    }
+}
+
+/// One measurement of a point's clock offset: at `at` (the first point's time), within `bound_nanos`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    pub at: u64,
+    pub nanos: i64,
+    pub bound_nanos: i64,
+}
+
+/// A point's clock offset over time, on top of the one it was corrected by: straight lines between the
+/// marks, and before the first and after the last the line of the drift (the first mark's and the last's
+/// offsets when there is no drift to tell); 0 without marks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Track {
+    pub marks: Vec<Mark>,
+    ppm: Option<f64>,
+}
+
+impl Track {
+    pub fn new(marks: Vec<Mark>) -> Track {
+        let ppm = Track::fit(&marks);
+        Track { marks, ppm }
+    }
+
+    pub fn at(&self, t: u64) -> i64 {
+        let i = self.marks.partition_point(|m| m.at <= t);
+        match (i.checked_sub(1).map(|j| self.marks[j]), self.marks.get(i)) {
+            (Some(a), Some(b)) if b.at > a.at => {
+                let f = (t - a.at) as f64 / (b.at - a.at) as f64;
+                a.nanos + ((b.nanos - a.nanos) as f64 * f).round() as i64
+            }
+            (Some(a), _) => a.nanos + self.drifted(t as f64 - a.at as f64),
+            (None, Some(b)) => b.nanos + self.drifted(t as f64 - b.at as f64),
+            (None, None) => 0,
+        }
+    }
+
+    /// How far the clock drifts in `nanos`.
+    fn drifted(&self, nanos: f64) -> i64 {
+        self.ppm.map_or(0, |ppm| (nanos * ppm / 1e6).round() as i64)
+    }
+
+    /// How fast the clock ran against the first point's, in parts per million: the slope of the straight
+    /// line (what a crystal's error is) fitted through the marks, each weighted by how closely it bounds
+    /// its offset; `None` with marks less than half a second apart.
+    pub fn drift_ppm(&self) -> Option<f64> {
+        self.ppm
+    }
+
+    fn fit(marks: &[Mark]) -> Option<f64> {
+        let (a, b) = (marks.first()?, marks.last()?);
+        b.at.checked_sub(a.at).filter(|&s| s >= 500_000_000)?;
+        // Weighted least squares, times from the first mark (µs: no loss of precision in f64).
+        let (mut sw, mut st, mut sy, mut stt, mut sty) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for m in marks {
+            let w = 1.0 / (m.bound_nanos as f64 + 1000.0).powi(2);
+            let (t, y) = ((m.at - a.at) as f64 / 1e3, m.nanos as f64 / 1e3);
+            sw += w;
+            st += w * t;
+            sy += w * y;
+            stt += w * t * t;
+            sty += w * t * y;
+        }
+        let spread = sw * stt - st * st;
+        (spread > 0.0).then(|| (sw * sty - st * sy) / spread * 1e6)
     }
 }
 
@@ -314,6 +483,39 @@ mod tests {
             (2, 10, 15)
         );
         assert_eq!((m.delay[1].samples, m.delay[1].min), (1, 10));
+    }
+
+    #[test]
+    fn a_drift_is_followed_span_by_span_and_its_spans_stay_bounded() {
+        // The point's clock gains 1 µs every 10 ms (100 ppm: offset t / 10^4); requests take 20 µs to
+        // reach it, responses 20 µs to come back. A request at t: d = off(t) + 20 µs; a response at t:
+        // d = off(t) - 20 µs.
+        let off = |t: u64| (t / 10_000) as i64;
+        let mut d = Drift::default();
+        for i in 0..2_000u64 {
+            let t = i * 1_000_000; // one packet each way every ms, for 2 s
+            d.add(t, off(t) + 20_000, false);
+            d.add(t + 500_000, off(t + 500_000) - 20_000, true);
+        }
+        let track = d.track();
+        assert_eq!(track.marks.len(), 20, "one mark per 100 ms span");
+        // Span 3 (300-400 ms): the smallest d is the first request's (300 ms: 30 + 20 µs), the smallest
+        // -d the last response's (399.5 ms: 20 - 39.95 µs); the mark is the middle of the two times, the
+        // offset there (34.975 µs), within half the apparent round trip.
+        let m = track.marks[3];
+        assert_eq!(
+            (m.at, m.nanos, m.bound_nanos),
+            (349_750_000, 34_975, (50_000 - 19_950) / 2)
+        );
+        let ppm = track.drift_ppm().unwrap();
+        assert!((ppm - 100.0).abs() < 1e-6, "{ppm}");
+        // Between marks a straight line; past the last one the drift's line.
+        assert_eq!(track.at(1_000_000_000), 100_000);
+        assert!((track.at(3_000_000_000) - 300_000).abs() <= 1);
+        assert_eq!(Track::default().at(5), 0);
+        // A hostile time far ahead merges spans instead of growing them.
+        d.add(u64::MAX / 2, 0, false);
+        assert!(d.spans.len() <= DRIFT_SPANS && d.width > DRIFT_SPAN_NANOS);
     }
 
     #[test]

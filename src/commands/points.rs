@@ -1,14 +1,15 @@
 //! `rocescope analyze --points A B ...`: captures of the same traffic at several points of its path, in path
 //! order from the senders' side. Each point is analysed on its own (its figures), the points' clock offsets
-//! are estimated from the packets they share, then one merge of the points in corrected time matches every
-//! packet across them (`analysis::points`) and tells where packets were lost.
+//! are estimated from the first packets they share, a first merge of the points follows each clock's drift
+//! through the captures, then a second merge in corrected time matches every packet across them
+//! (`analysis::points`) and tells where packets were lost.
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use rocescope::analysis::points::{self, Lost, Matcher, Offset, Sighting};
+use rocescope::analysis::points::{self, Lost, Matcher, Offset, Sighting, Track};
 use rocescope::report::{Output, Report};
 use rocescope::source::{FileSource, Next, PacketSource, SourceError};
 
@@ -37,6 +38,8 @@ struct Outcome {
     names: Vec<String>,
     reports: Vec<Report>,
     offsets: Vec<Offset>,
+    /// How each clock moved on from its offset.
+    tracks: Vec<Track>,
     matcher: Matcher,
     events: Vec<Lost>,
     lost_events: u64,
@@ -61,6 +64,19 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let offsets = points::offsets(&sample);
+    let constant = |i: usize| offsets.get(i).map_or(0, |o| o.nanos);
+    // A first merge on the offsets of the first packets follows each clock through the captures: the
+    // packets are then matched on clocks corrected as they drifted.
+    let mut follow = Matcher::new(files.len(), WINDOW_NANOS).following_clocks();
+    merge(files, cfg, &|i, _| constant(i), &mut follow, &mut |_| {}).map_err(|e| e.to_string())?;
+    follow.finish(&mut |_| {});
+    let tracks = follow.tracks();
+    let drifting = |i: usize, ts: u64| {
+        let c = constant(i);
+        c + tracks
+            .get(i)
+            .map_or(0, |t| t.at(ts.saturating_add_signed(-c)))
+    };
     let mut matcher = Matcher::new(files.len(), WINDOW_NANOS);
     let (mut events, mut lost_events) = (Vec::new(), 0u64);
     let mut on_lost = |l: Lost| {
@@ -69,12 +85,13 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
             events.push(l);
         }
     };
-    merge(files, cfg, &offsets, &mut matcher, &mut on_lost).map_err(|e| e.to_string())?;
+    merge(files, cfg, &drifting, &mut matcher, &mut on_lost).map_err(|e| e.to_string())?;
     matcher.finish(&mut on_lost);
     Ok(Outcome {
         names,
         reports,
         offsets,
+        tracks,
         matcher,
         events,
         lost_events,
@@ -86,7 +103,7 @@ fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighti
     let mut src = FileSource::open(file)?;
     let mut out = Vec::new();
     while out.len() < limit {
-        let Some(s) = next_sighting(&mut src, 0, cfg)? else {
+        let Some(s) = next_sighting(&mut src, |_| 0, cfg)? else {
             break;
         };
         out.push(s);
@@ -94,10 +111,10 @@ fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighti
     Ok(out)
 }
 
-/// A point's next RoCE packet, its time corrected by the point's offset.
+/// A point's next RoCE packet, its time corrected by the point's offset at that time.
 fn next_sighting(
     src: &mut FileSource,
-    offset: i64,
+    offset: impl Fn(u64) -> i64,
     cfg: &Config,
 ) -> Result<Option<(u64, Sighting)>, SourceError> {
     loop {
@@ -111,7 +128,7 @@ fn next_sighting(
                 );
                 let s = f.roce.as_ref().and_then(|r| Sighting::of(&f, r));
                 (
-                    s.map(|s| (p.ts_nanos.saturating_add_signed(-offset), s)),
+                    s.map(|s| (p.ts_nanos.saturating_add_signed(-offset(p.ts_nanos)), s)),
                     end,
                 )
             }
@@ -126,11 +143,11 @@ fn next_sighting(
 }
 
 /// Feeds the matcher every point's RoCE packets in corrected time order (a k-way merge: one packet per
-/// point waits).
+/// point waits); `offset(point, time)` is a point's clock offset at a time of its own clock.
 fn merge(
     files: &[PathBuf],
     cfg: &Config,
-    offsets: &[Offset],
+    offset: &impl Fn(usize, u64) -> i64,
     matcher: &mut Matcher,
     lost: &mut impl FnMut(Lost),
 ) -> Result<(), SourceError> {
@@ -138,10 +155,9 @@ fn merge(
         .iter()
         .map(|f| FileSource::open(f))
         .collect::<Result<Vec<_>, _>>()?;
-    let offset = |i: usize| offsets.get(i).map_or(0, |o| o.nanos);
     let mut heads = Vec::with_capacity(sources.len());
     for (i, s) in sources.iter_mut().enumerate() {
-        heads.push(next_sighting(s, offset(i), cfg)?);
+        heads.push(next_sighting(s, |t| offset(i, t), cfg)?);
     }
     while let Some(i) = (0..heads.len())
         .filter(|&i| heads[i].is_some())
@@ -150,7 +166,7 @@ fn merge(
         if let Some((ts, s)) = heads[i] {
             matcher.see(i, ts, s, lost);
         }
-        heads[i] = next_sighting(&mut sources[i], offset(i), cfg)?;
+        heads[i] = next_sighting(&mut sources[i], |t| offset(i, t), cfg)?;
     }
     Ok(())
 }
@@ -210,8 +226,13 @@ fn document(o: &Outcome) -> Value {
         .enumerate()
         .map(|(i, r)| {
             let off = o.offsets.get(i);
+            let track = o.tracks.get(i);
+            let end = track.and_then(|t| t.marks.last()).map(|m| m.nanos);
             json!({"file": name(o, i), "clock_offset_us": off.map(|x| x.nanos as f64 / 1e3),
                    "clock_offset_bound_us": off.and_then(|x| x.bound_nanos).map(|b| b as f64 / 1e3),
+                   "clock_drift_ppm": track.and_then(Track::drift_ppm),
+                   "clock_offset_at_end_us": off.zip(end).map(|(x, e)| (x.nanos + e) as f64 / 1e3),
+                   "clock_marks": track.map_or(0, |t| t.marks.len()),
                    "offset_from": off.map(|x| offset_from(i, x)),
                    "offset_matched": off.map(|x| x.matched), "missed": m.missed.get(i),
                    "report": serde_json::to_value(r).unwrap_or(Value::Null)})
@@ -240,8 +261,15 @@ fn text(o: &Outcome, doc: &Value) -> String {
             Some(b) => format!(" ± {b}"),
             None => String::new(),
         };
+        let drift = match (
+            p["clock_drift_ppm"].as_f64(),
+            p["clock_offset_at_end_us"].as_f64(),
+        ) {
+            (Some(d), Some(end)) => format!(", {end} µs at the end (drift {d:.1} ppm)"),
+            _ => String::new(),
+        };
         s += &format!(
-            "  {}: {} RoCE frames, clock offset {}{bound} µs ({}), {} missed\n",
+            "  {}: {} RoCE frames, clock offset {}{bound} µs ({}){drift}, {} missed\n",
             p["file"].as_str().unwrap_or("?"),
             c["roce_frames"],
             p["clock_offset_us"],

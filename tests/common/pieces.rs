@@ -40,17 +40,25 @@ pub struct TwoPoints {
 /// B's clock runs 5 ms ahead; requests reach B 20 µs after A, responses reach A 20 µs after B. Every 37th
 /// request is dropped at B and every 23rd response at A.
 pub fn two_points(capture: &Path, dir: &Path) -> TwoPoints {
+    two_points_drifting(capture, dir, 0.0)
+}
+
+/// As [`two_points`], B's clock also running `ppm` parts per million fast from the capture's first frame
+/// on.
+pub fn two_points_drifting(capture: &Path, dir: &Path, ppm: f64) -> TwoPoints {
     std::fs::create_dir_all(dir).unwrap();
+    let frames = frames_of(capture);
+    let t0 = frames.first().map_or(0, |f| f.0);
     let (mut a, mut b) = (Vec::new(), Vec::new());
     let (mut requests, mut responses) = (0, 0);
     let (mut lost_forward, mut lost_reverse) = (Vec::new(), Vec::new());
-    for f in frames_of(capture) {
+    for f in frames {
         let parsed = parsers::parse_frame(f.1, &f.2, f.3 as usize, &Default::default());
         let Some(roce) = parsed.roce else {
             continue;
         };
         let request = roce.bth.op().is_request();
-        let at_b = f.0 + 5_000_000;
+        let at_b = f.0 + 5_000_000 + ((f.0 - t0) as f64 * ppm / 1e6).round() as u64;
         let at_b = if request {
             at_b + 20_000
         } else {
