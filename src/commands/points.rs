@@ -71,6 +71,8 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
     merge(files, cfg, &|i, _| constant(i), &mut follow, &mut |_| {}).map_err(|e| e.to_string())?;
     follow.finish(&mut |_| {});
     let tracks = follow.tracks();
+    // Its window's packets go before the second merge gathers its own.
+    drop(follow);
     let drifting = |i: usize, ts: u64| {
         let c = constant(i);
         c + tracks
