@@ -578,6 +578,40 @@ fn points_localise_every_dropped_frame() {
     assert_eq!(r["lost_events"], want.len() as u64);
 }
 
+/// A capture point given as a directory of rotated pieces (tcpdump -C) is those pieces merged by time: the
+/// points of `points_localise_every_dropped_frame`, A rotated into three files, localise the same drops.
+#[test]
+fn a_point_may_be_a_directory_of_pieces() {
+    let capture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/lab/write_loss.pcap");
+    let tmp = std::env::temp_dir().join(format!("rocescope-point-dir-{}", std::process::id()));
+    let two = two_points(&capture, &tmp);
+    let dir = tmp.join("A-rotated");
+    pieces::rotate(&two.a, &dir, 3);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
+    let whole = pieces(&["--points", two.a.to_str().unwrap(), two.b.to_str().unwrap()]);
+    let rotated = pieces(&["--points", dir.to_str().unwrap(), two.b.to_str().unwrap()]);
+    let seg = &rotated["segments"][0];
+    assert_eq!(seg["lost_forward"], two.lost_forward.len() as u64, "{seg}");
+    assert_eq!(seg["lost_reverse"], two.lost_reverse.len() as u64, "{seg}");
+    assert_eq!(rotated["points"][0]["file"], dir.display().to_string());
+    let psns = |r: &Value| -> Vec<u64> {
+        let mut v: Vec<u64> = r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["psn"].as_u64().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(psns(&rotated), psns(&whole));
+    assert_eq!(
+        rotated["points"][1]["clock_offset_us"],
+        whole["points"][1]["clock_offset_us"]
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
 /// The two points of `points_localise_every_dropped_frame`, B's clock also running 200 ppm fast (235 µs
 /// over the capture's 1.18 s): the clock is followed, so the one-way delay stays 20 µs each way (matched on
 /// the first packets' offset alone it would grow to 255 µs), the drift is stated, and every drop is still

@@ -208,7 +208,10 @@ fn the_fleet_jobs_agree_with_analyze_flow_by_flow() {
     // Two capture points of one path with known drops (tests/common/pieces.rs), exported as a path.
     let made = tree.with_extension("points");
     let two = pieces::two_points(&root().join("testdata/lab/write_loss.pcap"), &made);
-    let (a, b) = (two.a.display().to_string(), two.b.display().to_string());
+    // A as tcpdump -C would leave it: a directory of pieces, exported as one capture point.
+    let rotated = made.join("A-rotated");
+    pieces::rotate(&two.a, &rotated, 3);
+    let (a, b) = (rotated.display().to_string(), two.b.display().to_string());
     export_points(&tree.join("points-write_loss"), &[&a, &b]);
     let segments = json!([{
         "capture_path": format!("{a} > {b}"), "segment": 0, "from_point": a, "to_point": b,

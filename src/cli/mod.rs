@@ -332,8 +332,9 @@ pub struct ReadFlag {
     /// A capture file, as tshark takes it (pcap or pcapng; `-` is standard input); repeat for more.
     #[arg(short = 'r', long = "read", value_name = "FILE")]
     pub read: Vec<PathBuf>,
-    /// Captures of the same traffic at several points of its path, in path order from the senders' side:
-    /// where packets were lost, the one-way delay and clock offset between points, figures per point.
+    /// Captures of the same traffic at several points of its path, in path order from the senders' side
+    /// (a directory: one point's pieces): where packets were lost, the one-way delay and clock offset
+    /// between points, figures per point.
     #[arg(long, value_name = "FILE", num_args = 2..)]
     pub points: Vec<PathBuf>,
 }
@@ -505,11 +506,13 @@ pub struct ExportArgs {
 #[derive(Args, Debug, Clone)]
 #[group(required = true, multiple = false)]
 pub struct ExportCaptures {
-    /// Capture files (pcap or pcapng), each analysed on its own; `capture.file` tells their rows apart.
+    /// Capture files (pcap or pcapng), each analysed on its own (a directory: its files merged by time, the
+    /// pieces of one capture); `capture.file` tells their rows apart.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Captures of the same traffic at several points of its path, in path order from the senders' side
-    /// (as `analyze --points`): `capture.point_index` and `capture.path` say where each was taken.
+    /// (as `analyze --points`; a directory: one point's pieces): `capture.point_index` and `capture.path`
+    /// say where each was taken.
     #[arg(long, value_name = "FILE", num_args = 2..)]
     pub points: Vec<PathBuf>,
 }

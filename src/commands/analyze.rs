@@ -44,7 +44,7 @@ pub fn run(cfg: &Config) -> ExitCode {
         (Some(_), Some(file)) => data::analyze(file, &cfg.pipeline, |_, _| true)
             .map(|(r, i)| (r, Some(i)))
             .map_err(|e| e.to_string()),
-        (None, _) => analyze(cfg).map(|r| (r, None)),
+        (None, _) => analyze(cfg, &cfg.files).map(|r| (r, None)),
     };
     let (mut report, index) = match analysed {
         Ok(r) => r,
@@ -74,27 +74,32 @@ fn single(files: &[PathBuf]) -> Option<&PathBuf> {
     }
 }
 
-/// The report of the files, with a progress bar on a terminal for inputs over 64 MiB. One file is read in
-/// place; several are merged by time.
-fn analyze(cfg: &Config) -> Result<Report, String> {
-    if let Some(file) = single(&cfg.files) {
+/// The report of `paths` (files and directories: the pieces of one capture point), with a progress bar on
+/// a terminal for inputs over 64 MiB. One file is read in place; several are merged by time.
+pub(super) fn analyze(cfg: &Config, paths: &[PathBuf]) -> Result<Report, String> {
+    if let Some(file) = single(paths) {
         return report_of(cfg, file);
     }
-    if cfg.files.iter().any(|f| f.as_os_str() == "-") {
-        return Err("standard input (-) is read alone, not with other files".to_string());
-    }
-    let files = source::expand(&cfg.files).map_err(|e| e.to_string())?;
-    if files.is_empty() {
-        return Err("no capture file in the directories given".to_string());
-    }
-    let name = cfg
-        .files
+    let files = pieces(paths)?;
+    let name = paths
         .iter()
         .map(|f| f.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
     let mut source = MergeSource::open(&files).map_err(|e| e.to_string())?;
     analyze_source(cfg, &mut source, &files, &name)
+}
+
+/// The capture files of `paths`, directories expanded.
+pub(super) fn pieces(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    if paths.iter().any(|f| f.as_os_str() == "-") {
+        return Err("standard input (-) is read alone, not with other files".to_string());
+    }
+    let files = source::expand(paths).map_err(|e| e.to_string())?;
+    if files.is_empty() {
+        return Err("no capture file in the directories given".to_string());
+    }
+    Ok(files)
 }
 
 /// The report of one capture file, read in place.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use rocescope::analysis::points::{self, Lost, Matcher, Offset, Sighting, Track};
 use rocescope::report::{Output, Report};
-use rocescope::source::{FileSource, Next, PacketSource, SourceError};
+use rocescope::source::{FileSource, MergeSource, Next, PacketSource, SourceError};
 
 use super::analyze::Config;
 use super::fail;
@@ -56,19 +56,18 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     let reports = files
         .iter()
-        .map(|f| super::analyze::report_of(cfg, f))
+        .map(|f| super::analyze::analyze(cfg, std::slice::from_ref(f)))
         .collect::<Result<Vec<_>, _>>()?;
     let sample = files
         .iter()
         .map(|f| sightings(f, cfg, OFFSET_SAMPLE))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+        .collect::<Result<Vec<_>, _>>()?;
     let offsets = points::offsets(&sample);
     let constant = |i: usize| offsets.get(i).map_or(0, |o| o.nanos);
     // A first merge on the offsets of the first packets follows each clock through the captures: the
     // packets are then matched on clocks corrected as they drifted.
     let mut follow = Matcher::new(files.len(), WINDOW_NANOS).following_clocks();
-    merge(files, cfg, &|i, _| constant(i), &mut follow, &mut |_| {}).map_err(|e| e.to_string())?;
+    merge(files, cfg, &|i, _| constant(i), &mut follow, &mut |_| {})?;
     follow.finish(&mut |_| {});
     let tracks = follow.tracks();
     // Its window's packets go before the second merge gathers its own.
@@ -87,7 +86,7 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
             events.push(l);
         }
     };
-    merge(files, cfg, &drifting, &mut matcher, &mut on_lost).map_err(|e| e.to_string())?;
+    merge(files, cfg, &drifting, &mut matcher, &mut on_lost)?;
     matcher.finish(&mut on_lost);
     Ok(Outcome {
         names,
@@ -100,12 +99,25 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
     })
 }
 
+/// A point's packets: its file, or the files of its directory (the pieces of one capture point, tcpdump's
+/// rotations) merged by time.
+fn open(point: &Path) -> Result<Box<dyn PacketSource>, String> {
+    if !point.is_dir() {
+        let file = FileSource::open(point).map_err(|e| e.to_string())?;
+        return Ok(Box::new(file));
+    }
+    let files = super::analyze::pieces(&[point.to_path_buf()])?;
+    Ok(Box::new(
+        MergeSource::open(&files).map_err(|e| e.to_string())?,
+    ))
+}
+
 /// The first `limit` RoCE packets of a point: (time, sighting).
-fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighting)>, SourceError> {
-    let mut src = FileSource::open(file)?;
+fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighting)>, String> {
+    let mut src = open(file)?;
     let mut out = Vec::new();
     while out.len() < limit {
-        let Some(s) = next_sighting(&mut src, |_| 0, cfg)? else {
+        let Some(s) = next_sighting(&mut *src, |_| 0, cfg).map_err(|e| e.to_string())? else {
             break;
         };
         out.push(s);
@@ -115,7 +127,7 @@ fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighti
 
 /// A point's next RoCE packet, its time corrected by the point's offset at that time.
 fn next_sighting(
-    src: &mut FileSource,
+    src: &mut dyn PacketSource,
     offset: impl Fn(u64) -> i64,
     cfg: &Config,
 ) -> Result<Option<(u64, Sighting)>, SourceError> {
@@ -152,14 +164,14 @@ fn merge(
     offset: &impl Fn(usize, u64) -> i64,
     matcher: &mut Matcher,
     lost: &mut impl FnMut(Lost),
-) -> Result<(), SourceError> {
+) -> Result<(), String> {
     let mut sources = files
         .iter()
-        .map(|f| FileSource::open(f))
+        .map(|f| open(f))
         .collect::<Result<Vec<_>, _>>()?;
     let mut heads = Vec::with_capacity(sources.len());
     for (i, s) in sources.iter_mut().enumerate() {
-        heads.push(next_sighting(s, |t| offset(i, t), cfg)?);
+        heads.push(next_sighting(&mut **s, |t| offset(i, t), cfg).map_err(|e| e.to_string())?);
     }
     while let Some(i) = (0..heads.len())
         .filter(|&i| heads[i].is_some())
@@ -168,7 +180,8 @@ fn merge(
         if let Some((ts, s)) = heads[i] {
             matcher.see(i, ts, s, lost);
         }
-        heads[i] = next_sighting(&mut sources[i], |t| offset(i, t), cfg)?;
+        heads[i] =
+            next_sighting(&mut *sources[i], |t| offset(i, t), cfg).map_err(|e| e.to_string())?;
     }
     Ok(())
 }

@@ -92,3 +92,19 @@ pub fn two_points_drifting(capture: &Path, dir: &Path, ppm: f64) -> TwoPoints {
         lost_reverse,
     }
 }
+
+/// Writes the frames of `capture` into `dir` as `pieces` files without extension (tcpdump -C's `trace`,
+/// `trace1`, ...), in time order.
+pub fn rotate(capture: &Path, dir: &Path, pieces: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    let frames = frames_of(capture);
+    let all: Vec<_> = frames.iter().collect();
+    for (i, piece) in all.chunks(all.len().div_ceil(pieces).max(1)).enumerate() {
+        let name = if i == 0 {
+            "trace".to_string()
+        } else {
+            format!("trace{i}")
+        };
+        write_pcap(&dir.join(name), piece);
+    }
+}
