@@ -10,9 +10,9 @@
 //! eth0's end of the cable carried; then `rocescope analyze --points own.pcapng cable.pcap cable-b.pcap`
 //! must localise every dropped frame to the hop (its flow, PSN and direction), report nothing lost on the
 //! guest-to-cable segment and nothing missed, and state offsets that the frame times allow: a point's offset
-//! against the guest lies in `[-min r, min d]` (d: a request's time at the point less its time in the guest,
-//! r: a response's time in the guest less its time at the point), and the two host dumps, which share one
-//! clock, get offsets that differ by no more than their two bounds. Then the same three captures exported
+//! against the point before it is the middle of `[-min r, min d]` (d: a request's time at the point less
+//! its time at the one before, r: a response's time at the one before less its time at the point), and the
+//! frame times of the two host dumps, which share one clock, allow them the offset 0. Then the same three captures exported
 //! as the points of one path (`export --points`) and the fleet job on one machine (jobs/duckdb/fleet.sql):
 //! its `per_segment` finds the same loss, segment by segment and each way.
 //!
@@ -205,29 +205,33 @@ fn loss_between_two_host_dumps_and_the_guests_own_capture() {
     want.sort();
     assert_eq!(got, want);
 
-    // The clock offsets against the guest's capture, within what the frame times allow.
-    let mut est = Vec::new();
-    for (i, f) in [(1, &f_cable), (2, &f_b)] {
+    // The clock offsets: each point against the one before it, the middle of what the frame times allow
+    // (the interval [-min r, min d] of the two captures), added up along the path, bounds too.
+    let (mut off_before, mut bound_before) = (0i128, 0i128);
+    let (mut steps, mut guest) = (Vec::new(), (0, 0));
+    for (i, before, f) in [(1, &f_own, &f_cable), (2, &f_cable, &f_b)] {
         let p = &r["points"][i];
-        let (lo, hi) = offset_interval(&f_own, f);
+        let (lo, hi) = offset_interval(before, f);
         let off = (p["clock_offset_us"].as_f64().unwrap() * 1e3).round() as i128;
         let bound = (p["clock_offset_bound_us"].as_f64().unwrap() * 1e3).round() as i128;
         assert_eq!(p["offset_from"], "both directions");
+        let (step, step_bound) = (off - off_before, bound - bound_before);
         assert!(
-            lo <= off && off <= hi,
-            "point {i}: offset {off} ns outside [{lo}, {hi}]"
+            (step - (lo + hi) / 2).abs() <= 2 && (step_bound - (hi - lo) / 2).abs() <= 2,
+            "point {i}: offset {step} ± {step_bound} ns against the point before, not the middle of \
+             [{lo}, {hi}]"
         );
-        assert!(
-            (off - (lo + hi) / 2).abs() <= 1 && (bound - (hi - lo) / 2).abs() <= 1,
-            "point {i}: offset {off} ± {bound} ns, not the middle of [{lo}, {hi}]"
-        );
-        est.push((off, bound));
+        (off_before, bound_before) = (off, bound);
+        steps.push((lo, hi));
+        if i == 1 {
+            guest = (off, bound);
+        }
     }
-    // cable.pcap and cable-b.pcap share the host's clock: their true offsets are equal.
-    let ((o1, b1), (o2, b2)) = (est[0], est[1]);
+    // cable.pcap and cable-b.pcap share the host's clock: the frame times allow them the offset 0.
+    let (lo, hi) = steps[1];
     assert!(
-        (o1 - o2).abs() <= b1 + b2,
-        "host dumps' offsets {o1} ± {b1} and {o2} ± {b2} ns disagree"
+        lo <= 0 && 0 <= hi,
+        "the two host dumps (one clock) cannot be 0 apart: [{lo}, {hi}] ns"
     );
 
     // The fleet job on one machine (jobs/duckdb/fleet.sql) over the export of the three points finds the
@@ -260,8 +264,10 @@ fn loss_between_two_host_dumps_and_the_guests_own_capture() {
         format!("0\t0\t0\n1\t{}\t{}\n", sum(&drop_fwd), sum(&drop_rev))
     );
     eprintln!(
-        "lab_points: {secs:.1} s; hop dropped {} requests and {} responses; guest clock offset {o1} ± {b1} ns",
+        "lab_points: {secs:.1} s; hop dropped {} requests and {} responses; guest clock offset {} ± {} ns",
         sum(&drop_fwd),
-        sum(&drop_rev)
+        sum(&drop_rev),
+        guest.0,
+        guest.1
     );
 }

@@ -105,7 +105,7 @@ pub struct Matcher {
     pub delay: [Delay; MAX_POINTS],
     /// Packets that reached the last point of their path.
     pub complete: u64,
-    /// Each point's clock against the first, followed packet by packet (empty unless asked for).
+    /// Each point's clock against the one before it, followed packet by packet (empty unless asked for).
     drift: Vec<Drift>,
 }
 
@@ -125,13 +125,13 @@ impl Matcher {
         }
     }
 
-    /// Also follows each point's clock against the first through the captures (see [`Drift`]).
+    /// Also follows each point's clock against the one before it through the captures (see [`Drift`]).
     pub fn following_clocks(mut self) -> Matcher {
         self.drift = vec![Drift::default(); self.points];
         self
     }
 
-    /// How each point's clock moved against the first, as far as followed.
+    /// How each point's clock moved against the one before it, as far as followed.
     pub fn tracks(&self) -> Vec<Track> {
         self.drift.iter().map(Drift::track).collect()
     }
@@ -180,11 +180,10 @@ impl Matcher {
         let Some(last) = (0..n).rev().find(|&i| seen(i).is_some()) else {
             return;
         };
-        if let Some(t0) = p.seen[0] {
-            for (k, drift) in self.drift.iter_mut().enumerate().skip(1) {
-                if let Some(t) = p.seen[k] {
-                    drift.add(t0, t as i64 - t0 as i64, p.sighting.reverse);
-                }
+        // Each point's clock against the one before it on the path.
+        for k in 1..self.drift.len() {
+            if let (Some(t0), Some(t)) = (p.seen[k - 1], p.seen[k]) {
+                self.drift[k].add(t0, t as i64 - t0 as i64, p.sighting.reverse);
             }
         }
         for i in 0..last {
@@ -387,49 +386,104 @@ impl Offset {
     }
 }
 
-/// Estimates the offset of each point from `(first_ts, sighting)` lists (the first packets of each point).
+/// Estimates the offset of each point against the first from `(first_ts, sighting)` lists (the first
+/// packets of each point): each point against the one before it on the path, added up along the path (the
+/// bounds too). Neighbours share the most packets, and each segment's delay then rests on its own round
+/// trip: it is never negative, as it can be when two points are each measured against a third.
 pub fn offsets(points: &[Vec<(u64, Sighting)>]) -> Vec<Offset> {
-    let Some(first) = points.first() else {
-        return Vec::new();
-    };
-    let mut at_first: FxHashMap<u64, u64> = FxHashMap::default();
-    for (t, s) in first {
-        at_first.entry(s.key).or_insert(*t);
+    let mut out: Vec<Offset> = Vec::with_capacity(points.len());
+    for (i, p) in points.iter().enumerate() {
+        let step = offset_between(&points[i.saturating_sub(1)], p);
+        out.push(match out.last() {
+            Some(before) => Offset {
+                nanos: before.nanos + step.nanos,
+                bound_nanos: before.bound_nanos.zip(step.bound_nanos).map(|(a, b)| a + b),
+                matched: step.matched,
+            },
+            None => step,
+        });
     }
-    points
-        .iter()
-        .map(|p| {
-            let (mut fwd, mut rev, mut matched) = (None::<i64>, None::<i64>, 0);
-            let mut seen: FxHashMap<u64, ()> = FxHashMap::default();
-            for (t, s) in p {
-                let Some(&t0) = at_first.get(&s.key) else {
-                    continue;
-                };
-                if seen.insert(s.key, ()).is_some() {
-                    continue; // a resend with the same bytes: its first sighting is the one matched
-                }
-                matched += 1;
-                let d = *t as i64 - t0 as i64;
-                let (min, x) = if s.reverse {
-                    (&mut rev, -d)
-                } else {
-                    (&mut fwd, d)
-                };
-                *min = Some(min.map_or(x, |m| m.min(x)));
-            }
-            let (nanos, bound_nanos) = match (fwd, rev) {
-                (Some(d), Some(r)) => ((d - r) / 2, Some(((d + r) / 2).abs())),
-                (Some(d), None) => (d, None),
-                (None, Some(r)) => (-r, None),
-                (None, None) => (0, None),
-            };
-            Offset {
-                nanos,
-                bound_nanos,
-                matched,
-            }
-        })
-        .collect()
+    out
+}
+
+/// The offset of point `p` against point `before`, from the packets both saw.
+fn offset_between(before: &[(u64, Sighting)], p: &[(u64, Sighting)]) -> Offset {
+    let mut at_before: FxHashMap<u64, u64> = FxHashMap::default();
+    for (t, s) in before {
+        at_before.entry(s.key).or_insert(*t);
+    }
+    let (mut fwd, mut rev, mut matched) = (None::<i64>, None::<i64>, 0);
+    let mut seen: FxHashMap<u64, ()> = FxHashMap::default();
+    for (t, s) in p {
+        let Some(&t0) = at_before.get(&s.key) else {
+            continue;
+        };
+        if seen.insert(s.key, ()).is_some() {
+            continue; // a resend with the same bytes: its first sighting is the one matched
+        }
+        matched += 1;
+        let d = *t as i64 - t0 as i64;
+        let (min, x) = if s.reverse {
+            (&mut rev, -d)
+        } else {
+            (&mut fwd, d)
+        };
+        *min = Some(min.map_or(x, |m| m.min(x)));
+    }
+    let (nanos, bound_nanos) = match (fwd, rev) {
+        (Some(d), Some(r)) => ((d - r) / 2, Some(((d + r) / 2).abs())),
+        (Some(d), None) => (d, None),
+        (None, Some(r)) => (-r, None),
+        (None, None) => (0, None),
+    };
+    Offset {
+        nanos,
+        bound_nanos,
+        matched,
+    }
+}
+
+/// Every point's clock against the first: the offsets of the first packets, and how each point's clock
+/// then moved against the one before it.
+pub struct Clocks {
+    pub offsets: Vec<Offset>,
+    /// `tracks[k]`: point k against point k - 1 (`tracks[0]` is empty).
+    pub tracks: Vec<Track>,
+}
+
+impl Clocks {
+    /// Point `k`'s offset against the first at `ts` of its own clock.
+    pub fn offset_at(&self, k: usize, ts: u64) -> i64 {
+        let c = self.offsets.get(k).map_or(0, |o| o.nanos);
+        let t = ts.saturating_add_signed(-c);
+        c + self
+            .tracks
+            .iter()
+            .take(k + 1)
+            .map(|tr| tr.at(t))
+            .sum::<i64>()
+    }
+
+    /// How fast point `k`'s clock ran against the first's (ppm), when every segment up to it tells (not
+    /// for the first point itself).
+    pub fn drift_ppm(&self, k: usize) -> Option<f64> {
+        if k == 0 {
+            return None;
+        }
+        (1..=k).map(|j| self.tracks.get(j)?.drift_ppm()).sum()
+    }
+
+    /// Point `k`'s offset as last measured, when every segment up to it was measured again (not for the
+    /// first point itself).
+    pub fn offset_at_end(&self, k: usize) -> Option<i64> {
+        if k == 0 {
+            return None;
+        }
+        let moved: Option<i64> = (1..=k)
+            .map(|j| Some(self.tracks.get(j)?.marks.last()?.nanos))
+            .sum();
+        Some(self.offsets.get(k)?.nanos + moved?)
+    }
 }
 
 #[cfg(test)]
@@ -542,7 +596,21 @@ mod tests {
             (1000, Some(100), 4)
         );
         assert_eq!(o[0].nanos, 0);
-        let one = offsets(&[first, vec![(1100, s(1, false))]]);
+        let one = offsets(&[first.clone(), vec![(1100, s(1, false))]]);
         assert_eq!((one[1].nanos, one[1].both_directions()), (1100, false));
+        // A third point 300 ahead of the second, sharing packets with the second only: each point against
+        // the one before it, added up (1000 + 300), the bounds too (100 + 50).
+        let second = vec![
+            (1100, s(1, false)),
+            (1400, s(2, true)),
+            (5000, s(7, false)),
+            (5000, s(8, true)),
+        ];
+        let third = vec![(5350, s(7, false)), (5250, s(8, true))];
+        let o = offsets(&[first, second, third]);
+        assert_eq!(
+            (o[2].nanos, o[2].bound_nanos, o[2].matched),
+            (1300, Some(150), 2)
+        );
     }
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use rocescope::analysis::points::{self, Lost, Matcher, Offset, Sighting, Track};
+use rocescope::analysis::points::{self, Clocks, Lost, Matcher, Offset, Sighting};
 use rocescope::report::{Output, Report};
 use rocescope::source::{FileSource, MergeSource, Next, PacketSource, SourceError};
 
@@ -37,9 +37,7 @@ pub fn run(cfg: &Config) -> ExitCode {
 struct Outcome {
     names: Vec<String>,
     reports: Vec<Report>,
-    offsets: Vec<Offset>,
-    /// How each clock moved on from its offset.
-    tracks: Vec<Track>,
+    clocks: Clocks,
     matcher: Matcher,
     events: Vec<Lost>,
     lost_events: u64,
@@ -69,15 +67,13 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
     let mut follow = Matcher::new(files.len(), WINDOW_NANOS).following_clocks();
     merge(files, cfg, &|i, _| constant(i), &mut follow, &mut |_| {})?;
     follow.finish(&mut |_| {});
-    let tracks = follow.tracks();
+    let clocks = Clocks {
+        tracks: follow.tracks(),
+        offsets,
+    };
     // Its window's packets go before the second merge gathers its own.
     drop(follow);
-    let drifting = |i: usize, ts: u64| {
-        let c = constant(i);
-        c + tracks
-            .get(i)
-            .map_or(0, |t| t.at(ts.saturating_add_signed(-c)))
-    };
+    let drifting = |i: usize, ts: u64| clocks.offset_at(i, ts);
     let mut matcher = Matcher::new(files.len(), WINDOW_NANOS);
     let (mut events, mut lost_events) = (Vec::new(), 0u64);
     let mut on_lost = |l: Lost| {
@@ -91,8 +87,7 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
     Ok(Outcome {
         names,
         reports,
-        offsets,
-        tracks,
+        clocks,
         matcher,
         events,
         lost_events,
@@ -240,14 +235,13 @@ fn document(o: &Outcome) -> Value {
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let off = o.offsets.get(i);
-            let track = o.tracks.get(i);
-            let end = track.and_then(|t| t.marks.last()).map(|m| m.nanos);
+            let c = &o.clocks;
+            let off = c.offsets.get(i);
             json!({"file": name(o, i), "clock_offset_us": off.map(|x| x.nanos as f64 / 1e3),
                    "clock_offset_bound_us": off.and_then(|x| x.bound_nanos).map(|b| b as f64 / 1e3),
-                   "clock_drift_ppm": track.and_then(Track::drift_ppm),
-                   "clock_offset_at_end_us": off.zip(end).map(|(x, e)| (x.nanos + e) as f64 / 1e3),
-                   "clock_marks": track.map_or(0, |t| t.marks.len()),
+                   "clock_drift_ppm": c.drift_ppm(i),
+                   "clock_offset_at_end_us": c.offset_at_end(i).map(|e| e as f64 / 1e3),
+                   "clock_marks": c.tracks.get(i).map_or(0, |t| t.marks.len()),
                    "offset_from": off.map(|x| offset_from(i, x)),
                    "offset_matched": off.map(|x| x.matched), "missed": m.missed.get(i),
                    "report": serde_json::to_value(r).unwrap_or(Value::Null)})
@@ -294,13 +288,20 @@ fn text(o: &Outcome, doc: &Value) -> String {
     }
     s += "Segments\n";
     for g in doc["segments"].as_array().into_iter().flatten() {
+        let d = &g["one_way_delay_us"];
+        let delay = match (d["min"].as_f64(), d["mean"].as_f64(), d["max"].as_f64()) {
+            (Some(min), Some(mean), Some(max)) => format!(
+                "one-way delay {min:.1} / {mean:.1} / {max:.1} µs min / mean / max ({} requests)",
+                d["samples"]
+            ),
+            _ => "no request seen at both: no one-way delay".to_string(),
+        };
         s += &format!(
-            "  {} → {}: {} requests lost, {} responses lost (on their way back); one-way delay {}\n",
+            "  {} → {}: {} requests lost, {} responses lost (on their way back); {delay}\n",
             g["from"].as_str().unwrap_or("?"),
             g["to"].as_str().unwrap_or("?"),
             g["lost_forward"],
             g["lost_reverse"],
-            g["one_way_delay_us"]
         );
     }
     for e in doc["events"].as_array().into_iter().flatten().take(20) {
