@@ -156,7 +156,12 @@ impl Matcher {
 
     /// Judges every packet still waiting (the end of the captures).
     pub fn finish(&mut self, lost: &mut impl FnMut(Lost)) {
-        self.expire(u64::MAX, lost);
+        // Every one, also those whose window ends at the last nanosecond of u64 (hostile times).
+        while let Some((_, key)) = self.expiry.pop_front() {
+            if let Some(p) = self.pending.remove(&key) {
+                self.judge(&p, lost);
+            }
+        }
     }
 
     fn expire(&mut self, now: u64, lost: &mut impl FnMut(Lost)) {
@@ -183,7 +188,7 @@ impl Matcher {
         // Each point's clock against the one before it on the path.
         for k in 1..self.drift.len() {
             if let (Some(t0), Some(t)) = (p.seen[k - 1], p.seen[k]) {
-                self.drift[k].add(t0, t as i64 - t0 as i64, p.sighting.reverse);
+                self.drift[k].add(t0, apart(t, t0), p.sighting.reverse);
             }
         }
         for i in 0..last {
@@ -194,7 +199,7 @@ impl Matcher {
         if !p.sighting.reverse {
             for i in 1..=last {
                 if let (Some(a), Some(b)) = (seen(i - 1), seen(i)) {
-                    self.delay[i - 1].add(b as i64 - a as i64);
+                    self.delay[i - 1].add(apart(b, a));
                 }
             }
         }
@@ -263,7 +268,7 @@ impl Drift {
         }
         let (fwd, rev) = &mut self.spans[i];
         if reverse {
-            *rev = least(*rev, Some((-d, t0)));
+            *rev = least(*rev, Some((d.saturating_neg(), t0)));
         } else {
             *fwd = least(*fwd, Some((d, t0)));
         }
@@ -287,11 +292,14 @@ impl Drift {
             .spans
             .iter()
             .filter_map(|s| match *s {
-                (Some((d, td)), Some((r, tr))) => Some(Mark {
-                    at: td / 2 + tr / 2,
-                    nanos: (d - r) / 2,
-                    bound_nanos: ((d + r) / 2).abs(),
-                }),
+                (Some((d, td)), Some((r, tr))) => {
+                    let (nanos, bound_nanos) = middle(d, r);
+                    Some(Mark {
+                        at: td / 2 + tr / 2,
+                        nanos,
+                        bound_nanos,
+                    })
+                }
                 _ => None,
             })
             .collect();
@@ -327,10 +335,11 @@ impl Track {
         match (i.checked_sub(1).map(|j| self.marks[j]), self.marks.get(i)) {
             (Some(a), Some(b)) if b.at > a.at => {
                 let f = (t - a.at) as f64 / (b.at - a.at) as f64;
-                a.nanos + ((b.nanos - a.nanos) as f64 * f).round() as i64
+                a.nanos
+                    .saturating_add(((b.nanos as f64 - a.nanos as f64) * f).round() as i64)
             }
-            (Some(a), _) => a.nanos + self.drifted(t as f64 - a.at as f64),
-            (None, Some(b)) => b.nanos + self.drifted(t as f64 - b.at as f64),
+            (Some(a), _) => a.nanos.saturating_add(self.drifted(t as f64 - a.at as f64)),
+            (None, Some(b)) => b.nanos.saturating_add(self.drifted(t as f64 - b.at as f64)),
             (None, None) => 0,
         }
     }
@@ -366,6 +375,18 @@ impl Track {
     }
 }
 
+/// `t - t0` in nanoseconds, saturated (hostile times may lie anywhere in 64 bits).
+fn apart(t: u64, t0: u64) -> i64 {
+    (i128::from(t) - i128::from(t0)).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// The middle of `[-r, d]` and half its width: an offset and its bound.
+fn middle(d: i64, r: i64) -> (i64, i64) {
+    let (d, r) = (i128::from(d), i128::from(r));
+    let clamp = |x: i128| x.clamp(0, i128::from(i64::MAX)) as i64;
+    (((d - r) / 2) as i64, clamp(((d + r) / 2).abs()))
+}
+
 /// The clock offset of a point against the first, from packets both saw. A request reaching the point `d`
 /// after the first point saw it bounds the offset from above (`offset <= d`: its delay is not negative), a
 /// response reaching the first point `r` after the point saw it bounds it from below (`offset >= -r`). With
@@ -396,8 +417,11 @@ pub fn offsets(points: &[Vec<(u64, Sighting)>]) -> Vec<Offset> {
         let step = offset_between(&points[i.saturating_sub(1)], p);
         out.push(match out.last() {
             Some(before) => Offset {
-                nanos: before.nanos + step.nanos,
-                bound_nanos: before.bound_nanos.zip(step.bound_nanos).map(|(a, b)| a + b),
+                nanos: before.nanos.saturating_add(step.nanos),
+                bound_nanos: before
+                    .bound_nanos
+                    .zip(step.bound_nanos)
+                    .map(|(a, b)| a.saturating_add(b)),
                 matched: step.matched,
             },
             None => step,
@@ -422,16 +446,19 @@ fn offset_between(before: &[(u64, Sighting)], p: &[(u64, Sighting)]) -> Offset {
             continue; // a resend with the same bytes: its first sighting is the one matched
         }
         matched += 1;
-        let d = *t as i64 - t0 as i64;
+        let d = apart(*t, t0);
         let (min, x) = if s.reverse {
-            (&mut rev, -d)
+            (&mut rev, d.saturating_neg())
         } else {
             (&mut fwd, d)
         };
         *min = Some(min.map_or(x, |m| m.min(x)));
     }
     let (nanos, bound_nanos) = match (fwd, rev) {
-        (Some(d), Some(r)) => ((d - r) / 2, Some(((d + r) / 2).abs())),
+        (Some(d), Some(r)) => {
+            let (nanos, bound) = middle(d, r);
+            (nanos, Some(bound))
+        }
         (Some(d), None) => (d, None),
         (None, Some(r)) => (-r, None),
         (None, None) => (0, None),
@@ -455,13 +482,11 @@ impl Clocks {
     /// Point `k`'s offset against the first at `ts` of its own clock.
     pub fn offset_at(&self, k: usize, ts: u64) -> i64 {
         let c = self.offsets.get(k).map_or(0, |o| o.nanos);
-        let t = ts.saturating_add_signed(-c);
-        c + self
-            .tracks
+        let t = ts.saturating_add_signed(c.saturating_neg());
+        self.tracks
             .iter()
             .take(k + 1)
-            .map(|tr| tr.at(t))
-            .sum::<i64>()
+            .fold(c, |sum, tr| sum.saturating_add(tr.at(t)))
     }
 
     /// How fast point `k`'s clock ran against the first's (ppm), when every segment up to it tells (not
@@ -482,7 +507,7 @@ impl Clocks {
         let moved: Option<i64> = (1..=k)
             .map(|j| Some(self.tracks.get(j)?.marks.last()?.nanos))
             .sum();
-        Some(self.offsets.get(k)?.nanos + moved?)
+        Some(self.offsets.get(k)?.nanos.saturating_add(moved?))
     }
 }
 
@@ -570,6 +595,27 @@ mod tests {
         // A hostile time far ahead merges spans instead of growing them.
         d.add(u64::MAX / 2, 0, false);
         assert!(d.spans.len() <= DRIFT_SPANS && d.width > DRIFT_SPAN_NANOS);
+    }
+
+    #[test]
+    fn hostile_times_saturate() {
+        let a = vec![(0, s(1, false)), (u64::MAX, s(2, true))];
+        let b = vec![(u64::MAX, s(1, false)), (0, s(2, true))];
+        // The request bounds the offset by i64::MAX from above, the response by -i64::MAX from below.
+        let o = offsets(&[a, b]);
+        assert_eq!((o[1].nanos, o[1].bound_nanos), (0, Some(i64::MAX)));
+        let clocks = Clocks {
+            offsets: o,
+            tracks: vec![Track::default(), Track::default()],
+        };
+        assert_eq!(clocks.offset_at(1, u64::MAX), 0);
+        let mut m = Matcher::new(2, 1000).following_clocks();
+        let mut none = |_: Lost| {};
+        m.see(0, 0, s(3, false), &mut none);
+        m.see(1, u64::MAX, s(3, false), &mut none);
+        m.finish(&mut none);
+        assert_eq!(m.complete, 1);
+        let _ = m.tracks();
     }
 
     #[test]

@@ -137,7 +137,13 @@ fn next_sighting(
                 );
                 let s = f.roce.as_ref().and_then(|r| Sighting::of(&f, r));
                 (
-                    s.map(|s| (p.ts_nanos.saturating_add_signed(-offset(p.ts_nanos)), s)),
+                    s.map(|s| {
+                        (
+                            p.ts_nanos
+                                .saturating_add_signed(offset(p.ts_nanos).saturating_neg()),
+                            s,
+                        )
+                    }),
                     end,
                 )
             }
