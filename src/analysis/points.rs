@@ -223,14 +223,15 @@ impl Matcher {
     }
 }
 
-/// The span of the first point's time over which a point's clock offset is measured again: a free-running
-/// clock (tens of ppm off) moves by a few µs in one, and a busy flow has packets both ways in it.
+/// The span of time over which a point's clock offset (against the point before it) is measured again:
+/// a free-running clock (tens of ppm off) moves by a few µs in one, and a busy flow has packets both ways
+/// in it.
 pub const DRIFT_SPAN_NANOS: u64 = 100_000_000;
 /// Spans kept at most per point: past that, neighbours merge and the span doubles, so memory stays bounded
-/// whatever the captures' length (4096 spans of 100 ms are 7 minutes; a day is spans of 33 s).
+/// whatever the captures' length (4096 spans of 100 ms are 7 minutes; a day is spans of 25.6 s).
 const DRIFT_SPANS: usize = 4096;
 
-/// The smallest apparent delay of one direction in a span, and when (the first point's time) it was seen.
+/// The smallest apparent delay of one direction in a span, and when (the point before's time) it was seen.
 type Least = Option<(i64, u64)>;
 
 fn least(a: Least, b: Least) -> Least {
@@ -241,9 +242,10 @@ fn least(a: Least, b: Least) -> Least {
     }
 }
 
-/// A point's clock against the first, followed through the captures: per span of the first point's time,
-/// the smallest apparent delay each way (`d` of a request, `r` of a response, as for [`Offset`]). A span
-/// with both bounds the offset there as [`offsets`] does, at the middle of the two packets' times.
+/// A point's clock against the one before it, followed through the captures: per span of the point
+/// before's time, the smallest apparent delay each way (`d` of a request, `r` of a response, as for
+/// [`Offset`]). A span with both bounds the offset there as [`offsets`] does, at the middle of the two
+/// packets' times.
 #[derive(Debug, Clone, Default)]
 pub struct Drift {
     start: Option<u64>,
@@ -252,7 +254,7 @@ pub struct Drift {
 }
 
 impl Drift {
-    /// A packet the first point saw at `t0` and this one `d` later (both clocks as corrected so far).
+    /// A packet the point before saw at `t0` and this one `d` later (both clocks as corrected so far).
     fn add(&mut self, t0: u64, d: i64, reverse: bool) {
         let start = *self.start.get_or_insert(t0);
         if self.width == 0 {
@@ -349,7 +351,7 @@ impl Track {
         self.ppm.map_or(0, |ppm| (nanos * ppm / 1e6).round() as i64)
     }
 
-    /// How fast the clock ran against the first point's, in parts per million: the slope of the straight
+    /// How fast the clock ran against the point before's, in parts per million: the slope of the straight
     /// line (what a crystal's error is) fitted through the marks, each weighted by how closely it bounds
     /// its offset; `None` with marks less than half a second apart.
     pub fn drift_ppm(&self) -> Option<f64> {
@@ -387,12 +389,13 @@ fn middle(d: i64, r: i64) -> (i64, i64) {
     (((d - r) / 2) as i64, clamp(((d + r) / 2).abs()))
 }
 
-/// The clock offset of a point against the first, from packets both saw. A request reaching the point `d`
-/// after the first point saw it bounds the offset from above (`offset <= d`: its delay is not negative), a
-/// response reaching the first point `r` after the point saw it bounds it from below (`offset >= -r`). With
-/// both directions the offset lies in `[-min r, min d]`: the estimate is that interval's middle and its bound
-/// half its width (half the smallest round trip), whatever the queueing; with one direction only, the one
-/// bound is taken (the delay as 0) and no error bound can be given.
+/// The clock offset of a point against the point before it on the path (or, added up by [`offsets`],
+/// against the first), from packets both saw. A request reaching the point `d` after the point before saw
+/// it bounds the offset from above (`offset <= d`: its delay is not negative), a response reaching the
+/// point before `r` after the point saw it bounds it from below (`offset >= -r`). With both directions the
+/// offset lies in `[-min r, min d]`: the estimate is that interval's middle and its bound half its width
+/// (half the smallest round trip), whatever the queueing; with one direction only, the one bound is taken
+/// (the delay as 0) and no error bound can be given.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Offset {
     pub nanos: i64,

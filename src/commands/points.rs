@@ -207,7 +207,9 @@ fn document(o: &Outcome) -> Value {
     for i in 0..o.names.len().saturating_sub(1) {
         let d = m.delay[i];
         let delay = (d.samples > 0).then(|| {
-            json!({"samples": d.samples, "min": d.min as f64 / 1e3, "mean": (d.sum / i128::from(d.samples)) as f64 / 1e3, "max": d.max as f64 / 1e3})
+            let mean = (d.sum / i128::from(d.samples)) as f64 / 1e3;
+            json!({"samples": d.samples, "min": d.min as f64 / 1e3, "mean": mean,
+                   "max": d.max as f64 / 1e3})
         });
         let lost = |a: usize, b: usize| m.lost.get(&(a, b)).copied().unwrap_or(0);
         segments.push(json!({
