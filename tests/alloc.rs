@@ -214,31 +214,37 @@ fn analyze(path: &Path) -> rocescope::report::Report {
     rocescope::report::analyze_file(path, &Default::default()).expect("analyze")
 }
 
-#[test]
-fn analyze_does_not_allocate_per_frame() {
+/// Runs `run` (which returns how many frames it counted) on the prefix and on the whole capture: the
+/// allocations the rest of the frames added, and per frame.
+fn growth(what: &str, run: impl Fn(&Path) -> u64) -> (u64, f64) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (full, prefix) = captures();
-    let (short, r) = allocations(|| analyze(&prefix));
-    assert_eq!(r.capture.frames, PREFIX as u64);
-    let (long, r) = allocations(|| analyze(&full));
-    assert_eq!(r.capture.frames, FRAMES);
+    let (short, n) = allocations(|| run(&prefix));
+    assert_eq!(n, PREFIX as u64);
+    let (long, n) = allocations(|| run(&full));
+    assert_eq!(n, FRAMES);
     let _ = std::fs::remove_file(full);
     let _ = std::fs::remove_file(prefix);
-    let frames = FRAMES - PREFIX as u64;
-    let per_frame = long.saturating_sub(short) as f64 / frames as f64;
+    let per_frame = long.saturating_sub(short) as f64 / (FRAMES - PREFIX as u64) as f64;
     eprintln!(
-        "analyze: {short} allocations for {PREFIX} frames, {long} for {FRAMES}: {per_frame:.5} per frame \
+        "{what}: {short} allocations for {PREFIX} frames, {long} for {FRAMES}: {per_frame:.5} per frame \
          past the start-up"
     );
+    (long.saturating_sub(short), per_frame)
+}
+
+#[test]
+fn analyze_does_not_allocate_per_frame() {
+    let (more, per_frame) = growth("analyze", |p| analyze(p).capture.frames);
+    let frames = FRAMES - PREFIX as u64;
     // Start-up costs (threads, buffers, the report) are the same for both and cancel; what grows with the
     // frames is the batches handed between the threads (1024 frames each, recycled, so a few at most) and
     // what the analysis keeps per event (a gap, a NAK: a few hundred in 180,000 frames, not per frame).
     // Both are far below 0.01 per frame; one allocation per frame, or per RoCE frame, is 0.5 or more.
     assert!(
         per_frame < 0.01,
-        "analyze allocated {} times more for {frames} more frames ({per_frame:.5} per frame, bound 0.01): \
-         something allocates per frame (ALLOC_TRACE=N prints every Nth allocation's backtrace)",
-        long.saturating_sub(short)
+        "analyze allocated {more} times more for {frames} more frames ({per_frame:.5} per frame, bound \
+         0.01): something allocates per frame (ALLOC_TRACE=N prints every Nth allocation's backtrace)"
     );
 }
 
@@ -259,28 +265,15 @@ fn export(path: &Path) -> rocescope::export::Summary {
 #[cfg(feature = "export")]
 #[test]
 fn export_does_not_allocate_per_frame() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let (full, prefix) = captures();
-    let (short, s) = allocations(|| export(&prefix));
-    assert_eq!(s.packets, PREFIX as u64);
-    let (long, s) = allocations(|| export(&full));
-    assert_eq!(s.packets, FRAMES);
-    let _ = std::fs::remove_file(full);
-    let _ = std::fs::remove_file(prefix);
+    let (more, per_frame) = growth("export", |p| export(p).packets);
     let frames = FRAMES - PREFIX as u64;
-    let per_frame = long.saturating_sub(short) as f64 / frames as f64;
-    eprintln!(
-        "export: {short} allocations for {PREFIX} frames, {long} for {FRAMES}: {per_frame:.5} per frame \
-         past the start-up"
-    );
     // What grows with the frames, past the analysis' own: the Parquet writer's buffers for each batch of
-    // 16,384 rows handed over (a few hundred over the 37 columns: the columns' builders start again with
+    // 16,384 rows handed over (a few hundred over the 42 columns: the columns' builders start again with
     // room for a batch) and for each row group of 65,536 rows (a few thousand: pages, statistics,
     // metadata), about 0.08 per frame together. One allocation per frame in any column would be 1.
     assert!(
         per_frame < 0.1,
-        "export allocated {} times more for {frames} more frames ({per_frame:.5} per frame, bound 0.1): \
-         something allocates per frame (ALLOC_TRACE=N prints every Nth allocation's backtrace)",
-        long.saturating_sub(short)
+        "export allocated {more} times more for {frames} more frames ({per_frame:.5} per frame, bound \
+         0.1): something allocates per frame (ALLOC_TRACE=N prints every Nth allocation's backtrace)"
     );
 }

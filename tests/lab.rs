@@ -27,13 +27,12 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use rocescope::source::FileSource;
 use serde_json::Value;
 
 mod lab_support;
-use lab_support::{analyze_json, analyze_json_with, run_lab, tail};
+use lab_support::{analyze_json, analyze_json_with, run_lab, tail, tshark_fields};
 
 /// The frames of a capture file (Ethernet), in file order.
 fn frames(path: &Path) -> Vec<Vec<u8>> {
@@ -199,44 +198,29 @@ struct WireFlow {
 
 /// RoCEv2 flows (source, destination, BTH destination QP) of a capture, by tshark.
 fn tshark_flows(path: &Path) -> BTreeMap<FlowKey, WireFlow> {
-    let mut cmd = Command::new("tshark");
-    cmd.args(["-n", "-r"]).arg(path).args([
-        "-Y",
-        "udp.dstport == 4791",
-        "-T",
-        "fields",
-        "-E",
-        "occurrence=f",
-    ]);
-    for f in [
+    let fields = [
         "ip.src",
         "ip.dst",
         "infiniband.bth.destqp",
         "infiniband.bth.opcode",
         "infiniband.bth.psn",
         "frame.len",
-    ] {
-        cmd.args(["-e", f]);
-    }
-    let o = cmd.output().expect("run tshark");
-    assert!(
-        o.status.success(),
-        "tshark {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
+        "udp.dstport",
+    ];
     let mut m: BTreeMap<FlowKey, WireFlow> = BTreeMap::new();
-    for l in String::from_utf8_lossy(&o.stdout).lines() {
-        let v: Vec<&str> = l.split('\t').collect();
-        assert_eq!(v.len(), 6, "tshark line {l:?}");
-        let num = |s: &str| -> u64 { s.parse().unwrap_or_else(|e| panic!("tshark {l:?}: {e}")) };
+    for v in tshark_fields(path, &fields)
+        .into_iter()
+        .filter(|v| v[6] == "4791")
+    {
+        assert_eq!(v.len(), 7, "tshark line {v:?}");
+        let num = |s: &str| -> u64 { s.parse().unwrap_or_else(|e| panic!("tshark {v:?}: {e}")) };
         let f = m
-            .entry((v[0].to_string(), v[1].to_string(), hex(v[2])))
+            .entry((v[0].to_string(), v[1].to_string(), hex(&v[2])))
             .or_default();
         f.packets += 1;
-        f.bytes += num(v[5]);
-        *f.opcodes.entry(num(v[3])).or_default() += 1;
-        f.psns.push(num(v[4]));
+        f.bytes += num(&v[5]);
+        *f.opcodes.entry(num(&v[3])).or_default() += 1;
+        f.psns.push(num(&v[4]));
     }
     m
 }

@@ -58,66 +58,22 @@ LEFT JOIN counted c ON c.capture_file = f."capture.file" AND c.id = f.id;
 
 -- The figures added up per connection (a CM handshake's or --expect's), per (source, destination) host pair
 -- across the fleet, and per capture point (`capture.point`).
+SET VARIABLE counts = ['packets', 'bytes', 'gap_events', 'retransmitted', 'naks_psn_seq_err',
+    'naks_invalid_request', 'naks_remote_access', 'naks_remote_op', 'naks_invalid_rd_request', 'naks_reserved',
+    'rnr_naks', 'ce', 'cnp', 'icrc_bad', 'missing', 'duplicates'];
+
 CREATE OR REPLACE TEMP TABLE per_connection AS
-    SELECT capture_file, connection, count(*) AS flows,
-        sum(packets)::BIGINT AS packets,
-        sum(bytes)::BIGINT AS bytes,
-        sum(gap_events)::BIGINT AS gap_events,
-        sum(retransmitted)::BIGINT AS retransmitted,
-        sum(naks_psn_seq_err)::BIGINT AS naks_psn_seq_err,
-        sum(naks_invalid_request)::BIGINT AS naks_invalid_request,
-        sum(naks_remote_access)::BIGINT AS naks_remote_access,
-        sum(naks_remote_op)::BIGINT AS naks_remote_op,
-        sum(naks_invalid_rd_request)::BIGINT AS naks_invalid_rd_request,
-        sum(naks_reserved)::BIGINT AS naks_reserved,
-        sum(rnr_naks)::BIGINT AS rnr_naks,
-        sum(ce)::BIGINT AS ce,
-        sum(cnp)::BIGINT AS cnp,
-        sum(icrc_bad)::BIGINT AS icrc_bad,
-        sum(missing)::BIGINT AS missing,
-        sum(duplicates)::BIGINT AS duplicates
+    SELECT capture_file, connection, count(*) AS flows, sum(COLUMNS(getvariable('counts')))::BIGINT
     FROM per_flow WHERE connection IS NOT NULL
     GROUP BY capture_file, connection;
 
 CREATE OR REPLACE TEMP TABLE per_host_pair AS
-    SELECT src, dst, count(*) AS flows,
-        sum(packets)::BIGINT AS packets,
-        sum(bytes)::BIGINT AS bytes,
-        sum(gap_events)::BIGINT AS gap_events,
-        sum(retransmitted)::BIGINT AS retransmitted,
-        sum(naks_psn_seq_err)::BIGINT AS naks_psn_seq_err,
-        sum(naks_invalid_request)::BIGINT AS naks_invalid_request,
-        sum(naks_remote_access)::BIGINT AS naks_remote_access,
-        sum(naks_remote_op)::BIGINT AS naks_remote_op,
-        sum(naks_invalid_rd_request)::BIGINT AS naks_invalid_rd_request,
-        sum(naks_reserved)::BIGINT AS naks_reserved,
-        sum(rnr_naks)::BIGINT AS rnr_naks,
-        sum(ce)::BIGINT AS ce,
-        sum(cnp)::BIGINT AS cnp,
-        sum(icrc_bad)::BIGINT AS icrc_bad,
-        sum(missing)::BIGINT AS missing,
-        sum(duplicates)::BIGINT AS duplicates
+    SELECT src, dst, count(*) AS flows, sum(COLUMNS(getvariable('counts')))::BIGINT
     FROM per_flow
     GROUP BY src, dst;
 
 CREATE OR REPLACE TEMP TABLE per_point AS
-    SELECT capture_point, count(*) AS flows,
-        sum(packets)::BIGINT AS packets,
-        sum(bytes)::BIGINT AS bytes,
-        sum(gap_events)::BIGINT AS gap_events,
-        sum(retransmitted)::BIGINT AS retransmitted,
-        sum(naks_psn_seq_err)::BIGINT AS naks_psn_seq_err,
-        sum(naks_invalid_request)::BIGINT AS naks_invalid_request,
-        sum(naks_remote_access)::BIGINT AS naks_remote_access,
-        sum(naks_remote_op)::BIGINT AS naks_remote_op,
-        sum(naks_invalid_rd_request)::BIGINT AS naks_invalid_rd_request,
-        sum(naks_reserved)::BIGINT AS naks_reserved,
-        sum(rnr_naks)::BIGINT AS rnr_naks,
-        sum(ce)::BIGINT AS ce,
-        sum(cnp)::BIGINT AS cnp,
-        sum(icrc_bad)::BIGINT AS icrc_bad,
-        sum(missing)::BIGINT AS missing,
-        sum(duplicates)::BIGINT AS duplicates
+    SELECT capture_point, count(*) AS flows, sum(COLUMNS(getvariable('counts')))::BIGINT
     FROM per_flow
     GROUP BY capture_point;
 
