@@ -35,7 +35,7 @@ impl MirrorWindow {
         if self.window_nanos == 0 {
             return false;
         }
-        let digest = digest(frame, roce) | 1;
+        let digest = identity(frame, roce) | 1;
         let place = place(frame);
         let slot = &mut self.slots[digest as usize % Self::SLOTS];
         if slot.0 == digest && slot.1 != place && ts.saturating_sub(slot.2) <= self.window_nanos {
@@ -47,7 +47,10 @@ impl MirrorWindow {
     }
 }
 
-fn digest(frame: &Frame, roce: &Roce) -> u64 {
+/// What tells one packet from another, and a copy of it (mirrored, or seen at another capture point) from
+/// the packet itself: a digest of what a switch leaves unchanged (see [`MirrorWindow`]). A resend differs:
+/// its IPv4 identification, and with it the ICRC.
+pub(crate) fn identity(frame: &Frame, roce: &Roce) -> u64 {
     let b = roce.bth;
     let head = u64::from(b.psn) | (u64::from(b.dest_qp) << 24) | (u64::from(b.opcode) << 48);
     let mut h = FxHasher::default();

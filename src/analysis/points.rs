@@ -1,6 +1,7 @@
 //! Loss localisation between capture points of the same traffic (`analyze --points A B ...`, in path order
-//! from the senders' side): the same packet is matched across points by its flow, PSN, opcode and ICRC (which
-//! covers the IP identification and the payload, so a resend is another packet), and a packet seen at one
+//! from the senders' side): the same packet is matched across points as a mirrored copy is recognised
+//! (`mirror::identity`: PSN, QP, opcode, payload length and the ICRC, which covers the addresses, the IP
+//! identification and the payload, so a resend is another packet), and a packet seen at one
 //! point and at none after it on its path was lost between the two. Requests travel the points in the order
 //! given, responses (ACKs, NAKs, READ responses, CNPs) in the reverse order.
 //!
@@ -8,10 +9,9 @@
 //! the reordering window after it has passed: memory is bounded by the packets in one window, not by the
 //! captures' sizes.
 use std::collections::VecDeque;
-use std::hash::{Hash, Hasher};
 
 use parsers::frame::{Frame, Roce};
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::FxHashMap;
 
 use super::flow::FlowKey;
 
@@ -36,13 +36,8 @@ impl Sighting {
             dst: frame.dst()?,
             dest_qp: roce.bth.dest_qp,
         };
-        let mut h = FxHasher::default();
-        (flow, roce.bth.psn, roce.bth.opcode, roce.icrc).hash(&mut h);
-        if let Some(parsers::frame::Ip::V4(ip)) = frame.ip {
-            ip.id.hash(&mut h);
-        }
         Some(Sighting {
-            key: h.finish(),
+            key: super::mirror::identity(frame, roce),
             flow,
             psn: roce.bth.psn,
             reverse: !roce.bth.op().is_request(),

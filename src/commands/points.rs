@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use rocescope::analysis::points::{self, Clocks, Lost, Matcher, Offset, Sighting};
 use rocescope::report::{Output, Report};
-use rocescope::source::{FileSource, MergeSource, Next, PacketSource, SourceError};
+use rocescope::source::{self, Next, PacketSource, SourceError};
 
 use super::analyze::Config;
 use super::fail;
@@ -94,17 +94,9 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
     })
 }
 
-/// A point's packets: its file, or the files of its directory (the pieces of one capture point, tcpdump's
-/// rotations) merged by time.
+/// A point's packets: its file, or the files of its directory (one point's pieces) merged by time.
 fn open(point: &Path) -> Result<Box<dyn PacketSource>, String> {
-    if !point.is_dir() {
-        let file = FileSource::open(point).map_err(|e| e.to_string())?;
-        return Ok(Box::new(file));
-    }
-    let files = super::analyze::pieces(&[point.to_path_buf()])?;
-    Ok(Box::new(
-        MergeSource::open(&files).map_err(|e| e.to_string())?,
-    ))
+    source::open_point(point).map_err(|e| e.to_string())
 }
 
 /// The first `limit` RoCE packets of a point: (time, sighting).

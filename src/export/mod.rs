@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::pipeline;
 use crate::report::Report;
-use crate::source::{FileSource, MergeSource, PacketSource};
+use crate::source::open_point;
 use events::Events;
 use packets::Packets;
 use rows::{FLOW, Rows};
@@ -146,21 +146,8 @@ fn one(
     summary: &mut Summary,
 ) -> Result<Report, String> {
     // A directory is the pieces of one capture point (tcpdump's rotations), merged by time.
-    let (mut source, name): (Box<dyn PacketSource>, String) = if file.is_dir() {
-        let files = crate::source::expand(&[file.to_path_buf()]).map_err(|e| e.to_string())?;
-        if files.is_empty() {
-            return Err(format!(
-                "{}: no capture file in the directory",
-                file.display()
-            ));
-        }
-        let merged = MergeSource::open(&files).map_err(|e| e.to_string())?;
-        (Box::new(merged), file.display().to_string())
-    } else {
-        let single = FileSource::open(file).map_err(|e| e.to_string())?;
-        let name = single.name().to_string();
-        (Box::new(single), name)
-    };
+    let mut source = open_point(file).map_err(|e| e.to_string())?;
+    let name = file.display().to_string();
     let run = pipeline::run(
         &mut *source,
         cfg,

@@ -62,6 +62,8 @@ pub enum SourceError {
     },
     /// A live capture on interface `name` failed.
     Capture { name: String, reason: String },
+    /// A directory given as the pieces of one capture point holds no capture file.
+    NoCaptureIn { name: String },
 }
 
 impl SourceError {
@@ -76,7 +78,8 @@ impl SourceError {
             | SourceError::UndeclaredInterface { name, .. }
             | SourceError::TooLarge { name, .. }
             | SourceError::Malformed { name, .. }
-            | SourceError::Capture { name, .. } => name,
+            | SourceError::Capture { name, .. }
+            | SourceError::NoCaptureIn { name } => name,
         }
     }
 }
@@ -229,6 +232,10 @@ impl fmt::Display for SourceError {
             SourceError::Capture { name, reason } => {
                 write!(f, "capture on '{name}' failed: {reason}")
             }
+            SourceError::NoCaptureIn { name } => write!(
+                f,
+                "no capture file in the directory '{name}' (none starts with a pcap or pcapng magic)"
+            ),
         }
     }
 }

@@ -146,6 +146,21 @@ impl PacketSource for MergeSource {
     }
 }
 
+/// One capture point's packets: a file, read in place, or the capture files of a directory (its pieces:
+/// tcpdump's `-C`/`-G` rotations) merged by time.
+pub fn open_point(path: &Path) -> Result<Box<dyn PacketSource>, SourceError> {
+    if !path.is_dir() {
+        return Ok(Box::new(FileSource::open(path)?));
+    }
+    let files = expand(&[path.to_path_buf()])?;
+    if files.is_empty() {
+        return Err(SourceError::NoCaptureIn {
+            name: path.display().to_string(),
+        });
+    }
+    Ok(Box::new(MergeSource::open(&files)?))
+}
+
 /// The capture files `args` name: each file, and a directory's files (in name order) that start with a
 /// pcap or pcapng magic (tcpdump's `-C` rotations have no extension).
 pub fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>, SourceError> {

@@ -32,7 +32,7 @@ use pcap::{PcapState, next_pcap};
 use pcapng::{NgState, next_pcapng, pcapng_block};
 
 pub use error::{SourceError, TruncatedIn};
-pub use merge::{MergeSource, expand};
+pub use merge::{MergeSource, expand, open_point};
 
 /// Size of the read buffer.
 pub const BUFFER_SIZE: usize = 256 * 1024;
