@@ -152,16 +152,17 @@ impl Matcher {
     /// Judges every packet still waiting (the end of the captures).
     pub fn finish(&mut self, lost: &mut impl FnMut(Lost)) {
         // Every one, also those whose window ends at the last nanosecond of u64 (hostile times).
-        while let Some((_, key)) = self.expiry.pop_front() {
-            if let Some(p) = self.pending.remove(&key) {
-                self.judge(&p, lost);
-            }
-        }
+        self.judge_while(|_| true, lost);
     }
 
     fn expire(&mut self, now: u64, lost: &mut impl FnMut(Lost)) {
+        self.judge_while(|at| at < now, lost);
+    }
+
+    /// Judges the packets in the order seen while their window's end is `due`.
+    fn judge_while(&mut self, due: impl Fn(u64) -> bool, lost: &mut impl FnMut(Lost)) {
         while let Some(&(at, key)) = self.expiry.front() {
-            if at >= now {
+            if !due(at) {
                 break;
             }
             self.expiry.pop_front();
