@@ -20,6 +20,7 @@
 # missing (via sudo when not root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/synth_capture.sh
 
 FRAMES=${FRAMES:-2000000}
 QPS=${QPS:-64}
@@ -58,12 +59,7 @@ bench() {
 MTU=$1
 rows=()
 file=$dir/synth-$FRAMES-$QPS-$SEED-$MTU.pcap
-if [ ! -s "$file" ]; then
-    echo "generating $file"
-    target/release/examples/synth --frames "$FRAMES" --qps "$QPS" --seed "$SEED" --loss "$LOSS" --mtu "$MTU" \
-        --out "$file.part" --truth "${file%.pcap}.truth.json"
-    mv "$file.part" "$file"
-fi
+synth_capture "$file" "$MTU"
 
 
 # Into the page cache first, so that every tool reads it from memory.

@@ -16,6 +16,7 @@
 # of building one; the captures must then exist in BENCH_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/synth_capture.sh
 
 FRAMES=${FRAMES:-2000000}
 QPS=${QPS:-64}
@@ -62,11 +63,7 @@ measure() {
 
 for mtu in $MTUS; do
     file=$dir/synth-$FRAMES-$QPS-$SEED-$mtu.pcap
-    if [ ! -s "$file" ]; then
-        target/release/examples/synth --frames "$FRAMES" --qps "$QPS" --seed "$SEED" --loss "$LOSS" --mtu "$mtu" \
-            --out "$file.part" --truth "${file%.pcap}.truth.json"
-        mv "$file.part" "$file"
-    fi
+    synth_capture "$file" "$mtu"
     cat "$file" >/dev/null
     echo
     echo "$file: $FRAMES frames, $(($(stat -c %s "$file") / 1000000)) MB, MTU $mtu"
