@@ -1286,3 +1286,47 @@ fn connections_in_the_soft_roce_lab() {
         t0.elapsed().as_secs_f64()
     );
 }
+
+/// A run is repeated only for a scenario that failed on a known race, and only when nothing else failed.
+#[test]
+fn only_known_races_are_run_again() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lab-races");
+    let _ = fs::remove_dir_all(&dir);
+    let log = |name: &str, rc: u32, lines: &str| {
+        fs::create_dir_all(dir.join(name)).unwrap();
+        let end = format!("@@@ LAB-END 1 {name} rc={rc} uptime=21.58");
+        fs::write(
+            dir.join(name).join("perftest.log"),
+            format!("@@@ LAB-BEGIN 1 {name}\n{lines}\n{end}\n"),
+        )
+        .unwrap();
+    };
+    let rejected =
+        "RDMA CM event error:\nEvent: RDMA_CM_EVENT_REJECTED; error: 8.\nSegmentation fault";
+    log("conn_rping", 0, "ping data: rdma-ping-0");
+    log("conn_write_cm", 1, rejected);
+    let raced = lab_support::raced(&["conn_rping", "conn_write_cm"], &dir);
+    assert_eq!(
+        raced.iter().map(|r| r.0).collect::<Vec<_>>(),
+        ["conn_write_cm"]
+    );
+    log("conn_rping", 1, rejected);
+    assert!(
+        lab_support::raced(&["conn_rping", "conn_write_cm"], &dir).is_empty(),
+        "not rping's race"
+    );
+    log("conn_rping", 0, "");
+    log(
+        "conn_write_cm",
+        1,
+        "Event: RDMA_CM_EVENT_REJECTED; error: 28.",
+    );
+    assert!(
+        lab_support::raced(&["conn_rping", "conn_write_cm"], &dir).is_empty(),
+        "another reason"
+    );
+    assert!(
+        lab_support::raced(&["conn_rping", "conn_reject"], &dir).is_empty(),
+        "a missing log is a failure"
+    );
+}

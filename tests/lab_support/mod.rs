@@ -133,8 +133,9 @@ pub fn analyze_json_with(path: &Path, args: &[&str]) -> Value {
 }
 
 /// Runs `lab/setup`, then `lab/run SCENARIOS` with this test's binary in the guest, into
-/// `target/tmp/<dir>/out`; panics with the logs when either fails. Returns the output directory and the
-/// seconds it took.
+/// `target/tmp/<dir>/out`; panics with the logs when either fails. A scenario that failed on one of
+/// `KNOWN_RACES` (and only such failures) is run once more in a new guest. Returns the output directory and
+/// the seconds it took.
 pub fn run_lab(dir: &str, scenarios: &[&str]) -> (PathBuf, f64) {
     let t0 = Instant::now();
     let lab = root().join("lab");
@@ -155,19 +156,24 @@ pub fn run_lab(dir: &str, scenarios: &[&str]) -> (PathBuf, f64) {
         tail(&setup_log, 40)
     );
     let lab_out = out.join("out");
-    let run_log = out.join("run.log");
-    let mut cmd = Command::new(lab.join("run"));
-    cmd.args(scenarios)
-        .env("EXTRA_BINARIES", bin())
-        .env("LAB_OUT", &lab_out)
-        .env("LAB_TIMEOUT", LAB_TIMEOUT_SECS)
-        .env("LAB_LOCK_WAIT", "240");
-    let rc = run_logged(
-        cmd,
-        &format!("lab/run {}", scenarios.join(" ")),
-        &run_log,
-        RUN_TIMEOUT,
-    );
+    let mut run_log = out.join("run.log");
+    let mut rc = lab_run(scenarios, &lab_out, &run_log);
+    let raced = if rc == 0 {
+        Vec::new()
+    } else {
+        raced(scenarios, &lab_out)
+    };
+    if !raced.is_empty() {
+        // Only these scenarios, in a new guest: split_run replaces their files and leaves the others'.
+        let names: Vec<&str> = raced.iter().map(|(name, _)| *name).collect();
+        for (name, why) in &raced {
+            eprintln!(
+                "lab test: {name} failed on a known race of the guest's tools ({why}): running it again"
+            );
+        }
+        run_log = out.join("run-again.log");
+        rc = lab_run(&names, &lab_out, &run_log);
+    }
     let logs: String = scenarios
         .iter()
         .map(|s| {
@@ -185,4 +191,52 @@ pub fn run_lab(dir: &str, scenarios: &[&str]) -> (PathBuf, f64) {
         tail(&lab_out.join("_run/console.log"), 20)
     );
     (lab_out, t0.elapsed().as_secs_f64())
+}
+
+/// Failures of the guest's own tools, not of rocescope, that come now and then under QEMU's emulation and
+/// that a second run clears: (scenario, a line its log then has, what happened).
+const KNOWN_RACES: &[(&str, &str, &str)] = &[(
+    "conn_write_cm",
+    "Event: RDMA_CM_EVENT_REJECTED; error: 8.",
+    "perftest's client sent the test QP's REQ before its server listened for it again: \
+     a REJ with reason 8, invalid service ID",
+)];
+
+/// `lab/run SCENARIOS` into `lab_out` with this test's binary in the guest; its exit code.
+fn lab_run(scenarios: &[&str], lab_out: &Path, run_log: &Path) -> i32 {
+    let mut cmd = Command::new(root().join("lab/run"));
+    cmd.args(scenarios)
+        .env("EXTRA_BINARIES", bin())
+        .env("LAB_OUT", lab_out)
+        .env("LAB_TIMEOUT", LAB_TIMEOUT_SECS)
+        .env("LAB_LOCK_WAIT", "240");
+    run_logged(
+        cmd,
+        &format!("lab/run {}", scenarios.join(" ")),
+        run_log,
+        RUN_TIMEOUT,
+    )
+}
+
+/// The scenarios of a run that failed, with what happened, when every one that failed (its log's
+/// `@@@ LAB-END ... rc=N` not 0, or missing) failed on a known race; empty otherwise.
+pub fn raced(scenarios: &[&str], lab_out: &Path) -> Vec<(&'static str, &'static str)> {
+    let mut raced = Vec::new();
+    for s in scenarios {
+        let log = fs::read_to_string(lab_out.join(s).join("perftest.log")).unwrap_or_default();
+        let ended_well = log
+            .lines()
+            .any(|l| l.starts_with("@@@ LAB-END ") && l.contains(" rc=0 "));
+        if ended_well {
+            continue;
+        }
+        match KNOWN_RACES
+            .iter()
+            .find(|(name, line, _)| name == s && log.lines().any(|l| l.trim() == *line))
+        {
+            Some(&(name, _, why)) => raced.push((name, why)),
+            None => return Vec::new(),
+        }
+    }
+    raced
 }
