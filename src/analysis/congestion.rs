@@ -21,10 +21,12 @@ impl Engine {
     pub(super) fn cnp_received(&mut self, id: u32, ts: u64, number: u64) {
         let f = &self.flows[id as usize];
         let (paired, reverse) = (f.paired_with, (f.key.dst, f.key.src));
-        let sender = paired.or_else(|| match self.requesters.get(&reverse).map(Vec::as_slice) {
-            Some([one]) => Some(*one),
-            _ => None,
-        });
+        let sender = paired.or_else(
+            || match self.requesters.get(&reverse).map(|v| v.as_slice()) {
+                Some([one]) => Some(*one),
+                _ => None,
+            },
+        );
         if let Some(s) = sender {
             self.reach_sender(s, ts, number);
         }
@@ -32,7 +34,7 @@ impl Engine {
             self.answer_ce(p, ts);
             return;
         }
-        let n = self.requesters.get(&reverse).map_or(0, Vec::len);
+        let n = self.requesters.get(&reverse).map_or(0, |v| v.len());
         for i in 0..n {
             if let Some(t) = self
                 .requesters
@@ -55,7 +57,7 @@ impl Engine {
             reaction,
             first_ts,
             ..
-        } = &mut self.flows[id as usize];
+        } = &mut *self.flows[id as usize];
         let r = reaction.get_or_insert_with(Default::default);
         let at = (ts.saturating_sub(start), ts, number);
         rate.cnp(r, at, first_ts.saturating_sub(start), width);

@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 
 use hdrhistogram::Histogram;
 use parsers::frame::Addr;
+use smallvec::SmallVec;
 
 use super::psn::RequestPsns;
 use super::rate::{Intervals, Rate, Reaction};
@@ -190,7 +191,7 @@ pub struct Flow {
     pub first_psn: u32,
     pub last_psn: u32,
     /// Opcode counts, a few opcodes per flow.
-    pub opcodes: Vec<(u8, u64)>,
+    pub opcodes: SmallVec<[(u8, u64); 2]>,
     pub psn: RequestPsns,
     pub resp: Responses,
     pub messages: Messages,
@@ -280,7 +281,7 @@ impl Flow {
             responses: 0,
             first_psn: 0,
             last_psn: 0,
-            opcodes: Vec::new(),
+            opcodes: SmallVec::new(),
             psn: RequestPsns::default(),
             resp: Responses::default(),
             messages: Messages::default(),

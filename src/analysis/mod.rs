@@ -20,6 +20,7 @@ use parsers::frame::{Addr, Frame, Roce};
 use parsers::icrc::IcrcStatus;
 use parsers::opcode::CNP;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use events::{Event, Events, Kind};
 use flow::{Flow, FlowKey};
@@ -41,7 +42,7 @@ pub struct Config {
     pub stall_nanos: u64,
     /// At most this many flows are kept: the least recently seen quarter goes when the table is full.
     pub max_flows: Option<usize>,
-    /// A flow idle for longer than this is finished and goes.
+    /// A flow idle for longer than this is finished and goes (within a sixteenth of it more).
     pub flow_timeout_nanos: Option<u64>,
     /// A priority paused continuously for longer than this is a pause storm.
     pub pause_storm_nanos: u64,
@@ -191,10 +192,10 @@ impl Class {
 pub struct Engine {
     pub cfg: Config,
     pub totals: Totals,
-    pub flows: Vec<Flow>,
+    pub flows: Vec<Box<Flow>>,
     index: FxHashMap<FlowKey, u32>,
     /// Flows that carried requests, by (source, destination): candidates for pairing with responses.
-    requesters: FxHashMap<(Addr, Addr), Vec<u32>>,
+    requesters: FxHashMap<(Addr, Addr), SmallVec<[u32; 2]>>,
     /// The last flow looked up: consecutive packets usually belong to one flow.
     last: Option<(FlowKey, u32)>,
     /// PFC frames per priority 0-7.
@@ -207,6 +208,8 @@ pub struct Engine {
     inferred_mtu: u32,
     /// When the stall sweep runs next (capture time).
     next_sweep: u64,
+    /// When the sweep looks for idle flows next (capture time).
+    next_idle_eviction: u64,
     /// The connections the handshakes and the hosts' printouts name.
     pub connections: connections::Connections,
     /// The flows of the connections with both addresses known: flow key -> (connection, direction).
@@ -255,6 +258,7 @@ impl Engine {
             diagnosis: Diagnosis::default(),
             inferred_mtu: 0,
             next_sweep: 0,
+            next_idle_eviction: 0,
             connections: connections::Connections::default(),
             conn_index: FxHashMap::default(),
             evicted: Evicted::default(),
@@ -446,7 +450,7 @@ impl Engine {
         let mut created = false;
         let id = *self.index.entry(key).or_insert_with(|| {
             created = true;
-            flows.push(Flow::new(key, ts, number));
+            flows.push(Box::new(Flow::new(key, ts, number)));
             (flows.len() - 1) as u32
         });
         self.last = Some((key, id));

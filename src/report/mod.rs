@@ -573,12 +573,8 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: u8) -> FlowReport {
     let s = &f.series;
     let series = SeriesReport {
         bucket_seconds: s.width_secs(),
-        packets: s
-            .buckets()
-            .iter()
-            .map(|b: &series::Bucket| b.packets)
-            .collect(),
-        bytes: s.buckets().iter().map(|b| b.bytes).collect(),
+        packets: s.buckets().map(|b: series::Bucket| b.packets).collect(),
+        bytes: s.buckets().map(|b| b.bytes).collect(),
     };
     FlowReport {
         id,
