@@ -7,6 +7,8 @@
 #   noise-N.pcap   N one-packet flows and nothing else (each an RC SEND from an address and to a QP of its own:
 #                  a scan, or a misbehaving sender on a mirror port), for N in SIZES (1M and 10M by default)
 #   fabric-N.pcap  N frames of 64 RC connections (0.03 % loss), the same number of frames as noise-N
+#   noise-late.pcap 300,000 one-packet flows 3.333 ms apart: 1,000 s of flows that come and go (each flow's
+#                  series then starts late in the capture, and idle flows time out all along)
 #   mixed.pcap     fabric-MIXED's connections with MIXED one-packet flows among them (1M by default), and
 #   mixed-clean.pcap the same fabric without them
 # and runs the release build on each with /usr/bin/time -f '%e %M' (wall seconds, peak RSS): the default
@@ -53,6 +55,9 @@ for n in $SIZES; do
         run "noise-$n --max-flows 0" "$dir/noise-$n.pcap" --max-flows 0
     fi
 done
+
+gen "$dir/noise-late.pcap" --frames 0 --noise-flows 300000 --noise-gap-us 3333
+run "noise-late (300000 over 1000 s)" "$dir/noise-late.pcap"
 
 gen "$dir/mixed-clean.pcap" --frames "$MIXED" --qps 64 --seed 3
 gen "$dir/mixed.pcap" --frames "$MIXED" --qps 64 --seed 3 --noise-flows "$MIXED"

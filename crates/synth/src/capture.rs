@@ -61,15 +61,16 @@ impl<W: Write> Capture<W> {
         Ok(ts)
     }
 
-    /// The noise not written yet (all of it, when the simulation wrote no frame), 1 µs apart; then flushes.
-    pub(crate) fn flush(&mut self, start_ns: u64) -> io::Result<()> {
+    /// The noise not written yet (all of it, when the simulation wrote no frame), `gap_ns` apart; then
+    /// flushes.
+    pub(crate) fn flush(&mut self, start_ns: u64, gap_ns: u64) -> io::Result<()> {
         let mut ts = if self.bytes == 0 {
             start_ns
         } else {
             self.last_ts
         };
         while let Some(frame) = self.noise.next() {
-            ts = self.put(ts + 1000, &frame)?;
+            ts = self.put(ts.saturating_add(gap_ns), &frame)?;
         }
         self.out.flush()
     }

@@ -26,6 +26,8 @@ pub struct Params {
     /// address of its own to a QP of its own, spread evenly among the simulated frames (after them, when
     /// there are none). Not in the truth, and not counted in `frames`.
     pub noise_flows: u64,
+    /// The time between noise frames after the simulated ones (all of them, when there are none).
+    pub noise_gap_ns: u64,
 }
 
 impl Default for Params {
@@ -43,6 +45,7 @@ impl Default for Params {
             // 2026-01-01T00:00:00Z
             start_ns: 1_767_225_600_000_000_000,
             noise_flows: 0,
+            noise_gap_ns: 1000,
         }
     }
 }

@@ -178,7 +178,7 @@ pub fn generate<W: Write>(p: &Params, out: W) -> io::Result<Truth> {
     p.check().map_err(io::Error::other)?;
     let mut sim = Sim::new(p, out)?;
     sim.run()?;
-    sim.capture.flush(p.start_ns)?;
+    sim.capture.flush(p.start_ns, p.noise_gap_ns)?;
     Ok(sim.truth())
 }
 
