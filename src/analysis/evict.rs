@@ -276,4 +276,31 @@ mod tests {
         assert_eq!(sources(&e), vec![2]);
         assert_eq!(e.evicted.flows, 1);
     }
+
+    /// Idle flows are looked for once every sixteenth of the timeout (0.625 s of 10 s), at the sweeps (every
+    /// quarter of the 1 s stall time): a flow last seen at 1.5 s stays while it is idle for 10 s at most
+    /// (until 11.5 s), and is gone once it has been idle for 10 s + 0.625 s + 0.25 s (at 12.375 s). (Looking
+    /// once every quarter of the timeout, it would stay until 13.75 s.)
+    #[test]
+    fn idle_flows_go_within_a_sixteenth_of_the_timeout() {
+        let mut e = Engine::new(Config {
+            flow_timeout_nanos: Some(10_000_000_000),
+            ..Config::default()
+        });
+        feed(&mut e, 1, 1_000_000_000, &send(1, 0x11));
+        // Flow 2 every 50 ms from 1.05 s on.
+        let mut n = 21;
+        let mut at = |e: &mut Engine, ms: u64| {
+            while n * 50 <= ms {
+                feed(e, n, n * 50_000_000, &send(2, 0x12));
+                n += 1;
+            }
+        };
+        at(&mut e, 1_450);
+        feed(&mut e, 1000, 1_500_000_000, &send(1, 0x11));
+        at(&mut e, 11_500);
+        assert_eq!(sources(&e), vec![1, 2], "idle for 10 s, not longer");
+        at(&mut e, 12_375);
+        assert_eq!(sources(&e), vec![2]);
+    }
 }
