@@ -63,12 +63,10 @@ pub trait EngineSide: Send {
     /// every frame then go to the engine thread, which parses them (the dissector's views).
     const WHOLE_FRAMES: bool = false;
 
-    /// The engine took frame `number` and counted it as `classified`.
-    fn ingested(&mut self, _number: u64, _classified: Classified) {}
-
     /// The engine took frame `number` (captured at `ts_nanos`), parsed as `frame` (its ICRC checked), and
     /// counted it as `classified`; `engine` is the analysis just after it (the export's rows: the flow's
-    /// connection, the events the frame raised).
+    /// connection, the events the frame raised). Every frame the engine takes passes here, whatever the
+    /// source and however it was parsed: the export, the plots, the TUI and the live ring see the same.
     fn examined(
         &mut self,
         _number: u64,
@@ -94,10 +92,6 @@ pub trait EngineSide: Send {
 
     /// A batch was ingested; `engine` holds the analysis so far.
     fn batch_done(&mut self, _engine: &Engine) {}
-
-    /// Flows were evicted (the engine's state is bounded): the flow ids counted so far change by `remap`
-    /// (old id -> new id, `None` for a flow that went).
-    fn renumbered(&mut self, _remap: &analysis::Remap) {}
 
     /// The last frame was ingested; the end-of-capture pass comes next. The place to hand the engine what
     /// was learnt meanwhile (a wrapped command's printout).
@@ -300,13 +294,6 @@ struct Ingest<E> {
 }
 
 impl<E: EngineSide> Ingest<E> {
-    /// Flows were evicted by the frame just ingested: the side renumbers the ids it kept.
-    fn renumbered(&mut self) {
-        if let Some(remap) = self.engine.take_remap() {
-            self.side.renumbered(&remap);
-        }
-    }
-
     /// ICRC checks and ingestion of one batch, in capture order.
     fn batch(&mut self, batch: &mut Batch) -> ControlFlow<()> {
         let mut flow = ControlFlow::Continue(());
@@ -333,8 +320,6 @@ impl<E: EngineSide> Ingest<E> {
                 }
             }
             let classified = self.engine.ingest(w.number, w.ts_nanos, &frame);
-            self.renumbered();
-            self.side.ingested(w.number, classified);
             self.side
                 .examined(w.number, w.ts_nanos, &frame, classified, &self.engine);
             if flow.is_continue() {
@@ -351,8 +336,8 @@ impl<E: EngineSide> Ingest<E> {
                 // A MAD is read from the payload, which a detached frame lacks: parse the copy again.
                 let frame = parse_frame(p.linktype, bytes, p.frame.orig_len, &self.parse);
                 let classified = self.engine.ingest(p.number, p.ts_nanos, &frame);
-                self.renumbered();
-                self.side.ingested(p.number, classified);
+                self.side
+                    .examined(p.number, p.ts_nanos, &frame, classified, &self.engine);
                 continue;
             }
             if let Some(r) = &mut p.frame.roce
@@ -361,8 +346,6 @@ impl<E: EngineSide> Ingest<E> {
                 r.icrc_status = Some(cover.check(bytes));
             }
             let classified = self.engine.ingest(p.number, p.ts_nanos, &p.frame);
-            self.renumbered();
-            self.side.ingested(p.number, classified);
             self.side
                 .examined(p.number, p.ts_nanos, &p.frame, classified, &self.engine);
         }

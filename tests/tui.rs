@@ -994,7 +994,7 @@ fn live_replay(rel: &str, ring_frames: usize, cuts: &[u64]) -> (Snapshots, Arc<M
         let classified = engine.ingest(n, p.ts_nanos, &frame);
         batch.push(n, p.ts_nanos, p.orig_len, p.data);
         ring.lock().unwrap().append(&mut batch);
-        ring.lock().unwrap().classify(&[(n, classified)]);
+        ring.lock().unwrap().classify(&[(n, classified.counted())]);
         if cuts.contains(&n) {
             snaps.push(snapshot(&engine, &ring));
         }
@@ -1277,9 +1277,12 @@ fn ring_reads_and_saves_the_same_as_the_file() {
         data::ring_detail(&ring, Default::default(), 38).unwrap(),
         data::detail(&idx, 38).unwrap()
     );
-    let worst = (0..report.flows.len() as u32)
-        .max_by_key(|&f| report.flows[f as usize].psn.gap_events)
-        .unwrap();
+    let worst = report
+        .flows
+        .iter()
+        .max_by_key(|f| f.psn.gap_events)
+        .unwrap()
+        .id;
     let a = data::ring_series(&ring, Default::default(), &report, worst).unwrap();
     let b = data::flow_series(&idx, &file_report, worst).unwrap();
     assert_eq!(a.points, b.points);
@@ -1351,7 +1354,7 @@ fn the_chart_marks_what_the_report_counts() {
         let Ok((report, index)) = data::analyze(&path, &Default::default(), |_, _| true) else {
             continue; // a capture the reader refuses (testdata has damaged files): no chart
         };
-        let flows: Vec<u32> = (0..report.flows.len() as u32).collect();
+        let flows: Vec<u64> = report.flows.iter().map(|f| f.id).collect();
         let all = data::series_of(&index, &report, &flows).unwrap();
         for (f, s) in report.flows.iter().zip(&all) {
             let count = |k| s.points.iter().filter(|p| p.kind == k).count() as u64;
@@ -1485,7 +1488,7 @@ fn the_text_report_and_the_tui_list_flows_in_one_order() {
         let mut text = Vec::new();
         rocescope::report::text::write(&mut text, &report, None).unwrap();
         let text = String::from_utf8(text).unwrap();
-        let from_text: Vec<u32> = text
+        let from_text: Vec<u64> = text
             .lines()
             .skip_while(|l| !l.starts_with("Flows"))
             .skip(2)
@@ -1497,7 +1500,7 @@ fn the_text_report_and_the_tui_list_flows_in_one_order() {
         let cmds = update(&mut m, Msg::Snapshot(report.clone(), index.len()));
         settle(&mut m, &index, cmds);
         assert_eq!(m.sort_key(), SortKey::Trouble);
-        let from_tui: Vec<u32> = m
+        let from_tui: Vec<u64> = m
             .visible_flows()
             .iter()
             .map(|&i| report.flows[i].id)

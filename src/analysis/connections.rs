@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 
 use super::events::{Event, Kind};
 use super::flow::FlowKey;
-use super::{Engine, Flow};
+use super::{Engine, Flow, FlowId};
 use crate::source::printout::Exchange;
 
 /// Connections kept at most (each is a few hundred bytes); beyond, handshakes are counted, not kept.
@@ -117,11 +117,11 @@ pub struct Connection {
     pub port: Option<u16>,
     pub handshake: Handshake,
     /// The flows of the two directions: side 0 → side 1 (to side 1's QPN) and back.
-    pub flows: [Option<u32>; 2],
+    pub flows: [Option<FlowId>; 2],
     /// The first request PSN each direction carried, and its frame.
     pub first_request: [Option<(u32, u64)>; 2],
     /// CM: the flow of its REQ (to QP 1), for its events before any data flows.
-    pub cm_flow: Option<u32>,
+    pub cm_flow: Option<FlowId>,
     /// A printout of the same QPs as a CM connection, which gives it way (its index).
     pub superseded_by: Option<u32>,
 }
@@ -258,18 +258,21 @@ impl Engine {
         let c = &self.connections.list[id as usize];
         let keys = [c.key(0), c.key(1)];
         for (dir, key) in keys.into_iter().enumerate() {
-            let flows: Vec<u32> = match key {
+            let flows: Vec<FlowId> = match key {
                 Some(k) => {
                     self.conn_index.insert(k, (id, dir as u8));
                     self.index.get(&k).copied().into_iter().collect()
                 }
                 // A printout without GIDs: any flow to the QPN.
-                None => (0..self.flows.len() as u32)
-                    .filter(|&f| {
-                        self.connections.list[id as usize].direction_of(&self.flows[f as usize].key)
-                            == Some(dir)
-                    })
-                    .collect(),
+                None => {
+                    let c = &self.connections.list[id as usize];
+                    self.flows
+                        .in_order()
+                        .iter()
+                        .filter(|f| c.direction_of(&f.key) == Some(dir))
+                        .map(|f| f.id)
+                        .collect()
+                }
             };
             for f in flows {
                 self.link_flow(f, id, dir as u8);
@@ -278,8 +281,8 @@ impl Engine {
     }
 
     /// A new flow: is it a connection's?
-    pub(crate) fn new_flow(&mut self, flow: u32) {
-        let key = self.flows[flow as usize].key;
+    pub(crate) fn new_flow(&mut self, flow: FlowId) {
+        let key = self.flows[flow].key;
         if let Some(&(id, dir)) = self.conn_index.get(&key) {
             self.link_flow(flow, id, dir);
         } else if self.connections.addressless
@@ -295,9 +298,9 @@ impl Engine {
         }
     }
 
-    fn link_flow(&mut self, flow: u32, id: u32, dir: u8) {
+    fn link_flow(&mut self, flow: FlowId, id: u32, dir: u8) {
         let mtu = self.connections.list[id as usize].mtu;
-        let f = &mut self.flows[flow as usize];
+        let f = &mut self.flows[flow];
         let before = f.conn;
         if before.is_some_and(|l| l.connection == id) {
             return;
@@ -320,11 +323,11 @@ impl Engine {
     }
 
     /// Request `psn` in `frame` is the first of flow `flow` on its connection: the PSN its side announced?
-    pub(crate) fn first_request(&mut self, flow: u32, frame: u64, ts: u64, psn: u32) {
-        let Some(link) = self.flows[flow as usize].conn else {
+    pub(crate) fn first_request(&mut self, flow: FlowId, frame: u64, ts: u64, psn: u32) {
+        let Some(link) = self.flows[flow].conn else {
             return;
         };
-        if let Some(l) = &mut self.flows[flow as usize].conn {
+        if let Some(l) = &mut self.flows[flow].conn {
             l.first_pending = false;
         }
         let c = &mut self.connections.list[link.connection as usize];
@@ -351,7 +354,8 @@ impl Engine {
             self.diagnosis.connections += 1;
         }
         let c = &self.connections.list[id as usize];
-        let flow = c.flows.iter().flatten().next().copied().or(c.cm_flow);
+        let alive = |f: &Option<FlowId>| f.filter(|f| self.flows.get(*f).is_some());
+        let flow = c.flows.iter().find_map(alive).or(alive(&c.cm_flow));
         self.events.push(Event {
             ts_nanos: ts,
             flow,
@@ -383,8 +387,7 @@ impl Engine {
         if self.connections.list.is_empty() {
             return;
         }
-        for flow in 0..self.flows.len() {
-            let f = &self.flows[flow];
+        for f in self.flows.in_order() {
             if f.conn.is_some() || !f.reliable || f.requests == 0 || f.key.dest_qp == GSI_QP {
                 continue;
             }
@@ -404,7 +407,7 @@ impl Engine {
             self.diagnosis.connections += 1;
             self.events.push(Event {
                 ts_nanos: ts,
-                flow: Some(flow as u32),
+                flow: Some(f.id),
                 frame,
                 kind,
             });

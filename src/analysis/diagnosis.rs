@@ -4,7 +4,7 @@
 use parsers::psn::{self, read_psns};
 
 use super::events::{Event, Kind};
-use super::{Engine, Flow};
+use super::{Engine, Flow, FlowId};
 
 /// A flow's RC state for the diagnosis, as requester and as responder.
 #[derive(Debug, Clone, Default)]
@@ -103,21 +103,20 @@ impl Engine {
     pub(crate) fn sweep(&mut self, now: u64) {
         self.evict_idle(now);
         let stall = self.cfg.stall_nanos;
-        for id in 0..self.flows.len() {
-            let f = &self.flows[id];
-            if f.rc.stall.is_some() {
-                continue;
-            }
-            let Some(&(psn, since, frame, _)) = f.timing.outstanding.front() else {
-                continue;
-            };
-            if now.saturating_sub(since) <= stall {
-                continue;
-            }
-            let kind = stall_kind(f, psn, since, now, false);
+        let stalled: Vec<(FlowId, u64, u64, Kind)> = self
+            .flows
+            .iter()
+            .filter(|f| f.rc.stall.is_none())
+            .filter_map(|f| {
+                let &(psn, since, frame, _) = f.timing.outstanding.front()?;
+                (now.saturating_sub(since) > stall)
+                    .then(|| (f.id, since, frame, stall_kind(f, psn, since, now, false)))
+            })
+            .collect();
+        for (id, since, frame, kind) in stalled {
             let at = self.events.push(Event {
                 ts_nanos: now,
-                flow: Some(id as u32),
+                flow: Some(id),
                 frame,
                 kind,
             });
@@ -127,8 +126,8 @@ impl Engine {
     }
 
     /// The requester `id`'s oldest outstanding requests were answered at `ts`: a stall it was in is over.
-    pub(crate) fn stall_ends(&mut self, id: u32, ts: u64) {
-        if let Some((since, Some(at))) = self.flows[id as usize].rc.stall.take()
+    pub(crate) fn stall_ends(&mut self, id: FlowId, ts: u64) {
+        if let Some((since, Some(at))) = self.flows[id].rc.stall.take()
             && let Some(Kind::Stall { waited_us, .. }) =
                 self.events.list.get_mut(at).map(|e| &mut e.kind)
         {
@@ -138,7 +137,7 @@ impl Engine {
 
     /// At the end of flow `id` (`end`: the end of the capture, or its eviction): a stall still going on, no
     /// response ever, a requester that gave up, READs whose guessed PSNs another request reused.
-    pub(crate) fn diagnose_flow(&mut self, id: usize, end: u64) {
+    pub(crate) fn diagnose_flow(&mut self, id: FlowId, end: u64) {
         let stall = self.cfg.stall_nanos;
         let mtu = self.mtu();
         let mut found = Vec::new();
@@ -163,18 +162,18 @@ impl Engine {
             found.extend(reused_guessed_reads(f, m));
         }
         for (frame, ts, kind) in found {
-            self.note_end(id as u32, frame, ts, kind);
+            self.note_end(id, frame, ts, kind);
         }
     }
 
-    fn note_end(&mut self, id: u32, frame: u64, ts: u64, kind: Kind) {
+    fn note_end(&mut self, id: FlowId, frame: u64, ts: u64, kind: Kind) {
         match kind {
             Kind::Stall {
                 waited_us, at_end, ..
             } => {
                 // Reported during the capture already: the event says how long it lasted, and that it
                 // lasted to the end.
-                if let Some((_, at)) = self.flows[id as usize].rc.stall {
+                if let Some((_, at)) = self.flows[id].rc.stall {
                     if let Some(Kind::Stall {
                         waited_us: w,
                         at_end: e,
@@ -193,7 +192,7 @@ impl Engine {
             Kind::NoResponse { .. } => {
                 self.diagnosis.no_response += 1;
                 // A stall reported while the capture went on was this silence: it is the no response.
-                if let Some((_, at)) = self.flows[id as usize].rc.stall.take() {
+                if let Some((_, at)) = self.flows[id].rc.stall.take() {
                     self.diagnosis.stalls -= 1;
                     if let Some(e) = at.and_then(|at| self.events.list.get_mut(at)) {
                         *e = Event {

@@ -7,6 +7,8 @@ use parsers::error::Malformed;
 use parsers::psn::Shown;
 use rustc_hash::FxHashMap;
 
+use super::table::FlowId;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -655,8 +657,8 @@ impl fmt::Display for Kind {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Event {
     pub ts_nanos: u64,
-    /// Index of the flow in the engine's table.
-    pub flow: Option<u32>,
+    /// The flow it is about.
+    pub flow: Option<FlowId>,
     /// Frame number in the capture.
     pub frame: u64,
     pub kind: Kind,
@@ -668,7 +670,7 @@ pub struct Events {
     /// Events not kept: the list was full, or their flow had many of their kind already.
     pub dropped: u64,
     /// Per flow and kind: how many came, and the slot of the last kept (the one the newest replaces).
-    per_kind: FxHashMap<(u32, &'static str), (u32, usize)>,
+    per_kind: FxHashMap<(FlowId, &'static str), (u32, usize)>,
     /// Events that say the lossless machinery failed ([`Kind::is_lossless_failure`]), kept or not.
     pub lossless_failures: u64,
     /// The kinds raised for the newest frame that raised any, kept or not (the export's per-frame column).
@@ -750,16 +752,9 @@ impl Events {
         }
     }
 
-    /// Flows were evicted: their counts go, the others follow their ids.
-    pub(crate) fn renumber(&mut self, map: impl Fn(u32) -> Option<u32>) {
-        for e in &mut self.list {
-            e.flow = e.flow.and_then(&map);
-        }
-        self.per_kind = self
-            .per_kind
-            .drain()
-            .filter_map(|((flow, kind), v)| Some(((map(flow)?, kind), v)))
-            .collect();
+    /// Flows were evicted: their counts go (their events stay, naming flows no longer alive).
+    pub(crate) fn forget(&mut self, gone: impl Fn(FlowId) -> bool) {
+        self.per_kind.retain(|(flow, _), _| !gone(*flow));
     }
 }
 
@@ -767,10 +762,10 @@ impl Events {
 mod tests {
     use super::*;
 
-    fn gap(flow: u32, frame: u64) -> Event {
+    fn gap(flow: u64, frame: u64) -> Event {
         Event {
             ts_nanos: frame,
-            flow: Some(flow),
+            flow: Some(FlowId::for_test(flow)),
             frame,
             kind: Kind::PsnGap {
                 missing: 1,
@@ -816,13 +811,15 @@ mod tests {
             ..gap(0, 24)
         });
         assert_eq!(e.list.len(), 13);
-        // After an eviction that renumbers flow 1 to 0 and drops flow 0, the counts follow.
-        e.renumber(|id| (id == 1).then_some(0));
-        assert!(e.list.iter().take(9).all(|e| e.flow.is_none()));
+        // After flow 0's eviction its counts go, its events stay; flow 1 keeps its count.
+        e.forget(|id| id.number() == 0);
+        assert!(e.list.iter().take(9).all(|e| e.flow.is_some()));
         for frame in 25..=30 {
-            e.push(gap(0, frame));
+            e.push(gap(1, frame));
         }
-        // Flow 1 (now 0) had 3: 6 more make 9, all kept (the 9th is the slot the newest takes over).
+        // Flow 1 had 3: 6 more make 9, all kept (the 9th is the slot the newest takes over).
         assert_eq!(e.list.len(), 13 + 6);
+        e.push(gap(1, 31));
+        assert_eq!(e.list.len(), 13 + 6, "the 10th takes the newest's slot");
     }
 }

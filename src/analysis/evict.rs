@@ -1,9 +1,10 @@
 //! Bounded state: a flow idle for longer than the flow timeout is finished and goes (within a sixteenth of
 //! the timeout more), and when the table is full the least recently seen quarter goes. What they carried is
-//! added up in [`Evicted`]; the flows left are renumbered, and every id that named them (pairs, requesters,
-//! connections, events) with them.
-use super::Engine;
+//! added up in [`Evicted`]. The flows left keep their ids ([`FlowId`]): nothing that names them changes.
+use rustc_hash::FxHashSet;
+
 use super::flow::Role;
+use super::{Engine, FlowId};
 
 /// The flows evicted, added up: what the verdict and the report still count of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,14 +45,11 @@ impl Traffic {
     }
 }
 
-/// Flow ids after an eviction, by the id before: `None` for a flow that went.
-pub type Remap = Vec<Option<u32>>;
-
 impl Engine {
     /// Flows idle longer than the flow timeout at `now` go. Once every sixteenth of the timeout, not at
-    /// every sweep: an eviction renumbers every flow, and flows that come and go all through a long capture
-    /// (a few hundred a second) would otherwise pay that at every sweep (four times a second) for the few
-    /// that went since the last.
+    /// every sweep: flows that come and go all through a long capture (a few hundred a second) would
+    /// otherwise pay a pass over the table at every sweep (four times a second) for the few that went since
+    /// the last.
     pub(crate) fn evict_idle(&mut self, now: u64) {
         let Some(timeout) = self.cfg.flow_timeout_nanos else {
             return;
@@ -60,18 +58,20 @@ impl Engine {
             return;
         }
         self.next_idle_eviction = now.saturating_add(timeout / 16);
-        let idle: Vec<bool> = self
+        let idle: Vec<FlowId> = self
             .flows
+            .in_order()
             .iter()
-            .map(|f| now.saturating_sub(f.last_ts) > timeout)
+            .filter(|f| now.saturating_sub(f.last_ts) > timeout)
+            .map(|f| f.id)
             .collect();
-        if idle.contains(&true) {
+        if !idle.is_empty() {
             self.evict(&idle, now);
         }
     }
 
     /// Before a new flow: with the table full, the least recently seen quarter goes (in O(flows), once every
-    /// quarter of the table's new flows).
+    /// quarter of the table's new flows; of flows last seen at the same time, the older go first).
     pub(crate) fn make_room(&mut self, now: u64) {
         let Some(max) = self.cfg.max_flows else {
             return;
@@ -79,57 +79,62 @@ impl Engine {
         if self.flows.len() < max.max(1) {
             return;
         }
-        let mut last: Vec<u64> = self.flows.iter().map(|f| f.last_ts).collect();
+        let flows = self.flows.in_order();
+        let mut last: Vec<u64> = flows.iter().map(|f| f.last_ts).collect();
         let quarter = (last.len() / 4).max(1);
         let (_, cut, _) = last.select_nth_unstable(quarter - 1);
         let cut = *cut;
         let mut going = quarter;
-        let old: Vec<bool> = self
-            .flows
+        let old: Vec<FlowId> = flows
             .iter()
-            .map(|f| {
+            .filter(|f| {
                 let go = f.last_ts <= cut && going > 0;
                 going -= usize::from(go);
                 go
             })
+            .map(|f| f.id)
             .collect();
         self.evict(&old, now);
     }
 
-    /// Finishes and removes the flows marked in `going`, at `now`.
-    fn evict(&mut self, going: &[bool], now: u64) {
-        for (id, _) in going.iter().enumerate().filter(|(_, g)| **g) {
+    /// Finishes and removes the flows `going`, at `now`. The ids of the others do not change.
+    fn evict(&mut self, going: &[FlowId], now: u64) {
+        for &id in going {
             self.close_flow(id, now);
             self.add_evicted(id);
         }
-        let mut next = 0u32;
-        let remap: Remap = going
-            .iter()
-            .map(|g| {
-                (!g).then(|| {
-                    next += 1;
-                    next - 1
-                })
-            })
-            .collect();
-        let mut at = 0;
-        self.flows.retain(|_| {
-            at += 1;
-            !going[at - 1]
-        });
-        self.renumber(&remap);
-        match &mut self.remapped {
-            // Two evictions between looks: the second maps what the first made.
-            Some(earlier) => {
-                for id in earlier.iter_mut() {
-                    *id = id.and_then(|i| remap.get(i as usize).copied().flatten());
-                }
+        for &id in going {
+            self.forget_flow(id);
+        }
+        let gone: FxHashSet<FlowId> = going.iter().copied().collect();
+        self.events.forget(|id| gone.contains(&id));
+        self.last = None;
+    }
+
+    /// Flow `id` leaves the table and everything that found it by its key, address pair or pair.
+    fn forget_flow(&mut self, id: FlowId) {
+        let Some(f) = self.flows.remove(id) else {
+            return;
+        };
+        if self.index.get(&f.key) == Some(&id) {
+            self.index.remove(&f.key);
+        }
+        if let Some(p) = f.paired_with.and_then(|p| self.flows.get_mut(p))
+            && p.paired_with == Some(id)
+        {
+            p.paired_with = None;
+            p.paired_by = None;
+        }
+        let pair = (f.key.src, f.key.dst);
+        if let Some(ids) = self.requesters.get_mut(&pair) {
+            ids.retain(|r| *r != id);
+            if ids.is_empty() {
+                self.requesters.remove(&pair);
             }
-            None => self.remapped = Some(remap),
         }
     }
 
-    fn add_evicted(&mut self, id: usize) {
+    fn add_evicted(&mut self, id: FlowId) {
         let f = &self.flows[id];
         let e = &mut self.evicted;
         e.flows += 1;
@@ -151,43 +156,6 @@ impl Engine {
         e.cnp += f.cnp;
         let p = f.priority(&self.cfg.dscp_map).map_or(8, usize::from);
         e.by_priority[p.min(8)].add(f);
-    }
-
-    /// Every id that named a flow, after `remap`.
-    fn renumber(&mut self, remap: &Remap) {
-        let map = |id: u32| remap.get(id as usize).copied().flatten();
-        for f in &mut self.flows {
-            f.paired_with = f.paired_with.and_then(map);
-        }
-        self.index.retain(|_, id| match map(*id) {
-            Some(new) => {
-                *id = new;
-                true
-            }
-            None => false,
-        });
-        self.requesters.retain(|_, ids| {
-            ids.retain_mut(|id| match map(*id) {
-                Some(new) => {
-                    *id = new;
-                    true
-                }
-                None => false,
-            });
-            !ids.is_empty()
-        });
-        for c in &mut self.connections.list {
-            c.flows = c.flows.map(|f| f.and_then(map));
-            c.cm_flow = c.cm_flow.and_then(map);
-        }
-        self.events.renumber(map);
-        self.last = None;
-    }
-
-    /// The renumbering since the last call, if flows were evicted: for what keeps flow ids beside the
-    /// engine (the live ring's frames).
-    pub fn take_remap(&mut self) -> Option<Remap> {
-        self.remapped.take()
     }
 }
 
@@ -217,6 +185,7 @@ mod tests {
 
     fn sources(e: &Engine) -> Vec<u8> {
         e.flows
+            .in_order()
             .iter()
             .map(|f| match f.key.src {
                 Addr::V4(a) => a[3],
@@ -226,8 +195,8 @@ mod tests {
     }
 
     /// A full table of 4: flows 1-4 seen at 1, 2, 3, 4 ms, flow 1 again at 5 ms; flow 5 makes room by
-    /// evicting the least recently seen quarter (one flow): flow 2. The ids after it close up, and what
-    /// flow 2 carried is added up.
+    /// evicting the least recently seen quarter (one flow): flow 2. The others keep their numbers, flow 5
+    /// gets the next one, and what flow 2 carried is added up.
     #[test]
     fn the_least_recently_seen_go_first() {
         let mut e = Engine::new(Config {
@@ -243,11 +212,11 @@ mod tests {
             );
         }
         feed(&mut e, 5, 5_000_000, &send(1, 0x11));
-        assert_eq!(e.take_remap(), None, "nothing evicted yet");
         let frame = send(5, 0x11);
         feed(&mut e, 6, 6_000_000, &frame);
         assert_eq!(sources(&e), vec![1, 3, 4, 5]);
-        assert_eq!(e.take_remap(), Some(vec![Some(0), None, Some(1), Some(2)]));
+        let numbers: Vec<u64> = e.flows.in_order().iter().map(|f| f.id.number()).collect();
+        assert_eq!(numbers, vec![0, 2, 3, 4]);
         assert_eq!(
             (
                 e.evicted.flows,
@@ -258,7 +227,7 @@ mod tests {
             (1, 1, frame.len() as u64, 1)
         );
         // Flow 1 counts its two packets still.
-        assert_eq!(e.flows[0].packets, 2);
+        assert_eq!(e.flows.in_order()[0].packets, 2);
     }
 
     /// A flow idle past the timeout goes at the next sweep; a busy one stays.

@@ -9,12 +9,27 @@ use smallvec::SmallVec;
 use super::psn::RequestPsns;
 use super::rate::{Intervals, Rate, Reaction};
 use super::series::Series;
+use super::table::FlowId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey {
     pub src: Addr,
     pub dst: Addr,
     pub dest_qp: u32,
+}
+
+/// How the two directions of a connection were found to belong together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PairedBy {
+    /// The CM handshake named both QPs.
+    Cm,
+    /// A host's printout (`--expect`, or the command `capture` ran) named both QPs.
+    Printout,
+    /// The responses named PSNs of the requests.
+    Psn,
+    /// The only unpaired requester and the only unpaired responder between two hosts, answering in time.
+    Elimination,
 }
 
 /// What a flow carries.
@@ -171,9 +186,13 @@ impl Timing {
 
 #[derive(Debug, Clone)]
 pub struct Flow {
+    /// Its identity for its whole life.
+    pub id: FlowId,
     pub key: FlowKey,
     /// The flow of the other direction of the same connection.
-    pub paired_with: Option<u32>,
+    pub paired_with: Option<FlowId>,
+    /// How the pair was found.
+    pub paired_by: Option<PairedBy>,
     pub first_ts: u64,
     pub last_ts: u64,
     /// The time of the packet before the last one (the idle time before a new connection on the QP).
@@ -265,10 +284,12 @@ impl Flow {
         }
     }
 
-    pub fn new(key: FlowKey, ts: u64, frame: u64) -> Flow {
+    pub fn new(id: FlowId, key: FlowKey, ts: u64, frame: u64) -> Flow {
         Flow {
+            id,
             key,
             paired_with: None,
+            paired_by: None,
             first_ts: ts,
             last_ts: ts,
             prev_ts: ts,

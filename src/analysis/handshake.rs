@@ -4,9 +4,9 @@
 use parsers::cm::{CmMessage, path_mtu_bytes};
 use parsers::frame::Addr;
 
-use super::Engine;
 use super::connections::{Connection, Connections, Origin, Seen, Side, State};
 use super::events::Kind;
+use super::{Engine, FlowId};
 
 impl Seen {
     /// The message came again (or for the first time) in `frame` at `ts`.
@@ -48,7 +48,7 @@ impl Engine {
     /// A CM message in frame `number` of flow `flow` (to QP 1), from `src` to `dst`.
     pub(crate) fn cm(
         &mut self,
-        flow: u32,
+        flow: FlowId,
         number: u64,
         ts: u64,
         src: Addr,

@@ -15,6 +15,7 @@ pub mod rate;
 mod requests;
 mod responses;
 pub mod series;
+pub mod table;
 
 use parsers::frame::{Addr, Frame, Roce};
 use parsers::icrc::IcrcStatus;
@@ -25,6 +26,7 @@ use smallvec::SmallVec;
 use events::{Event, Events, Kind};
 use flow::{Flow, FlowKey};
 use psn::MTUS as MTU_CANDIDATES;
+pub use table::{FlowId, FlowTable};
 
 /// What the analysis assumes where the wire does not say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,8 +148,26 @@ pub struct Totals {
 /// as the analysis counted them (the TUI's PSN chart, the SVG plots) instead of judging them again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Classified {
-    /// Index into [`Engine::flows`].
-    pub flow: Option<u32>,
+    /// The flow it was counted in.
+    pub flow: Option<FlowId>,
+    pub class: Class,
+}
+
+impl Classified {
+    /// As the views hold it: the flow by its number.
+    pub fn counted(self) -> Counted {
+        Counted {
+            flow: self.flow.map(FlowId::number),
+            class: self.class,
+        }
+    }
+}
+
+/// How the engine counted a frame, as the views keep it beside the frame (the TUI's index, the live ring, a
+/// display filter): the flow by its number (the report's `id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counted {
+    pub flow: Option<u64>,
     pub class: Class,
 }
 
@@ -192,12 +212,12 @@ impl Class {
 pub struct Engine {
     pub cfg: Config,
     pub totals: Totals,
-    pub flows: Vec<Box<Flow>>,
-    index: FxHashMap<FlowKey, u32>,
+    pub flows: FlowTable,
+    index: FxHashMap<FlowKey, FlowId>,
     /// Flows that carried requests, by (source, destination): candidates for pairing with responses.
-    requesters: FxHashMap<(Addr, Addr), SmallVec<[u32; 2]>>,
+    requesters: FxHashMap<(Addr, Addr), SmallVec<[FlowId; 2]>>,
     /// The last flow looked up: consecutive packets usually belong to one flow.
-    last: Option<(FlowKey, u32)>,
+    last: Option<(FlowKey, FlowId)>,
     /// PFC frames per priority 0-7.
     pub pause: [PriorityPause; 8],
     /// 802.3x PAUSE frames: they pause the whole link.
@@ -216,8 +236,6 @@ pub struct Engine {
     conn_index: FxHashMap<FlowKey, (u32, u8)>,
     /// What the flows evicted carried.
     pub evicted: Evicted,
-    /// The renumbering of the last evictions, until taken.
-    remapped: Option<Remap>,
     /// The priorities the RoCE flows finished so far were on (bit p: priority p), for
     /// `pause_on_idle_priority`.
     carried: u8,
@@ -240,7 +258,7 @@ pub struct Diagnosis {
     pub lossless: u64,
 }
 
-pub use evict::{Evicted, Remap, Traffic};
+pub use evict::{Evicted, Traffic};
 pub use pfc::PriorityPause;
 
 impl Engine {
@@ -248,7 +266,7 @@ impl Engine {
         Engine {
             cfg,
             totals: Totals::default(),
-            flows: Vec::new(),
+            flows: FlowTable::default(),
             index: FxHashMap::default(),
             requesters: FxHashMap::default(),
             last: None,
@@ -262,7 +280,6 @@ impl Engine {
             connections: connections::Connections::default(),
             conn_index: FxHashMap::default(),
             evicted: Evicted::default(),
-            remapped: None,
             carried: 0,
             mirror: mirror::MirrorWindow::new(cfg.mirror_window_nanos),
         }
@@ -318,7 +335,7 @@ impl Engine {
         if let Some(m) = frame.malformed {
             self.totals.malformed += 1;
             if let Some(id) = flow_id {
-                self.flows[id as usize].malformed += 1;
+                self.flows[id].malformed += 1;
             }
             self.events.push(Event {
                 ts_nanos: ts,
@@ -359,9 +376,9 @@ impl Engine {
     }
 
     /// The per-flow part of [`Engine::ingest`] for a RoCE frame of flow `id`.
-    fn roce(&mut self, id: u32, number: u64, ts: u64, frame: &Frame, roce: &Roce) -> Class {
+    fn roce(&mut self, id: FlowId, number: u64, ts: u64, frame: &Frame, roce: &Roce) -> Class {
         let start = self.totals.first_ts.unwrap_or(ts);
-        let f = &mut self.flows[id as usize];
+        let f = &mut self.flows[id];
         f.packets += 1;
         f.bytes += frame.wire_len() as u64;
         if f.packets == 1 {
@@ -437,27 +454,37 @@ impl Engine {
         }
     }
 
-    fn flow_id(&mut self, key: FlowKey, ts: u64, number: u64) -> u32 {
+    fn flow_id(&mut self, key: FlowKey, ts: u64, number: u64) -> FlowId {
         if let Some((k, id)) = self.last
             && k == key
         {
             return id;
         }
-        if !self.index.contains_key(&key) {
-            self.make_room(ts);
+        if let Some(&id) = self.index.get(&key) {
+            self.last = Some((key, id));
+            return id;
         }
-        let flows = &mut self.flows;
-        let mut created = false;
-        let id = *self.index.entry(key).or_insert_with(|| {
-            created = true;
-            flows.push(Box::new(Flow::new(key, ts, number)));
-            (flows.len() - 1) as u32
-        });
+        self.make_room(ts);
+        let id = self.flows.insert(|id| Flow::new(id, key, ts, number));
+        self.index.insert(key, id);
         self.last = Some((key, id));
-        if created {
-            self.new_flow(id);
-        }
+        self.new_flow(id);
         id
+    }
+
+    /// Flows `a` and `b` are the two directions of one connection, as `by` found.
+    pub(crate) fn pair_flows(&mut self, a: FlowId, b: FlowId, by: flow::PairedBy) {
+        for (x, y) in [(a, b), (b, a)] {
+            let f = &mut self.flows[x];
+            f.paired_with = Some(y);
+            f.paired_by = Some(by);
+        }
+    }
+
+    /// The number of flow `id` while it is alive (what a report calls it by).
+    pub fn number_of(&self, id: Option<FlowId>) -> Option<u64> {
+        id.filter(|id| self.flows.get(*id).is_some())
+            .map(FlowId::number)
     }
 
     /// The path MTU in use: configured, or inferred from full-size segments.
@@ -473,7 +500,8 @@ impl Engine {
     /// Closes what only the end of the capture settles: pending CE marks, RNR storms, PFC summaries.
     pub fn finish(&mut self) {
         let end = self.totals.last_ts;
-        for id in 0..self.flows.len() {
+        let ids: Vec<FlowId> = self.flows.in_order().iter().map(|f| f.id).collect();
+        for id in ids {
             self.close_flow(id, end);
         }
         self.finish_pauses();
@@ -483,7 +511,7 @@ impl Engine {
 
     /// What the end of flow `id` settles, at `end` (the end of the capture, or its eviction): its PSNs, its
     /// CE marks, an RNR storm, and the diagnosis only the end tells.
-    fn close_flow(&mut self, id: usize, end: u64) {
+    fn close_flow(&mut self, id: FlowId, end: u64) {
         let window = self.cfg.cnp_window_nanos;
         let mtu = self.mtu();
         let dscp_map = self.cfg.dscp_map;
@@ -498,7 +526,7 @@ impl Engine {
             let count = f.ce_without_cnp;
             self.events.push(Event {
                 ts_nanos: ce_ts,
-                flow: Some(id as u32),
+                flow: Some(id),
                 frame: ce_frame,
                 kind: Kind::CeWithoutCnp { count },
             });
@@ -512,7 +540,7 @@ impl Engine {
             let (ts_nanos, frame, count) = (r.first_rnr_ts, r.first_rnr_frame, r.rnr_naks);
             self.events.push(Event {
                 ts_nanos,
-                flow: Some(id as u32),
+                flow: Some(id),
                 frame,
                 kind: Kind::RnrStorm {
                     count,

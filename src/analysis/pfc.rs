@@ -286,8 +286,8 @@ impl Engine {
             return;
         }
         let map = self.cfg.dscp_map;
-        for id in 0..self.flows.len() {
-            let f = &self.flows[id];
+        for f in self.flows.in_order() {
+            let id = f.id;
             let Some(priority) = f.priority(&map).filter(|p| paused & (1 << p) == 0) else {
                 continue;
             };
@@ -296,7 +296,7 @@ impl Engine {
             }
             let e = Event {
                 ts_nanos: f.first_ts,
-                flow: Some(id as u32),
+                flow: Some(id),
                 frame: f.first_frame,
                 kind: Kind::RoceUnprotected {
                     priority,

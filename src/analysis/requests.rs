@@ -6,17 +6,17 @@ use super::diagnosis::{Rc, Repeat, timeout_exponent};
 use super::events::{Event, Kind};
 use super::flow::Timing;
 use super::psn::{self, SeenWindow, Step};
-use super::{Class, Engine};
+use super::{Class, Engine, FlowId};
 
 impl Engine {
-    pub(super) fn request(&mut self, id: u32, number: u64, ts: u64, frame: &Frame) -> Class {
+    pub(super) fn request(&mut self, id: FlowId, number: u64, ts: u64, frame: &Frame) -> Class {
         let Some(roce) = &frame.roce else {
             return Class::Other;
         };
         let bth = roce.bth;
         let op = bth.op();
         let payload = roce.payload_len.unwrap_or(0) as u64;
-        let mtu = self.flows[id as usize].mtu_or(self.mtu());
+        let mtu = self.flows[id].mtu_or(self.mtu());
         let read_len = if op.is_read_request() {
             roce.ext.reth.map(|r| r.dma_len)
         } else {
@@ -30,7 +30,7 @@ impl Engine {
             self.inferred_mtu = payload as u32;
         }
         self.new_epoch_if(id, number, ts, bth.psn);
-        let f = &mut self.flows[id as usize];
+        let f = &mut self.flows[id];
         f.requests += 1;
         let reliable = matches!(op.transport(), Transport::Rc | Transport::Xrc);
         f.reliable |= reliable;
@@ -54,7 +54,7 @@ impl Engine {
         if pending {
             self.first_request(id, number, ts, bth.psn);
         }
-        let f = &mut self.flows[id as usize];
+        let f = &mut self.flows[id];
         f.rc.last_request_ts = ts;
         if retransmitted {
             f.retransmitted_bytes += payload;
@@ -81,7 +81,7 @@ impl Engine {
         if taken.taken {
             self.message(id, ts, number, frame);
         }
-        let f = &mut self.flows[id as usize];
+        let f = &mut self.flows[id];
         if !f.registered {
             f.registered = true;
             self.requesters
@@ -95,7 +95,15 @@ impl Engine {
     /// The events of a request's PSN step: a gap, and for a reliable transport (RC, XRC) a go-back-N (and,
     /// with no NAK to explain it, a timeout retransmission) or a reuse of a READ's PSN. UC and UD requesters
     /// never resend: a PSN seen again there is a copy, not a timer.
-    fn step_events(&mut self, id: u32, number: u64, ts: u64, psn: u32, step: Step, reliable: bool) {
+    fn step_events(
+        &mut self,
+        id: FlowId,
+        number: u64,
+        ts: u64,
+        psn: u32,
+        step: Step,
+        reliable: bool,
+    ) {
         let event = |kind| Event {
             ts_nanos: ts,
             flow: Some(id),
@@ -108,7 +116,7 @@ impl Engine {
                 self.events.push(event(Kind::PsnGap { missing, after }));
             }
             Step::Retransmit { rewind: true, .. } if reliable => {
-                let f = &mut self.flows[id as usize];
+                let f = &mut self.flows[id];
                 f.rc.went_back = Some((psn, ts));
                 let behind = (-psn::diff(psn, f.psn.next)) as u32;
                 // Each NAK since the last go-back-N explains one.
@@ -144,8 +152,8 @@ impl Engine {
 
     /// A go-back-N to `psn` that no NAK explains: the requester's local ACK timer fired. The interval runs
     /// from the last time this PSN was sent (its first send, or its last resend).
-    fn timed_out(&mut self, id: u32, number: u64, ts: u64, psn: u32) -> Kind {
-        let f = &mut self.flows[id as usize];
+    fn timed_out(&mut self, id: FlowId, number: u64, ts: u64, psn: u32) -> Kind {
+        let f = &mut self.flows[id];
         let last_sent = match f.rc.resent {
             Some(r) if r.psn == psn => r.ts,
             _ => f
@@ -170,8 +178,8 @@ impl Engine {
     /// A request far from the PSN the flow expects, after the flow was idle longer than the stall time, is a
     /// new connection on the same QP number: a new epoch, not a retransmission or a gap. So is the first
     /// request after a handshake named the flow's QPs again.
-    fn new_epoch_if(&mut self, id: u32, number: u64, ts: u64, psn: u32) {
-        let f = &mut self.flows[id as usize];
+    fn new_epoch_if(&mut self, id: FlowId, number: u64, ts: u64, psn: u32) {
+        let f = &mut self.flows[id];
         let idle = ts.saturating_sub(f.prev_ts);
         let far = psn::diff(psn, f.psn.next).unsigned_abs() > SeenWindow::WINDOW;
         let handshake = f.conn.is_some_and(|l| l.new_epoch);
@@ -193,15 +201,20 @@ impl Engine {
             },
         });
         // The old connection's responder may answer for another QP now: pair afresh.
-        if let Some(p) = self.flows[id as usize].paired_with.take() {
+        self.flows[id].paired_by = None;
+        if let Some(old) = self.flows[id]
+            .paired_with
+            .take()
+            .and_then(|p| self.flows.get_mut(p))
+        {
             // Its responder side belonged to the old connection; its own requests, if any, stay as they are.
-            let old = &mut self.flows[p as usize];
             old.paired_with = None;
+            old.paired_by = None;
             old.rc.last_msn = None;
             old.rc.read = None;
             old.resp.next_read_psn = None;
         }
-        let f = &mut self.flows[id as usize];
+        let f = &mut self.flows[id];
         f.psn.new_epoch();
         f.timing.outstanding.clear();
         f.timing.reads.clear();
@@ -214,7 +227,7 @@ impl Engine {
         f.naks_unanswered = 0;
     }
 
-    fn message(&mut self, id: u32, ts: u64, number: u64, frame: &Frame) {
+    fn message(&mut self, id: FlowId, ts: u64, number: u64, frame: &Frame) {
         let Some(roce) = &frame.roce else { return };
         let op = roce.bth.op();
         if !op.is_send_or_write() {
@@ -222,7 +235,7 @@ impl Engine {
         }
         let payload = roce.payload_len.unwrap_or(0) as u64;
         let dma_len = roce.ext.reth.map(|r| r.dma_len);
-        let m = &mut self.flows[id as usize].messages;
+        let m = &mut self.flows[id].messages;
         let finished = match op.position() {
             Some(Position::Only) => Some((dma_len, payload)),
             Some(Position::First) => {

@@ -7,38 +7,37 @@ use parsers::opcode::Position;
 
 use super::diagnosis::{ReadResponse, Repeat};
 use super::events::{Event, Kind, ReadMismatch};
-use super::flow::Timing;
+use super::flow::{PairedBy, Timing};
 use super::psn::{self, read_psns};
-use super::{Class, Engine};
+use super::{Class, Engine, FlowId};
 
 impl Engine {
     /// The requester flow whose requests this response (from B to A) answers: the flow already paired, or
     /// a flow from A to B whose PSN space holds `psn`.
-    fn pair(&mut self, id: u32, psn: u32) -> Option<u32> {
-        let f = &self.flows[id as usize];
+    fn pair(&mut self, id: FlowId, psn: u32) -> Option<FlowId> {
+        let f = &self.flows[id];
         if let Some(p) = f.paired_with {
             return Some(p);
         }
         let candidates = self.requesters.get(&(f.key.dst, f.key.src))?;
         let found = candidates.iter().copied().find(|c| {
-            let r = &self.flows[*c as usize];
+            let r = &self.flows[*c];
             r.paired_with.is_none() && (r.psn.covers(psn) || r.psn.next == psn)
         })?;
-        self.flows[id as usize].paired_with = Some(found);
-        self.flows[found as usize].paired_with = Some(id);
+        self.pair_flows(id, found, PairedBy::Psn);
         Some(found)
     }
 
-    pub(super) fn response(&mut self, id: u32, number: u64, ts: u64, frame: &Frame) -> Class {
+    pub(super) fn response(&mut self, id: FlowId, number: u64, ts: u64, frame: &Frame) -> Class {
         let Some(roce) = &frame.roce else {
             return Class::Other;
         };
         let bth = roce.bth;
         let op = bth.op();
         let requester = self.pair(id, bth.psn);
-        self.flows[id as usize].responses += 1;
+        self.flows[id].responses += 1;
         if let Some(r) = requester {
-            self.flows[r as usize].rc.answered = true;
+            self.flows[r].rc.answered = true;
             self.check_window(id, r, number, ts, bth.psn);
         }
         if op.is_read_response() {
@@ -50,7 +49,7 @@ impl Engine {
         self.check_msn(id, number, ts, aeth.msn);
         match aeth.decoded() {
             Syndrome::Ack { .. } => {
-                let f = &mut self.flows[id as usize];
+                let f = &mut self.flows[id];
                 if op.is_ack() {
                     f.resp.acks += 1;
                     if f.resp.last_ack == Some((bth.psn, aeth.msn)) {
@@ -79,14 +78,14 @@ impl Engine {
 
     fn rnr_nak(
         &mut self,
-        id: u32,
-        requester: Option<u32>,
+        id: FlowId,
+        requester: Option<FlowId>,
         number: u64,
         ts: u64,
         psn: u32,
         aeth: &Aeth,
     ) {
-        let r = &mut self.flows[id as usize].resp;
+        let r = &mut self.flows[id].resp;
         r.rnr_naks += 1;
         let code = aeth.syndrome & 31;
         match r.rnr_timers.iter_mut().find(|(c, _)| *c == code) {
@@ -108,7 +107,7 @@ impl Engine {
             });
         }
         if let Some(r) = requester {
-            let f = &mut self.flows[r as usize];
+            let f = &mut self.flows[r];
             f.nak_ts = Some(ts);
             f.naks_unanswered += 1;
             f.rc.rnr = Some(Repeat::again(f.rc.rnr, psn, ts, number));
@@ -118,14 +117,14 @@ impl Engine {
 
     fn nak(
         &mut self,
-        id: u32,
-        requester: Option<u32>,
+        id: FlowId,
+        requester: Option<FlowId>,
         number: u64,
         ts: u64,
         psn: u32,
         code: NakCode,
     ) {
-        let n = &mut self.flows[id as usize].resp.naks;
+        let n = &mut self.flows[id].resp.naks;
         match code {
             NakCode::PsnSequenceError => n.psn_seq_err += 1,
             NakCode::InvalidRequest => n.invalid_request += 1,
@@ -141,7 +140,7 @@ impl Engine {
             kind: Kind::Nak { code, psn },
         });
         if let Some(r) = requester {
-            let f = &mut self.flows[r as usize];
+            let f = &mut self.flows[r];
             f.nak_ts = Some(ts);
             f.naks_unanswered += 1;
             // A NAK for PSN n acknowledges every PSN before n.
@@ -151,8 +150,8 @@ impl Engine {
 
     /// A response must name a PSN the requester `r` sent (a NAK may name the next one; responses to requests
     /// sent before the capture began may name PSNs a window before the first one seen).
-    fn check_window(&mut self, id: u32, r: u32, number: u64, ts: u64, psn: u32) {
-        let requests = &self.flows[r as usize].psn;
+    fn check_window(&mut self, id: FlowId, r: FlowId, number: u64, ts: u64, psn: u32) {
+        let requests = &self.flows[r].psn;
         if !requests.started {
             return;
         }
@@ -170,8 +169,8 @@ impl Engine {
     }
 
     /// The MSN of a responder's AETHs never goes back (a repeated one is a duplicate ACK).
-    fn check_msn(&mut self, id: u32, number: u64, ts: u64, msn: u32) {
-        let rc = &mut self.flows[id as usize].rc;
+    fn check_msn(&mut self, id: FlowId, number: u64, ts: u64, msn: u32) {
+        let rc = &mut self.flows[id].rc;
         let previous = rc.last_msn;
         if previous.is_none_or(|p| psn::diff(msn, p) > 0) {
             rc.last_msn = Some(msn);
@@ -188,14 +187,14 @@ impl Engine {
 
     fn read_response(
         &mut self,
-        id: u32,
-        requester: Option<u32>,
+        id: FlowId,
+        requester: Option<FlowId>,
         number: u64,
         ts: u64,
         roce: &Roce,
     ) {
         let bth = roce.bth;
-        let f = &mut self.flows[id as usize];
+        let f = &mut self.flows[id];
         f.resp.read_responses += 1;
         let position = bth.op().position();
         let mut skipped = false;
@@ -215,7 +214,7 @@ impl Engine {
                 },
             });
         }
-        let f = &mut self.flows[id as usize];
+        let f = &mut self.flows[id];
         f.resp.next_read_psn = Some(psn::add(bth.psn, 1));
         let payload = roce.payload_len.unwrap_or(0) as u64;
         if matches!(position, Some(Position::First | Position::Middle)) {
@@ -225,7 +224,7 @@ impl Engine {
             (Some(r), Some(Position::First | Position::Only)) => self.read_answered(r, ts, bth.psn),
             _ => None,
         };
-        let rc = &mut self.flows[id as usize].rc;
+        let rc = &mut self.flows[id].rc;
         if let Some(dma_len) = dma_len {
             rc.read = Some(ReadResponse {
                 read_psn: bth.psn,
@@ -240,7 +239,7 @@ impl Engine {
         read.packets += 1;
         read.skipped |= skipped;
         rc.read = Some(read);
-        let mtu = self.flows[id as usize].mtu_or(self.mtu());
+        let mtu = self.flows[id].mtu_or(self.mtu());
         if let Some(what) = read_mismatch(&read, bth.psn, mtu) {
             self.violation(Event {
                 ts_nanos: ts,
@@ -251,9 +250,9 @@ impl Engine {
                     what,
                 },
             });
-            self.flows[id as usize].rc.read = None;
+            self.flows[id].rc.read = None;
         } else if matches!(position, Some(Position::Last | Position::Only)) {
-            let rc = &mut self.flows[id as usize].rc;
+            let rc = &mut self.flows[id].rc;
             if let (Some(m), false) = (mtu, read.skipped) {
                 let ended = ended_mismatch(&read, m);
                 rc.read = None;
@@ -276,8 +275,8 @@ impl Engine {
 
     /// The first response to the READ at `psn` of requester `r` came at `ts`: its latency, and its DMA
     /// length, when the READ is known.
-    fn read_answered(&mut self, r: u32, ts: u64, psn: u32) -> Option<u32> {
-        let t = &mut self.flows[r as usize].timing;
+    fn read_answered(&mut self, r: FlowId, ts: u64, psn: u32) -> Option<u32> {
+        let t = &mut self.flows[r].timing;
         let mut dma_len = None;
         while let Some(&(p, sent, len)) = t.reads.front() {
             if psn::diff(p, psn) > 0 {
@@ -293,8 +292,8 @@ impl Engine {
     }
 
     /// An ACK for `psn` covers every outstanding request up to it: sample the latency of the one it names.
-    pub(super) fn acknowledged(&mut self, requester: u32, psn: u32, ts: u64) {
-        let t = &mut self.flows[requester as usize].timing;
+    pub(super) fn acknowledged(&mut self, requester: FlowId, psn: u32, ts: u64) {
+        let t = &mut self.flows[requester].timing;
         let mut progress = false;
         while let Some(&(p, sent, _, unsampled)) = t.outstanding.front() {
             if psn::diff(p, psn) > 0 {
@@ -307,7 +306,7 @@ impl Engine {
             }
         }
         if progress {
-            let rc = &mut self.flows[requester as usize].rc;
+            let rc = &mut self.flows[requester].rc;
             rc.resent = None;
             rc.rnr = None;
             self.stall_ends(requester, ts);

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::writer::Writer;
-use crate::analysis::Classified;
+use crate::analysis::Counted;
 use crate::report::format::Utc;
 
 /// Frames kept by default.
@@ -30,7 +30,7 @@ pub const MAX_FRAMES: usize = 100_000;
 /// Bytes kept by default (frame data plus a fixed overhead per frame).
 pub const MAX_BYTES: usize = 64 << 20;
 /// What one frame costs beyond its bytes (its record in the ring, and its share of the chunk's).
-const OVERHEAD: usize = 64;
+const OVERHEAD: usize = 80;
 const _: () = assert!(std::mem::size_of::<Rec>() <= OVERHEAD);
 /// Frames in a batch, at most.
 pub const BATCH_FRAMES: usize = 4096;
@@ -48,7 +48,7 @@ pub struct Rec {
     pub ts_nanos: u64,
     pub orig_len: u32,
     /// How the analysis counted it (set once the engine has taken it).
-    pub classified: Classified,
+    pub classified: Counted,
     chunk: Arc<[u8]>,
     /// Where its bytes lie in the chunk (a chunk is at most [`CHUNK_BYTES`] plus one frame).
     start: u32,
@@ -174,7 +174,7 @@ impl Ring {
                 number,
                 ts_nanos,
                 orig_len,
-                classified: Classified::default(),
+                classified: Counted::default(),
                 chunk: Arc::clone(&chunk),
                 start: start as u32,
                 end: end as u32,
@@ -205,7 +205,7 @@ impl Ring {
     }
 
     /// Records how the engine counted frames it took (those no longer held are skipped).
-    pub fn classify(&mut self, classes: &[(u64, Classified)]) {
+    pub fn classify(&mut self, classes: &[(u64, Counted)]) {
         let Some(first) = self.first_number() else {
             return;
         };
@@ -217,16 +217,6 @@ impl Ring {
             {
                 rec.classified = c;
             }
-        }
-    }
-
-    /// Flows were evicted: the frames' flow ids after `remap`.
-    pub fn renumber(&mut self, remap: &crate::analysis::Remap) {
-        for rec in &mut self.recs {
-            let c = &mut rec.classified;
-            c.flow = c
-                .flow
-                .and_then(|f| remap.get(f as usize).copied().flatten());
         }
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::ring::{self, Ring};
 use super::writer::Writer;
 use super::{Config, Control, Request};
-use crate::analysis::{Classified, Engine};
+use crate::analysis::{Classified, Counted, Engine};
 use crate::host::Root;
 use crate::host::counters::{Layout, Snapshot};
 use crate::pipeline::{self, EngineSide, ReadSide};
@@ -463,7 +463,7 @@ struct Looking<W> {
     shared: Arc<Mutex<Shared>>,
     ring: Option<Arc<Mutex<Ring>>>,
     /// How the frames of the current batch were counted, for the ring.
-    classes: Vec<(u64, Classified)>,
+    classes: Vec<(u64, Counted)>,
     next_look: Instant,
     layout: Layout,
     nic_start: Snapshot,
@@ -471,9 +471,16 @@ struct Looking<W> {
 }
 
 impl<W: Watcher> EngineSide for Looking<W> {
-    fn ingested(&mut self, number: u64, classified: Classified) {
+    fn examined(
+        &mut self,
+        number: u64,
+        _ts_nanos: u64,
+        _frame: &parsers::Frame,
+        classified: Classified,
+        _engine: &Engine,
+    ) {
         if self.ring.is_some() {
-            self.classes.push((number, classified));
+            self.classes.push((number, classified.counted()));
         }
     }
 
@@ -515,19 +522,5 @@ impl<W: Watcher> EngineSide for Looking<W> {
 
     fn ending(&mut self, engine: &mut Engine) {
         self.watcher.ending(engine);
-    }
-
-    fn renumbered(&mut self, remap: &crate::analysis::Remap) {
-        let map = |c: &mut Classified| {
-            c.flow = c
-                .flow
-                .and_then(|f| remap.get(f as usize).copied().flatten())
-        };
-        for (_, c) in &mut self.classes {
-            map(c);
-        }
-        if let Some(ring) = &self.ring {
-            lock(ring).renumber(remap);
-        }
     }
 }

@@ -465,7 +465,7 @@ mod live {
             let secs = now.duration_since(self.last_at).as_secs_f64();
             let rate = |a: u64, b: u64| (a - b) as f64 / secs.max(1e-3);
             let (mut gaps, mut naks, mut rnr, mut cnp, mut ce) = (0, 0, 0, 0, 0);
-            for f in &engine.flows {
+            for f in engine.flows.iter() {
                 gaps += f.psn.gap_events;
                 naks += f.resp.naks.total();
                 rnr += f.resp.rnr_naks;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use parsers::opcode::Opcode;
 use parsers::{Config, Frame};
 
-use crate::analysis::{Classified, Engine};
+use crate::analysis::{Classified, Engine, FlowId};
 use crate::filter::{self, Analysis, Matcher, Subject};
 use crate::pipeline::{self, EngineSide};
 use crate::source::{CaptureFormat, FileSource, Packet};
@@ -55,7 +55,7 @@ impl Selection {
             roce.bth.dest_qp == qp
                 || roce.ext.deth.is_some_and(|d| d.src_qp == qp)
                 || c.flow.is_some_and(|f| match &pre.qp_flows {
-                    Some(ids) => ids.contains(&f),
+                    Some(numbers) => numbers.binary_search(&f.number()).is_ok(),
                     None => paired_to(engine, f, qp),
                 })
         }) && self
@@ -67,8 +67,8 @@ impl Selection {
 
 /// Flow `id` is paired with a flow to `qp` (an RC connection's responses and ACKs go to the requester's
 /// QP).
-fn paired_to(engine: &Engine, id: u32, qp: u32) -> bool {
-    let flow = |id: u32| engine.flows.get(id as usize);
+fn paired_to(engine: &Engine, id: FlowId, qp: u32) -> bool {
+    let flow = |id: FlowId| engine.flows.get(id);
     flow(id)
         .and_then(|f| f.paired_with)
         .and_then(flow)
@@ -132,7 +132,8 @@ pub struct Totals {
 #[derive(Default)]
 struct Prepass {
     events: FrameEvents,
-    qp_flows: Option<Vec<u32>>,
+    /// The numbers of the flows `--qp` shows (ascending).
+    qp_flows: Option<Vec<u64>>,
     /// A display filter decides which frames are shown, of every kind.
     filtered: bool,
 }
@@ -161,14 +162,12 @@ impl Prepass {
         };
         let engine = pipeline::run(&mut source, &cfg, &mut (), ())?.engine;
         let qp_flows = opts.selection.qp.map(|qp| {
-            (0..engine.flows.len() as u32)
-                .filter(|&i| {
-                    engine
-                        .flows
-                        .get(i as usize)
-                        .is_some_and(|f| f.key.dest_qp == qp)
-                        || paired_to(&engine, i, qp)
-                })
+            engine
+                .flows
+                .in_order()
+                .iter()
+                .filter(|f| f.key.dest_qp == qp || paired_to(&engine, f.id, qp))
+                .map(|f| f.id.number())
                 .collect()
         });
         Ok(Prepass {
@@ -309,7 +308,7 @@ impl EngineSide for Show<'_> {
             frame,
             interface: self.pcapng.then_some(packet.interface),
             analysis: Some(Analysis {
-                classified,
+                counted: classified.counted(),
                 events: self.pre.events.of_frame(number),
             }),
         };

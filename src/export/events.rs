@@ -56,7 +56,7 @@ impl Events {
         c.time.append_value(e.time);
         c.severity.append_value(e.severity.name());
         c.kind.append_value(e.kind);
-        c.flow.append_option(e.flow.map(i64::from));
+        c.flow.append_option(e.flow.map(|f| f as i64));
         c.frame.append_value(e.frame as i64);
         c.psn.append_option(e.psn.map(i64::from));
         let detail = serde_json::to_string(&e.detail).map_err(|e| e.to_string())?;

@@ -160,7 +160,7 @@ impl<'t> Packets<'t> {
         });
         col.dscp.append_option(frame.dscp().map(i32::from));
         col.ecn.append_option(frame.ecn().map(i32::from));
-        let flow = c.flow.and_then(|id| engine.flows.get(id as usize));
+        let flow = c.flow.and_then(|id| engine.flows.get(id));
         let roce = frame.roce;
         let bth = roce.map(|r| r.bth);
         let ext = roce.map(|r| r.ext).unwrap_or_default();
@@ -170,7 +170,7 @@ impl<'t> Packets<'t> {
         // RC and UC carry no source QP: it is the destination QP of the flow the other way.
         let paired = flow
             .and_then(|f| f.paired_with)
-            .and_then(|p| engine.flows.get(p as usize));
+            .and_then(|p| engine.flows.get(p));
         let src_qp = ext
             .deth
             .map(|d| d.src_qp)
@@ -213,7 +213,7 @@ impl<'t> Packets<'t> {
                 col.malformed_layer.append_null();
             }
         }
-        col.flow.append_option(c.flow.map(i64::from));
+        col.flow.append_option(c.flow.map(|f| f.number() as i64));
         col.connection
             .append_option(flow.and_then(|f| f.conn).map(|l| i64::from(l.connection)));
         col.class.append_option(class_name(c.class));

@@ -12,7 +12,7 @@ use std::fmt;
 use parsers::fields::{Field, Value, Visitor};
 use parsers::frame::Frame;
 
-use crate::analysis::{Class, Classified};
+use crate::analysis::{Class, Counted};
 use crate::source::Packet;
 
 pub use eval::Matcher;
@@ -124,7 +124,7 @@ pub struct Subject<'s, 'a> {
 /// How the engine counted a frame, and the events it ties to it.
 #[derive(Clone, Copy)]
 pub struct Analysis<'s> {
-    pub classified: Classified,
+    pub counted: Counted,
     /// (kind, severity) of each event whose frame this is.
     pub events: &'s [(&'static str, &'static str)],
 }
@@ -161,13 +161,9 @@ impl<'a> Subject<'_, 'a> {
             return;
         };
         v.header("Analysis", 0, 0);
-        let c = a.classified;
+        let c = a.counted;
         if let Some(flow) = c.flow {
-            v.field(Field::new(
-                "rocescope.flow",
-                "Flow",
-                Value::Uint(flow.into()),
-            ));
+            v.field(Field::new("rocescope.flow", "Flow", Value::Uint(flow)));
         }
         if let Some(name) = class_name(c.class) {
             v.field(Field::new(

@@ -5,7 +5,7 @@ use parsers::builder::RoceFrame;
 use parsers::opcode;
 
 use super::{Analysis, Filter, Matcher, Subject};
-use crate::analysis::{Class, Classified};
+use crate::analysis::{Class, Counted};
 use crate::source::Packet;
 
 /// An RC WRITE_FIRST 10.0.0.1 → 10.0.0.2, QP 0x11, PSN 0x10, RETH length 3000, AckReq, MACs
@@ -104,7 +104,7 @@ fn the_analysis_fields() {
     let f = write_first();
     let events = [("psn_gap", "error"), ("go_back_n", "warning")];
     let a = Analysis {
-        classified: Classified {
+        counted: Counted {
             flow: Some(3),
             class: Class::Retransmission,
         },

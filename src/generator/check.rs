@@ -84,7 +84,7 @@ pub struct FlowCheck {
     pub dest_qp: u32,
     pub role: Role,
     /// The capture's flow id, when the flow is there.
-    pub capture_flow: Option<u32>,
+    pub capture_flow: Option<u64>,
     /// The generator's PSN range of the direction.
     pub psn_first: u32,
     pub psn_last: u32,

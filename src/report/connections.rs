@@ -41,8 +41,8 @@ pub struct SideReport {
     /// Its first request on the wire: PSN and frame.
     pub first_psn: Option<u32>,
     pub first_frame: Option<u64>,
-    /// The flow of its requests (toward the other side's QPN).
-    pub flow: Option<u32>,
+    /// The flow of its requests (toward the other side's QPN): its `id`, while it is alive.
+    pub flow: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -103,7 +103,7 @@ fn connection(engine: &Engine, id: u32, c: &Connection) -> ConnectionReport {
             start_psn: s.start_psn,
             first_psn: c.first_request[d].map(|r| r.0),
             first_frame: c.first_request[d].map(|r| r.1),
-            flow: c.flows[d],
+            flow: engine.number_of(c.flows[d]),
         }
     };
     let h = &c.handshake;

@@ -6,8 +6,8 @@ use parsers::frame::Addr;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::analysis::Engine;
-use crate::analysis::flow::Role;
+use crate::analysis::flow::{Flow, Role};
+use crate::analysis::{Engine, FlowId};
 
 /// Which flows a report lists in full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,26 +30,27 @@ impl Default for Listing {
     }
 }
 
-/// The flows a report lists, by id (ascending).
-pub fn listed(engine: &Engine, listing: Listing) -> Vec<u32> {
-    let all = engine.flows.len();
+/// The flows a report lists, in the order they were first seen.
+pub fn listed(engine: &Engine, listing: Listing) -> Vec<FlowId> {
+    let all = engine.flows.in_order();
     let Listing::Top(n) = listing else {
-        return (0..all as u32).collect();
+        return all.iter().map(|f| f.id).collect();
     };
-    if all <= n {
-        return (0..all as u32).collect();
+    if all.len() <= n {
+        return all.iter().map(|f| f.id).collect();
     }
-    let (mut troubled, mut others): (Vec<u32>, Vec<u32>) =
-        (0..all as u32).partition(|&id| engine.flows[id as usize].trouble() > 0);
+    let (mut troubled, mut others): (Vec<&Flow>, Vec<&Flow>) =
+        all.into_iter().partition(|f| f.trouble() > 0);
     if others.len() > n {
         // The busiest n, in O(flows).
-        let packets = |id: &u32| std::cmp::Reverse((engine.flows[*id as usize].packets, !*id));
+        let packets = |f: &&Flow| std::cmp::Reverse((f.packets, std::cmp::Reverse(f.id)));
         others.select_nth_unstable_by_key(n, packets);
         others.truncate(n);
     }
     troubled.extend(others);
-    troubled.sort_unstable();
-    troubled
+    let mut ids: Vec<FlowId> = troubled.iter().map(|f| f.id).collect();
+    ids.sort_unstable();
+    ids
 }
 
 /// Flows, packets and bytes added up.
@@ -103,8 +104,8 @@ fn role_name(r: Role) -> &'static str {
     }
 }
 
-/// What the flows not in `listed` (ascending ids) add up to; `None` when every flow is listed.
-pub fn others(engine: &Engine, listed: &[u32]) -> Option<OtherFlows> {
+/// What the flows not in `listed` (in the order first seen) add up to; `None` when every flow is listed.
+pub fn others(engine: &Engine, listed: &[FlowId]) -> Option<OtherFlows> {
     if listed.len() == engine.flows.len() {
         return None;
     }
@@ -116,8 +117,8 @@ pub fn others(engine: &Engine, listed: &[u32]) -> Option<OtherFlows> {
     };
     let mut pairs: FxHashMap<(Addr, Addr), usize> = FxHashMap::default();
     let mut next = listed.iter().peekable();
-    for (id, f) in engine.flows.iter().enumerate() {
-        if next.peek() == Some(&&(id as u32)) {
+    for f in engine.flows.in_order() {
+        if next.peek() == Some(&&f.id) {
             next.next();
             continue;
         }

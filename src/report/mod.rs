@@ -20,7 +20,7 @@ use std::io::{self, BufWriter, Write};
 use serde::Serialize;
 
 use crate::analysis::events::Severity;
-use crate::analysis::flow::{Flow, NakCounts, Role};
+use crate::analysis::flow::{Flow, NakCounts, PairedBy, Role};
 use crate::analysis::{Diagnosis, Engine, series};
 use parsers::aeth::RNR_TIMER_MICROS;
 use parsers::opcode::Opcode;
@@ -205,12 +205,16 @@ pub struct SeriesReport {
 
 #[derive(Debug, Serialize)]
 pub struct FlowReport {
-    pub id: u32,
+    /// Its number, in the order flows were first seen (never reused: after evictions the listed flows'
+    /// ids have gaps).
+    pub id: u64,
     pub src: String,
     pub dst: String,
     pub dest_qp: u32,
     pub role: Role,
-    pub paired_with: Option<u32>,
+    pub paired_with: Option<u64>,
+    /// How the pair was found: `cm`, `printout`, `psn`, `elimination`.
+    pub paired_by: Option<PairedBy>,
     /// The connection it belongs to (an index into `connections`).
     pub connection: Option<u32>,
     /// UD: the DETH source QP.
@@ -369,7 +373,8 @@ pub struct EventReport {
     pub time: f64,
     pub severity: Severity,
     pub kind: &'static str,
-    pub flow: Option<u32>,
+    /// The flow's `id`; null once the flow was evicted.
+    pub flow: Option<u64>,
     /// The frame that shows it.
     pub frame: u64,
     /// The PSN it is about, if one.
@@ -415,7 +420,7 @@ impl Report {
         let ids = listing::listed(engine, listing);
         let flows: Vec<FlowReport> = ids
             .iter()
-            .map(|&id| flow_report(engine, id, &engine.flows[id as usize], paused))
+            .map(|&id| flow_report(engine, &engine.flows[id], paused))
             .collect();
         let priority = |i: usize, p: &crate::analysis::PriorityPause| PriorityReport {
             priority: i as u8,
@@ -452,7 +457,7 @@ impl Report {
                 time: secs(e.ts_nanos),
                 severity: e.kind.severity(),
                 kind: e.kind.name(),
-                flow: e.flow,
+                flow: engine.number_of(e.flow),
                 frame: e.frame,
                 psn: e.kind.psn(),
                 detail: detail::of(&e.kind),
@@ -526,7 +531,7 @@ impl Report {
     }
 
     /// The report of flow `id`, when it is listed.
-    pub fn flow(&self, id: u32) -> Option<&FlowReport> {
+    pub fn flow(&self, id: u64) -> Option<&FlowReport> {
         self.flows
             .binary_search_by_key(&id, |f| f.id)
             .ok()
@@ -567,8 +572,8 @@ fn fraction(part: u64, whole: u64) -> f64 {
 }
 
 /// `paused`: the priorities PFC paused (bit p), for `paused_priority`.
-fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: u8) -> FlowReport {
-    let paired = f.paired_with.and_then(|p| engine.flows.get(p as usize));
+fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
+    let paired = f.paired_with.and_then(|p| engine.flows.get(p));
     let has_requests = f.requests > 0;
     let s = &f.series;
     let series = SeriesReport {
@@ -577,12 +582,13 @@ fn flow_report(engine: &Engine, id: u32, f: &Flow, paused: u8) -> FlowReport {
         bytes: s.buckets().map(|b| b.bytes).collect(),
     };
     FlowReport {
-        id,
+        id: f.id.number(),
         src: f.key.src.to_string(),
         dst: f.key.dst.to_string(),
         dest_qp: f.key.dest_qp,
         role: f.role(),
-        paired_with: f.paired_with,
+        paired_with: engine.number_of(f.paired_with),
+        paired_by: f.paired_by,
         connection: f.conn.map(|l| l.connection),
         src_qp: f.src_qp,
         packets: f.packets,
@@ -696,7 +702,7 @@ fn throughput(engine: &Engine, f: &Flow) -> Throughput {
 /// Every flow's traffic by priority, with the evicted flows', over the capture's duration.
 fn priorities(engine: &Engine, duration: u64) -> Vec<PriorityTraffic> {
     let mut by = engine.evicted.by_priority;
-    for f in &engine.flows {
+    for f in engine.flows.iter() {
         let p = f.priority(&engine.cfg.dscp_map).map_or(8, usize::from);
         by[p.min(8)].add(f);
     }

@@ -136,7 +136,7 @@ impl FlowTotals {
             flows: engine.flows.len() as u64,
             ..FlowTotals::default()
         };
-        for f in &engine.flows {
+        for f in engine.flows.iter() {
             t.gap_events += f.psn.gap_events;
             t.missing += f.psn.missing;
             t.naks += f.resp.naks.total();

@@ -12,7 +12,7 @@ use parsers::aeth::Syndrome;
 use parsers::psn::Unwrapper;
 use parsers::{Frame, parse_frame};
 
-use crate::analysis::{Class, Classified};
+use crate::analysis::{Class, Classified, Counted};
 use crate::capture::ring::{Rec, Ring};
 use crate::dissect::{self, Mac, Shown};
 use crate::filter::{Analysis, Filter, Matcher, Subject};
@@ -43,7 +43,7 @@ pub fn matching(index: &Index, text: &str) -> Result<Vec<u64>, String> {
             frame,
             interface: pcapng.then_some(p.interface),
             analysis: Some(Analysis {
-                classified: index.classified(n),
+                counted: index.counted(n),
                 events: &[],
             }),
         };
@@ -150,18 +150,23 @@ impl Index {
     }
 
     /// How the engine counted frame `n` (1-based).
-    pub fn classified(&self, n: u64) -> Classified {
+    pub fn counted(&self, n: u64) -> Counted {
         let i = n.saturating_sub(1) as usize;
-        Classified {
-            flow: self.flows.get(i).copied().filter(|&f| f != NO_FLOW),
+        Counted {
+            flow: self
+                .flows
+                .get(i)
+                .copied()
+                .filter(|&f| f != NO_FLOW)
+                .map(u64::from),
             class: self.classes.get(i).copied().unwrap_or_default(),
         }
     }
 
     /// The frames (ascending) the engine counted in any of `flows`.
-    pub fn frames_of(&self, flows: &[u32]) -> Vec<u64> {
+    pub fn frames_of(&self, flows: &[u64]) -> Vec<u64> {
         (1..=self.len())
-            .filter(|&n| self.classified(n).flow.is_some_and(|f| flows.contains(&f)))
+            .filter(|&n| self.counted(n).flow.is_some_and(|f| flows.contains(&f)))
             .collect()
     }
 
@@ -312,8 +317,21 @@ struct Classes {
 }
 
 impl EngineSide for Classes {
-    fn ingested(&mut self, _number: u64, c: Classified) {
-        self.flows.push(c.flow.unwrap_or(NO_FLOW));
+    fn examined(
+        &mut self,
+        _number: u64,
+        _ts_nanos: u64,
+        _frame: &parsers::Frame,
+        c: Classified,
+        _engine: &crate::analysis::Engine,
+    ) {
+        // A flow numbered past u32 (four billion flows) is shown as none.
+        let number = c.flow.map(|f| f.number());
+        self.flows.push(
+            number
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(NO_FLOW),
+        );
         self.classes.push(c.class);
     }
 }
@@ -380,7 +398,7 @@ pub struct PsnPoint {
 /// A flow's PSN/time points and its frames (with its paired flow's), read when its detail opens.
 #[derive(Debug, Clone, Default)]
 pub struct FlowSeries {
-    pub flow: u32,
+    pub flow: u64,
     pub points: Vec<PsnPoint>,
     /// Request points kept one in `stride` (1 when none was dropped).
     pub stride: u64,
@@ -420,7 +438,7 @@ pub const THROUGHPUT_BUCKETS: usize = 200;
 /// classified as the flow's requests and its paired flow's NAKs.
 struct SeriesBuilder {
     out: FlowSeries,
-    pair: Option<u32>,
+    pair: Option<u64>,
     first_ts: u64,
     first_ns: u64,
     /// The last request's PSN: the reference for unwrapping.
@@ -429,11 +447,8 @@ struct SeriesBuilder {
 }
 
 impl SeriesBuilder {
-    fn new(report: &Report, flow: u32, first_ts: u64) -> Result<SeriesBuilder, String> {
-        let f = report
-            .flows
-            .get(flow as usize)
-            .ok_or_else(|| format!("no flow {flow}"))?;
+    fn new(report: &Report, flow: u64, first_ts: u64) -> Result<SeriesBuilder, String> {
+        let f = report.flow(flow).ok_or_else(|| format!("no flow {flow}"))?;
         let life_ns = ((f.last_time - f.first_time) * 1e9).max(1.0);
         let bucket_s = round_step(life_ns / 1e9 / THROUGHPUT_BUCKETS as f64);
         let buckets = ((life_ns / 1e9 / bucket_s).floor() as usize + 1).min(THROUGHPUT_BUCKETS);
@@ -455,12 +470,12 @@ impl SeriesBuilder {
     }
 
     /// True when frames counted in `flow` belong to this series.
-    fn wants(&self, flow: Option<u32>) -> bool {
+    fn wants(&self, flow: Option<u64>) -> bool {
         flow.is_some() && (flow == Some(self.out.flow) || flow == self.pair)
     }
 
     /// Adds a frame the engine counted as `c` (in this flow or its pair), with its time, length and PSN.
-    fn frame(&mut self, number: u64, ts: u64, orig_len: u32, psn: u32, c: Classified) {
+    fn frame(&mut self, number: u64, ts: u64, orig_len: u32, psn: u32, c: Counted) {
         if self.out.frames.len() < MAX_FLOW_FRAMES {
             self.out.frames.push(number);
         } else {
@@ -526,14 +541,14 @@ impl SeriesBuilder {
 /// frame, in one read of their frames.
 pub fn throughput_of(
     index: &Index,
-    flows: &[u32],
+    flows: &[u64],
     bucket_s: f64,
     buckets: usize,
 ) -> Result<Vec<Vec<u64>>, String> {
     let mut out = vec![vec![0u64; buckets.max(1)]; flows.len()];
     index.read_frames(&index.frames_of(flows), |n, p, _| {
         let Some(i) = index
-            .classified(n)
+            .counted(n)
             .flow
             .and_then(|f| flows.iter().position(|&x| x == f))
         else {
@@ -548,25 +563,25 @@ pub fn throughput_of(
 }
 
 /// The series of one flow, from its frames in the file.
-pub fn flow_series(index: &Index, report: &Report, flow: u32) -> Result<FlowSeries, String> {
+pub fn flow_series(index: &Index, report: &Report, flow: u64) -> Result<FlowSeries, String> {
     let mut all = series_of(index, report, &[flow])?;
     all.pop().ok_or_else(|| format!("no flow {flow}"))
 }
 
 /// The series of several flows in one read of their frames (at most one pass over the file).
-pub fn series_of(index: &Index, report: &Report, flows: &[u32]) -> Result<Vec<FlowSeries>, String> {
+pub fn series_of(index: &Index, report: &Report, flows: &[u64]) -> Result<Vec<FlowSeries>, String> {
     let mut builders = flows
         .iter()
         .map(|&f| SeriesBuilder::new(report, f, index.first_ts))
         .collect::<Result<Vec<_>, _>>()?;
     let numbers: Vec<u64> = (1..=index.len())
         .filter(|&n| {
-            let c = index.classified(n);
+            let c = index.counted(n);
             builders.iter().any(|b| b.wants(c.flow))
         })
         .collect();
     index.read_frames(&numbers, |n, p, frame| {
-        let (Some(r), c) = (&frame.roce, index.classified(n)) else {
+        let (Some(r), c) = (&frame.roce, index.counted(n)) else {
             return;
         };
         for b in builders.iter_mut().filter(|b| b.wants(c.flow)) {
@@ -594,8 +609,8 @@ pub struct PacketRow {
     pub info: String,
     /// Something is wrong with it (NAK, bad ICRC, malformed).
     pub bad: bool,
-    /// The flow the engine counted it in.
-    pub flow: Option<u32>,
+    /// The flow the engine counted it in (its number).
+    pub flow: Option<u64>,
 }
 
 /// The list row of a frame.
@@ -732,7 +747,7 @@ pub fn rows(index: &Index, numbers: &[u64]) -> Result<Vec<PacketRow>, String> {
     let mut out = Vec::with_capacity(numbers.len());
     index.read_frames(numbers, |n, p, f| {
         out.push(PacketRow {
-            flow: index.classified(n).flow,
+            flow: index.counted(n).flow,
             ..packet_row(n, p, f, index.first_ts)
         })
     })?;
@@ -822,7 +837,7 @@ pub fn ring_series(
     ring: &Mutex<Ring>,
     parse: parsers::Config,
     report: &Report,
-    flow: u32,
+    flow: u64,
 ) -> Result<FlowSeries, String> {
     let (recs, linktype, first_ts) = {
         let r = ring.lock().unwrap_or_else(|p| p.into_inner());

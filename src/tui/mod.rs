@@ -143,7 +143,7 @@ fn session(
     let worker = start(tx.clone(), Arc::clone(&stop));
     let size = terminal.size().map_err(|e| format!("tui: {e}"))?;
     update(&mut model, Msg::Resize(size.width, size.height));
-    let mut series_pending: Option<u32> = None;
+    let mut series_pending: Option<u64> = None;
     // Test hook: the end-to-end test checks that a panic leaves the terminal restored.
     let panic_after_draw = std::env::var_os("ROCESCOPE_TUI_TEST_PANIC").is_some();
     while !model.quit {
@@ -263,7 +263,7 @@ fn drain(
     rx: &Receiver<Work>,
     msgs: &mut Vec<Msg>,
     store: &mut Store,
-    series_pending: &mut Option<u32>,
+    series_pending: &mut Option<u64>,
 ) {
     while let Ok(w) = rx.try_recv() {
         match w {
@@ -320,7 +320,7 @@ fn run_cmds(
     model: &mut Model,
     store: &Store,
     tx: &Sender<Work>,
-    series_pending: &mut Option<u32>,
+    series_pending: &mut Option<u64>,
 ) {
     let Some(report) = model.report.clone() else {
         return;

@@ -103,7 +103,7 @@ fn sort_value(f: &FlowReport, key: SortKey) -> (u64, f64, String) {
     let x = |v: f64| (0, v, String::new());
     match key {
         SortKey::Trouble => n(trouble(f)),
-        SortKey::Id => n(u64::from(f.id)),
+        SortKey::Id => n(f.id),
         SortKey::Endpoints => (0, 0.0, format!("{} {}", f.src, f.dst)),
         SortKey::Qp => n(u64::from(f.dest_qp)),
         SortKey::Role => (0, 0.0, format!("{:?}", f.role)),
@@ -141,7 +141,7 @@ pub struct FlowsState {
 
 #[derive(Debug, Clone, Default)]
 pub struct DetailState {
-    pub flow: u32,
+    pub flow: u64,
     /// The PSN points and frames, once read.
     pub series: Option<Arc<FlowSeries>>,
     /// Selected event of the flow's event list.
@@ -155,7 +155,7 @@ pub struct DetailState {
 pub enum Scope {
     All,
     /// A flow and its paired flow (the frames read with its detail).
-    Flow(u32),
+    Flow(u64),
 }
 
 #[derive(Debug, Clone)]
@@ -291,7 +291,7 @@ pub enum Msg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cmd {
     /// Read the flow's PSN points and frames -> `Msg::Series`.
-    LoadSeries(u32),
+    LoadSeries(u64),
     /// Read these frames' list rows -> `Msg::Rows`.
     LoadRows(Vec<u64>),
     /// Read one frame's tree and hex -> `Msg::Packet`.
@@ -428,7 +428,7 @@ impl Model {
     }
 
     /// The flow under the cursor in the flows view.
-    pub fn selected_flow(&self) -> Option<u32> {
+    pub fn selected_flow(&self) -> Option<u64> {
         let r = self.report.as_ref()?;
         let at = *self.visible_flows().get(self.flows.selected)?;
         r.flows.get(at).map(|f| f.id)
@@ -476,7 +476,7 @@ impl Model {
         }
     }
 
-    fn flow_frames(&self, flow: u32) -> Option<&[u64]> {
+    fn flow_frames(&self, flow: u64) -> Option<&[u64]> {
         self.detail
             .as_ref()
             .filter(|d| d.flow == flow)
@@ -554,7 +554,7 @@ impl Model {
     }
 
     /// The detail state of `flow`, fresh unless it is the one already held.
-    fn select_flow(&mut self, flow: u32) {
+    fn select_flow(&mut self, flow: u64) {
         if self.detail.as_ref().is_none_or(|d| d.flow != flow) {
             self.detail = Some(DetailState {
                 flow,
@@ -566,7 +566,7 @@ impl Model {
     }
 
     /// Opens the flow detail of `flow`.
-    fn open_detail(&mut self, flow: u32) {
+    fn open_detail(&mut self, flow: u64) {
         self.select_flow(flow);
         self.go(View::Detail);
     }
@@ -920,7 +920,7 @@ impl Model {
         }
     }
 
-    fn show_flow_packets(&mut self, flow: u32) {
+    fn show_flow_packets(&mut self, flow: u64) {
         self.select_flow(flow);
         self.packets.scope = Scope::Flow(flow);
         self.packets.selected = 0;

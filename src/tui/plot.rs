@@ -44,7 +44,7 @@ pub fn write(index: &Index, report: &Report, dir: &Path) -> Result<Vec<PathBuf>,
         .collect();
     flows.sort_by_key(|&i| std::cmp::Reverse(trouble(&report.flows[i])));
     flows.truncate(MAX_FLOW_PLOTS);
-    let ids: Vec<u32> = flows.iter().map(|&i| i as u32).collect();
+    let ids: Vec<u64> = flows.iter().map(|&i| report.flows[i].id).collect();
     // One read of the plotted flows' frames for all their charts.
     for s in data::series_of(index, report, &ids)? {
         save(format!("flow-{}.svg", s.flow), flow_svg(report, &s))?;
@@ -306,7 +306,7 @@ fn throughput_svg(index: &Index, report: &Report) -> Result<String, String> {
     flows.truncate(MAX_THROUGHPUT_LINES);
     let bucket = round_step(report.capture.duration_s / OVERVIEW_BUCKETS);
     let buckets = (report.capture.duration_s / bucket).floor() as usize + 1;
-    let ids: Vec<u32> = flows.iter().map(|&i| report.flows[i].id).collect();
+    let ids: Vec<u64> = flows.iter().map(|&i| report.flows[i].id).collect();
     let lines = data::throughput_of(index, &ids, bucket, buckets)?;
     header(
         &mut out,
