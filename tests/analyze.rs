@@ -264,6 +264,14 @@ fn hand_worked_diagnosis() {
     hand_worked(&dir().with_file_name("diagnosis"), 17);
 }
 
+/// What real NICs and networks legitimately do (examples/make_testdata/retries.rs): READs resumed
+/// mid-message, atomics resent, ACKs and requests reordered on the way: retransmissions and notes, never a
+/// violation.
+#[test]
+fn hand_worked_retries() {
+    hand_worked(&dir().with_file_name("retries"), 8);
+}
+
 /// CM handshakes and the data path after them (examples/make_testdata/connections.rs): the connection
 /// table, its events and the verdict, worked out by hand.
 #[test]

@@ -23,6 +23,7 @@ mod analysis;
 mod congestion;
 mod connections;
 mod diagnosis;
+mod retries;
 
 /// 2026-01-01T00:00:00Z in microseconds: the captures' time origin.
 const EPOCH_US: u64 = 1_767_225_600 * 1_000_000;
@@ -602,6 +603,10 @@ fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/diagnosis");
     fs::create_dir_all(&dir).expect("create testdata/diagnosis");
     diagnosis::write_all(&dir);
+    println!("wrote {}", dir.display());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/retries");
+    fs::create_dir_all(&dir).expect("create testdata/retries");
+    retries::write_all(&dir);
     println!("wrote {}", dir.display());
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/connections");
     fs::create_dir_all(&dir).expect("create testdata/connections");

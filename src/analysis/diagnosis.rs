@@ -18,6 +18,8 @@ pub struct Rc {
     pub(crate) rnr: Option<Repeat>,
     /// The last go-back-N, for whatever reason: to which PSN, when.
     pub(crate) went_back: Option<(u32, u64)>,
+    /// The last resend (a go-back-N's first or a later one, a resumed READ): its PSN, when.
+    pub(crate) last_resend: Option<(u32, u64)>,
     /// The interval of the last timeout retransmission: the requester's local ACK timer.
     pub(crate) timer_ns: u64,
     /// The RNR timer of the last RNR NAK.
@@ -35,6 +37,21 @@ pub struct Rc {
     pub epochs: u64,
     /// As requester: some response from its destination came.
     pub(crate) answered: bool,
+    /// When the last PSN gap came, and its event's place in the list: a packet it skipped may still come,
+    /// held up on the way.
+    pub(crate) last_gap: Option<(u64, Option<usize>)>,
+    /// A request behind the highest PSN whose events wait for the next request.
+    pub(crate) unsure: Option<UnsureRequest>,
+}
+
+/// A request that may have been a resend or a packet held up on the way: what its events need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UnsureRequest {
+    pub frame: u64,
+    pub ts: u64,
+    pub psn: u32,
+    pub step: super::psn::Step,
+    pub payload: u64,
 }
 
 /// The same PSN met again and again (resent, or RNR-NAKed).
@@ -108,9 +125,15 @@ impl Engine {
             .iter()
             .filter(|f| f.rc.stall.is_none())
             .filter_map(|f| {
-                let &(psn, since, frame, _) = f.timing.outstanding.front()?;
-                (now.saturating_sub(since) > stall)
-                    .then(|| (f.id, since, frame, stall_kind(f, psn, since, now, false)))
+                let o = f.timing.outstanding.front()?;
+                (now.saturating_sub(o.sent) > stall).then(|| {
+                    (
+                        f.id,
+                        o.sent,
+                        o.frame,
+                        stall_kind(f, o.psn, o.sent, now, false),
+                    )
+                })
             })
             .collect();
         for (id, since, frame, kind) in stalled {
@@ -154,8 +177,8 @@ impl Engine {
                     waited_us: end.saturating_sub(f.first_ts) / 1000,
                 },
             ));
-        } else if let Some(&(psn, since, frame, _)) = f.timing.outstanding.front() {
-            found.extend(end_of_stall(f, psn, since, frame, end, stall));
+        } else if let Some(o) = f.timing.outstanding.front() {
+            found.extend(end_of_stall(f, o.psn, o.sent, o.frame, end, stall));
         }
         found.extend(gave_up(f, end, stall));
         if let Some(m) = f.mtu_or(mtu) {
@@ -248,7 +271,7 @@ fn end_of_stall(
 /// PSN unacknowledged, for longer than the stall time and than two of its timer intervals: it gave up
 /// (IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR) rather than wait for its next try.
 fn gave_up(f: &Flow, end: u64, stall: u64) -> Option<(u64, u64, Kind)> {
-    let oldest = f.timing.outstanding.front().map(|o| o.0)?;
+    let oldest = f.timing.outstanding.front().map(|o| o.psn)?;
     let silent = end.saturating_sub(f.rc.last_request_ts);
     let retried_after = |ts: u64, psn: u32| f.rc.went_back.is_some_and(|(p, t)| p == psn && t > ts);
     match (f.rc.resent, f.rc.rnr) {

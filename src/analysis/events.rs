@@ -5,7 +5,7 @@ use std::fmt;
 use parsers::aeth::NakCode;
 use parsers::error::Malformed;
 use parsers::psn::Shown;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::table::FlowId;
 
@@ -174,6 +174,15 @@ pub enum Kind {
         read_psn: u32,
         what: ReadMismatch,
     },
+    /// A packet that came `depth` PSNs behind the highest PSN its direction had carried (`highest`), the
+    /// first copy of its PSN, with nothing a resend could answer: held up on the way (network reordering).
+    Reordered {
+        psn: u32,
+        highest: u32,
+        depth: u32,
+        /// A response (else a request).
+        response: bool,
+    },
     /// A request far from the PSN the flow expected, after a long idle time: a new connection on a reused
     /// QP number. The flow's PSN figures restart.
     NewEpoch {
@@ -257,6 +266,7 @@ impl Kind {
             Kind::Pause { .. }
             | Kind::PauseOnIdlePriority { .. }
             | Kind::NewEpoch { .. }
+            | Kind::Reordered { .. }
             | Kind::Connection { .. }
             | Kind::Disconnect { .. } => Severity::Note,
         }
@@ -290,6 +300,7 @@ impl Kind {
             Kind::MsnRegression { .. } => "msn_regression",
             Kind::ReadResponseMismatch { .. } => "read_response_mismatch",
             Kind::NewEpoch { .. } => "new_epoch",
+            Kind::Reordered { .. } => "reordered",
             Kind::Connection { .. } => "connection",
             Kind::Disconnect { .. } => "disconnect",
             Kind::CmReject { .. } => "cm_reject",
@@ -312,6 +323,7 @@ impl Kind {
             | Kind::AckOutOfWindow { psn, .. }
             | Kind::PsnReuse { psn, .. }
             | Kind::NewEpoch { psn, .. }
+            | Kind::Reordered { psn, .. }
             | Kind::StartPsnMismatch { psn, .. } => Some(psn),
             Kind::GoBackN { from, .. } => Some(from),
             Kind::NoResponse { first_psn, .. } => Some(first_psn),
@@ -333,6 +345,15 @@ fn priorities(mask: u8) -> String {
         .map(|p| p.to_string())
         .collect();
     v.join(", ")
+}
+
+/// `1 PSN`, `3 PSNs`.
+fn psns(n: u32) -> String {
+    if n == 1 {
+        "1 PSN".to_string()
+    } else {
+        format!("{n} PSNs")
+    }
 }
 
 /// Seconds with three decimals, from microseconds.
@@ -385,7 +406,8 @@ impl fmt::Display for Kind {
             Kind::ImpliedNak { expected, got } => {
                 write!(
                     f,
-                    "READ response PSN {} skips ahead of {} (implied NAK)",
+                    "implied NAK: a response for PSN {} came while PSN {} (of a READ or an atomic) had no \
+                     answer: its response was lost, and the requester asks again from it",
                     Shown(got),
                     Shown(expected)
                 )
@@ -597,6 +619,32 @@ impl fmt::Display for Kind {
                 secs(idle_us),
                 Shown(expected)
             ),
+            Kind::Reordered {
+                psn,
+                highest,
+                depth,
+                response: false,
+            } => write!(
+                f,
+                "reordered: request PSN {} came {} behind PSN {}, its first copy, not a resend (held up on the \
+                 way: reordering in the network)",
+                Shown(psn),
+                psns(depth),
+                Shown(highest)
+            ),
+            Kind::Reordered {
+                psn,
+                highest,
+                depth,
+                response: true,
+            } => write!(
+                f,
+                "reordered: the response for PSN {} came after the one for PSN {}, {} ahead, with nothing \
+                 resent between (held up on the way: reordering in the network)",
+                Shown(psn),
+                Shown(highest),
+                psns(depth)
+            ),
             Kind::Connection {
                 connection,
                 qpns,
@@ -675,6 +723,9 @@ pub struct Events {
     pub lossless_failures: u64,
     /// The kinds raised for the newest frame that raised any, kept or not (the export's per-frame column).
     pub raised: Raised,
+    /// The places in `list` of events taken back (a gap whose PSNs came after all, held up on the way):
+    /// left out of every report, and out of the list at the end.
+    retracted: FxHashSet<usize>,
 }
 
 /// The kinds of the events raised for one frame, each once, in the order raised (up to [`Raised::MAX`]:
@@ -690,6 +741,10 @@ impl Raised {
     pub const MAX: usize = 8;
 
     fn add(&mut self, frame: u64, kind: &'static str) {
+        if frame < self.frame {
+            // Settled late (a request the next one explained): that frame has gone by.
+            return;
+        }
         if frame != self.frame {
             *self = Raised {
                 frame,
@@ -736,6 +791,7 @@ impl Events {
                 && let Some(last) = self.list.get_mut(seen.1)
             {
                 *last = e;
+                self.retracted.remove(&seen.1);
                 self.dropped += 1;
                 return Some(seen.1);
             }
@@ -750,6 +806,35 @@ impl Events {
             self.dropped += 1;
             None
         }
+    }
+
+    /// The event at `at` told of something that was not (its place, as [`Events::push`] gave it).
+    pub(crate) fn retract(&mut self, at: usize) {
+        if at < self.list.len() {
+            self.retracted.insert(at);
+        }
+    }
+
+    /// The events kept and not taken back, in the order kept.
+    pub fn kept(&self) -> impl Iterator<Item = &Event> {
+        self.list
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.retracted.contains(i))
+            .map(|(_, e)| e)
+    }
+
+    /// At the end: the events taken back leave the list, which is then in time order.
+    pub(crate) fn settle(&mut self) {
+        if !self.retracted.is_empty() {
+            let mut at = 0;
+            let retracted = std::mem::take(&mut self.retracted);
+            self.list.retain(|_| {
+                at += 1;
+                !retracted.contains(&(at - 1))
+            });
+        }
+        self.list.sort_by_key(|e| (e.ts_nanos, e.frame));
     }
 
     /// Flows were evicted: their counts go (their events stay, naming flows no longer alive).

@@ -85,6 +85,12 @@ pub struct Responses {
     pub atomic_acks: u64,
     /// READ response packets whose PSN skipped ahead within a response.
     pub implied_naks: u64,
+    /// Responses that came behind the highest PSN answered, with nothing resent: held up on the way.
+    pub reordered: u64,
+    /// The deepest of them, PSNs behind the highest.
+    pub reorder_depth_max: u32,
+    /// The highest PSN a response named so far, and when.
+    pub(crate) highest: Option<(u32, u64)>,
     pub(crate) last_ack: Option<(u32, u32)>,
     pub(crate) next_read_psn: Option<u32>,
     pub(crate) first_rnr_ts: u64,
@@ -115,13 +121,46 @@ impl Messages {
     }
 }
 
+/// A request waiting for its ACK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Outstanding {
+    pub psn: u32,
+    pub sent: u64,
+    pub frame: u64,
+    /// Its latency is measured (not a resend, which Karn's rule leaves out, nor a READ, timed to its
+    /// first response).
+    pub sample: bool,
+    /// A READ or an atomic: it waits for responses of its own, not for a later ACK. An answer for a later
+    /// PSN while it waits says they were lost: an implied NAK (IBTA 9.7.5.1.4).
+    pub awaits: Option<Awaits>,
+}
+
+/// What a READ or an atomic waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Awaits {
+    /// Its atomic ACK, at its own PSN.
+    AtomicAck,
+    /// Its READ responses, one per path MTU of its DMA length from its PSN, the last ending it.
+    ReadResponses { dma_len: u32 },
+}
+
+/// A READ request waiting for its first response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PendingRead {
+    pub psn: u32,
+    pub sent: u64,
+    pub dma_len: u32,
+    /// Its latency is measured (not a resend, nor a READ resumed mid-message).
+    pub sample: bool,
+}
+
 /// Request-to-response timing.
 #[derive(Debug, Clone, Default)]
 pub struct Timing {
-    /// Requests waiting for an ACK: (PSN, time, frame, not to be sampled). Bounded.
-    pub(crate) outstanding: VecDeque<(u32, u64, u64, bool)>,
-    /// READ requests waiting for their first response: (PSN, time, DMA length). Bounded.
-    pub(crate) reads: VecDeque<(u32, u64, u32)>,
+    /// Requests waiting for an ACK, in PSN order. Bounded.
+    pub(crate) outstanding: VecDeque<Outstanding>,
+    /// READ requests waiting for their first response, in PSN order. Bounded.
+    pub(crate) reads: VecDeque<PendingRead>,
     /// Request to the ACK (or atomic ACK) that names its PSN; retransmitted PSNs are not sampled.
     pub ack: Option<Box<Latencies>>,
     /// READ request to its first response packet.
@@ -181,6 +220,20 @@ impl Timing {
     pub(crate) fn record(slot: &mut Option<Box<Latencies>>, nanos: u64) {
         slot.get_or_insert_with(|| Box::new(Latencies::new()))
             .record(nanos);
+    }
+
+    /// Adds a request that waits, in PSN order (a request that came behind others goes before them); the
+    /// oldest goes when the queue is full.
+    pub(crate) fn wait<T>(queue: &mut VecDeque<T>, item: T, psn: impl Fn(&T) -> u32) {
+        if queue.len() == Self::PENDING_LIMIT {
+            queue.pop_front();
+        }
+        let p = psn(&item);
+        let at = queue
+            .iter()
+            .rposition(|q| super::psn::diff(psn(q), p) <= 0)
+            .map_or(0, |i| i + 1);
+        queue.insert(at, item);
     }
 }
 

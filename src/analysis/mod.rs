@@ -54,6 +54,9 @@ pub struct Config {
     pub rate_window_nanos: u64,
     /// The same RoCE frame seen again within this time is a mirror duplicate (0: never).
     pub mirror_window_nanos: u64,
+    /// A request or response held up on the way by at most this long after one behind it came is
+    /// reordered, not resent (with no NAK a resend could answer).
+    pub reorder_window_nanos: u64,
 }
 
 /// DSCP (0-63) -> PFC priority (0-7), as `--dscp-map` states the switch maps it; unmapped DSCPs give no
@@ -106,6 +109,11 @@ impl Config {
     /// `--mirror-window-us`: the two copies of a mirrored frame are a switch's forwarding and queueing
     /// delay apart: microseconds, up to a millisecond behind a deep buffer (12.5 MB drain in 1 ms at 100 Gb/s).
     pub const DEFAULT_MIRROR_WINDOW_US: u64 = 1000;
+    /// `--reorder-window-us`: a network holds a packet back behind later ones for microseconds (ECMP paths
+    /// of different length, adaptive routing), a deep buffer for a millisecond or two; a requester resends
+    /// on its timer no sooner than its local ACK timeout, which is above 8 ms in practice (perftest's
+    /// default 14 is 67 ms, NCCL's 18 is 1.07 s; exponent 11 is 8.4 ms).
+    pub const DEFAULT_REORDER_WINDOW_US: u64 = 5000;
 }
 
 impl Default for Config {
@@ -122,6 +130,7 @@ impl Default for Config {
             dscp_map: DscpMap::default(),
             rate_window_nanos: Self::DEFAULT_RATE_WINDOW_US * 1000,
             mirror_window_nanos: Self::DEFAULT_MIRROR_WINDOW_US * 1000,
+            reorder_window_nanos: Self::DEFAULT_REORDER_WINDOW_US * 1000,
         }
     }
 }
@@ -182,8 +191,11 @@ pub enum Class {
     Request,
     /// A request ahead of the next expected PSN: the PSNs between are missing.
     Gap,
-    /// A request at or behind the highest PSN seen (go-back-N, a duplicate).
+    /// A request at or behind the highest PSN seen (go-back-N, a duplicate, a READ resumed mid-message).
     Retransmission,
+    /// A request behind the highest PSN seen, the first copy of its PSN, held up on the way (network
+    /// reordering).
+    Reordered,
     /// A response that acknowledges (ACK, READ response, atomic ACK).
     Response,
     /// A NAK (PSN sequence error, invalid request, remote access or operational error).
@@ -200,7 +212,10 @@ pub enum Class {
 impl Class {
     /// A request as the PSN chart shows it (the three request classes).
     pub fn is_request(self) -> bool {
-        matches!(self, Class::Request | Class::Gap | Class::Retransmission)
+        matches!(
+            self,
+            Class::Request | Class::Gap | Class::Retransmission | Class::Reordered
+        )
     }
 
     /// A NAK of either kind, as the PSN chart marks it on the requester's line.
@@ -506,7 +521,7 @@ impl Engine {
         }
         self.finish_pauses();
         self.hold_connections();
-        self.events.list.sort_by_key(|e| (e.ts_nanos, e.frame));
+        self.events.settle();
     }
 
     /// What the end of flow `id` settles, at `end` (the end of the capture, or its eviction): its PSNs, its
@@ -516,7 +531,11 @@ impl Engine {
         let mtu = self.mtu();
         let dscp_map = self.cfg.dscp_map;
         let f = &mut self.flows[id];
-        f.psn.settle(f.mtu_or(mtu));
+        let reliable = f.reliable;
+        if let Some(settled) = f.psn.settle(f.mtu_or(mtu)) {
+            self.settle_unsure(id, settled, reliable);
+        }
+        let f = &mut self.flows[id];
         if let Some(p) = f.priority(&dscp_map).filter(|_| f.carries_roce()) {
             self.carried |= 1 << p;
         }

@@ -94,6 +94,35 @@ impl SeenWindow {
         full
     }
 
+    /// Whether `psn` was seen, without marking it (PSNs older than the window count as seen).
+    pub fn contains(&self, psn: u32) -> bool {
+        if !self.started {
+            return false;
+        }
+        match &self.bits {
+            Bits::Small { base, bits } => {
+                let at = diff(psn, *base);
+                if (0..128).contains(&at) {
+                    bits & (1u128 << at) != 0
+                } else {
+                    // Before the inline range lies before the flow's first PSN: never seen.
+                    false
+                }
+            }
+            Bits::Full(bits) => {
+                let ahead = diff(psn, self.top);
+                if ahead > 0 {
+                    return false;
+                }
+                if -ahead >= Self::WINDOW as i32 {
+                    return true;
+                }
+                let (w, b) = Self::slot(psn);
+                bits[w] & b != 0
+            }
+        }
+    }
+
     fn mark_full(&mut self, psn: u32) -> bool {
         let Bits::Full(bits) = &mut self.bits else {
             return false;
@@ -127,11 +156,71 @@ pub enum Step {
     /// Ahead of the expected PSN: `missing` PSNs were skipped.
     Gap { expected: u32, missing: u32 },
     /// At or behind the highest PSN: a retransmission. `rewind` when it starts a go-back-N episode,
-    /// `duplicate` when this exact PSN was already seen.
-    Retransmit { duplicate: bool, rewind: bool },
-    /// Behind the expected PSN, on a PSN a READ consumed but did not start (a READ request is resent from
-    /// its first PSN): a new request reusing the READ's PSNs, not a retransmission.
+    /// `duplicate` when this exact PSN was already seen, `resumed` for a READ resumed mid-message (at the
+    /// PSN of its first missing response, its VA and length advanced to it: IBTA 9.7.5.1.4).
+    Retransmit {
+        duplicate: bool,
+        rewind: bool,
+        resumed: bool,
+    },
+    /// Behind the highest PSN, the first copy of a PSN the last gap skipped, soon after it and with no NAK
+    /// that a resend could answer: it was held up on the way (reordered by the network), not resent.
+    /// `depth`: how many PSNs behind the highest it came.
+    Reordered { depth: u32 },
+    /// Behind the expected PSN, on a PSN a READ consumed but did not start, and not that READ resumed: a new
+    /// request reusing the READ's PSNs, not a retransmission.
     Reuse { read_psn: u32, read_psns: u32 },
+}
+
+/// A READ request's RETH: what a resumed READ is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReadReth {
+    pub va: u64,
+    pub len: u32,
+}
+
+/// A READ the flow sent: its first PSN, the PSNs it takes (0 while the path MTU is not known), its RETH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Read {
+    psn: u32,
+    psns: u32,
+    reth: ReadReth,
+}
+
+/// What could have made a request come behind the highest PSN, as the engine knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Causes {
+    /// A NAK (sequence error or RNR) came since the last go-back-N: a resend may answer it.
+    pub nak: bool,
+    /// The last gap was within the reorder window: a packet it skipped may still be on its way.
+    pub recent_gap: bool,
+}
+
+/// The last request behind the highest PSN taken as a resend although it may have been held up: a NAK
+/// was there to answer, and the gap was recent. The next request tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Unsure {
+    psn: u32,
+    rewind: bool,
+    depth: u32,
+}
+
+/// The PSNs the last gap skipped, and how many of them came late.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LastGap {
+    from: u32,
+    missing: u32,
+    came: u32,
+}
+
+/// What the request after an unsure one told of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// It was resent (go-back-N from it continued): a retransmission, as counted.
+    Resent,
+    /// The same PSN came again: the first copy had been held up (`depth` PSNs behind), the second is the
+    /// resend. Counted again as reordered; `closes_gap` when it was the last PSN of the gap to come.
+    HeldUp { depth: u32, closes_gap: bool },
 }
 
 /// What [`RequestPsns::request`] made of a request.
@@ -143,6 +232,13 @@ pub struct Taken {
     /// It was taken as in order by guessing the path MTU of the READ before it (PSN, DMA length): to be
     /// checked once the MTU is known.
     pub guessed_read: Option<(u32, u32)>,
+    /// A first copy behind the highest PSN that may have been held up: the next request tells
+    /// ([`Taken::settled`]).
+    pub unsure: bool,
+    /// What this request told of the unsure one before it.
+    pub settled: Option<Settled>,
+    /// It was held up, the last of the PSNs the last gap skipped to come: nothing of that gap was lost.
+    pub closes_gap: bool,
 }
 
 /// READs remembered for telling a reuse of their PSNs from a resend.
@@ -160,17 +256,20 @@ pub struct RequestPsns {
     /// new go-back-N episode.
     prev_next: u32,
     pub(crate) started: bool,
-    /// A READ whose PSN consumption is not known yet (path MTU unknown): (PSN, DMA length).
-    pending_read: Option<(u32, u32)>,
+    /// A READ whose PSN consumption is not known yet (path MTU unknown).
+    pending_read: Option<Read>,
     /// The responder's expected PSN, as an RC responder keeps it: it takes only the request carrying it
     /// and drops the rest until go-back-N brings it. Messages are built from what it takes.
     epsn: u32,
     /// The last request taken was a READ of unknown PSN consumption: (PSN, DMA length).
     epsn_read: Option<(u32, u32)>,
     seen: SeenWindow,
-    /// The last READs: (first PSN, PSNs it takes), newest at `reads_at - 1`.
-    reads: [(u32, u32); READS_KEPT],
+    /// The last READs whose PSN consumption is known, newest at `reads_at - 1`.
+    reads: [Read; READS_KEPT],
     reads_at: usize,
+    /// The last gap: the first PSN it skipped, how many, and how many of them came since, held up.
+    last_gap: Option<LastGap>,
+    unsure: Option<Unsure>,
     pub gap_events: u64,
     pub missing: u64,
     pub retransmitted: u64,
@@ -178,6 +277,12 @@ pub struct RequestPsns {
     pub episodes: u64,
     /// New requests on PSNs a READ consumed.
     pub reused: u64,
+    /// READs resumed mid-message (counted in `retransmitted` too).
+    pub resumed_reads: u64,
+    /// Requests that came behind the highest PSN, the first copy of their PSN, held up on the way.
+    pub reordered: u64,
+    /// The deepest of them, PSNs behind the highest.
+    pub reorder_depth_max: u32,
     /// Requests the responder found ahead of its expected PSN (out of sequence: it drops them) and behind
     /// it (duplicates of requests it had taken), as an RC responder receiving exactly these requests would.
     pub ahead_epsn: u64,
@@ -186,21 +291,22 @@ pub struct RequestPsns {
 
 impl RequestPsns {
     /// Feeds one request. `consumes` is the number of PSNs it takes (READ: one per response packet),
-    /// or `None` for a READ of `read_len` bytes while the path MTU is unknown; `mtu` is the path MTU known
-    /// now, if any (it settles the PSNs of a READ before this request). Returns what it did to the
-    /// sequence.
+    /// or `None` for a READ while the path MTU is unknown; `read` is a READ's RETH; `mtu` is the path MTU
+    /// known now, if any (it settles the PSNs of a READ before this request); `causes` what could have made
+    /// it come behind the highest PSN. Returns what it did to the sequence.
     pub fn request(
         &mut self,
         psn: u32,
         consumes: Option<u32>,
-        read_len: u32,
+        read: Option<ReadReth>,
         mtu: Option<u32>,
+        causes: Causes,
     ) -> Taken {
         let width = consumes.unwrap_or(1);
-        let unknown_read = consumes.is_none().then_some((psn, read_len));
-        if width > 1 {
-            self.remember_read(psn, width);
-        }
+        let unknown_read =
+            read.filter(|_| consumes.is_none())
+                .map(|reth| Read { psn, psns: 0, reth });
+        let settled = self.unsure.take().map(|u| self.settle_unsure(u, psn));
         if !self.started {
             self.started = true;
             self.first = psn;
@@ -209,12 +315,18 @@ impl RequestPsns {
             self.prev_next = self.next;
             self.pending_read = unknown_read;
             self.epsn = self.next;
-            self.epsn_read = unknown_read;
+            self.epsn_read = unknown_read.map(|r| (psn, r.reth.len));
             self.mark(psn, width);
+            if let Some(reth) = read.filter(|_| width > 1) {
+                self.remember_read(psn, width, reth);
+            }
             return Taken {
                 step: Step::First,
                 taken: true,
                 guessed_read: None,
+                unsure: false,
+                settled,
+                closes_gap: false,
             };
         }
         let taken = psn == self.epsn || self.epsn_read.is_some_and(|r| ends_at(r, psn, mtu));
@@ -227,28 +339,65 @@ impl RequestPsns {
         }
         if taken {
             self.epsn = add(psn, width);
-            self.epsn_read = unknown_read;
+            self.epsn_read = unknown_read.map(|r| (psn, r.reth.len));
         }
+        // A READ resumed mid-message settles the consumption of the READ it resumes.
+        let resumed = read.and_then(|r| self.resumes(psn, r, mtu));
         let (expected, guessed_read) = self.settle_read_before(psn, mtu);
         let ahead = diff(psn, expected);
+        let mut unsure = false;
         let step = if ahead == 0 {
             Step::InOrder
         } else if ahead > 0 {
             self.gap_events += 1;
             self.missing += ahead as u64;
+            self.last_gap = Some(LastGap {
+                from: expected,
+                missing: ahead as u32,
+                came: 0,
+            });
             Step::Gap {
                 expected,
                 missing: ahead as u32,
             }
-        } else if let Some((read_psn, read_psns)) = self.read_inside(psn) {
+        } else if resumed.is_some() {
+            self.resumed_reads += 1;
+            self.resend(psn, true)
+        } else if let Some(r) = self.read_inside(psn) {
             self.reused += 1;
             Step::Reuse {
-                read_psn,
-                read_psns,
+                read_psn: r.psn,
+                read_psns: r.psns,
+            }
+        } else if causes.recent_gap && self.skipped_by_last_gap(psn) && !self.seen.contains(psn) {
+            let depth = diff(self.highest, psn).max(0) as u32;
+            if causes.nak {
+                // Held up, or resent for the NAK: the next request tells.
+                let step = self.resend(psn, false);
+                if let Step::Retransmit { rewind, .. } = step {
+                    self.unsure = Some(Unsure { psn, rewind, depth });
+                    unsure = true;
+                }
+                step
+            } else {
+                let closes_gap = self.count_reordered(depth);
+                self.mark(psn, width);
+                // It does not move the sequence: a go-back-N after it is measured from where it was.
+                return Taken {
+                    step: Step::Reordered { depth },
+                    taken,
+                    guessed_read: None,
+                    unsure: false,
+                    settled,
+                    closes_gap,
+                };
             }
         } else {
-            self.resend(psn)
+            self.resend(psn, false)
         };
+        if let Some(reth) = read.filter(|_| width > 1) {
+            self.remember_read(psn, width, reth);
+        }
         let end = add(psn, width);
         self.prev_next = end;
         if diff(end, self.next) > 0 {
@@ -261,16 +410,106 @@ impl RequestPsns {
             step,
             taken,
             guessed_read: guessed_read.filter(|_| step == Step::InOrder),
+            unsure,
+            settled,
+            closes_gap: false,
         }
+    }
+
+    /// The unsure request `u` was followed by one at `psn`: the same PSN again means the first copy had
+    /// been held up and this is the resend; anything else, that it was the resend.
+    fn settle_unsure(&mut self, u: Unsure, psn: u32) -> Settled {
+        if psn != u.psn {
+            return Settled::Resent;
+        }
+        self.retransmitted -= 1;
+        self.episodes -= u64::from(u.rewind);
+        let closes_gap = self.count_reordered(u.depth);
+        // The resend starts the go-back-N the NAK asked for.
+        self.prev_next = add(psn, 1);
+        Settled::HeldUp {
+            depth: u.depth,
+            closes_gap,
+        }
+    }
+
+    /// A PSN of the last gap came, held up: it was not missing. Returns true when it was the gap's last to
+    /// come: the gap was no loss.
+    fn count_reordered(&mut self, depth: u32) -> bool {
+        self.reordered += 1;
+        self.reorder_depth_max = self.reorder_depth_max.max(depth);
+        self.missing = self.missing.saturating_sub(1);
+        let Some(g) = &mut self.last_gap else {
+            return false;
+        };
+        g.came += 1;
+        let closed = g.came == g.missing;
+        if closed {
+            self.gap_events = self.gap_events.saturating_sub(1);
+            self.last_gap = None;
+        }
+        closed
+    }
+
+    /// `psn` is one the last gap skipped.
+    fn skipped_by_last_gap(&self, psn: u32) -> bool {
+        self.last_gap.is_some_and(|g| {
+            let into = diff(psn, g.from);
+            into >= 0 && (into as u32) < g.missing
+        })
+    }
+
+    /// A READ request at `psn` with `reth` resumes an earlier READ mid-message: its PSN is the READ's PSN +
+    /// k (k > 0, within the READ's PSNs), its VA the READ's + k × MTU and its length the READ's − k × MTU,
+    /// at the path MTU when known, else at the MTU the advance shows. Returns that MTU; a READ of unknown
+    /// consumption it resumes is settled at it.
+    fn resumes(&mut self, psn: u32, reth: ReadReth, mtu: Option<u32>) -> Option<u32> {
+        let fits = |r: &Read| -> Option<u32> {
+            let k = diff(psn, r.psn);
+            if k <= 0 || (r.psns > 0 && k as u32 >= r.psns) {
+                return None;
+            }
+            let advanced = reth.va.wrapping_sub(r.reth.va);
+            let m = advanced / k as u64;
+            let same_mtu = mtu.is_none_or(|known| u64::from(known) == m);
+            (advanced.is_multiple_of(k as u64)
+                && same_mtu
+                && MTUS.iter().any(|c| u64::from(*c) == m)
+                && u64::from(r.reth.len) == advanced + u64::from(reth.len))
+            .then_some(m as u32)
+        };
+        if let Some(pending) = self.pending_read
+            && let Some(m) = fits(&pending)
+        {
+            // The READ's consumption is known now: it is what the responses at this MTU take.
+            let n = read_psns(pending.reth.len, m);
+            if diff(psn, add(pending.psn, n)) < 0 {
+                self.pending_read = None;
+                self.remember_read(pending.psn, n, pending.reth);
+                self.mark(pending.psn, n);
+                let end = add(pending.psn, n);
+                if self.prev_next == add(pending.psn, 1) {
+                    // It was the last request: the next one follows all of its PSNs.
+                    self.prev_next = end;
+                }
+                if diff(end, self.next) > 0 {
+                    self.next = end;
+                    self.highest = add(end, u32::MAX);
+                }
+                return Some(m);
+            }
+        }
+        self.reads_kept().find_map(|r| fits(&r))
     }
 
     /// The PSN expected now: a READ of unknown PSN consumption before this request took one PSN per
     /// response packet, at the known path MTU, or else at any MTU whose consumption ends at `psn` (then
     /// the READ is returned as guessed).
     fn settle_read_before(&mut self, psn: u32, mtu: Option<u32>) -> (u32, Option<(u32, u32)>) {
-        let Some((read_psn, len)) = self.pending_read.take() else {
+        let Some(read) = self.pending_read.take() else {
             return (self.next, None);
         };
+        let (read_psn, len) = (read.psn, read.reth.len);
         let width = match mtu {
             Some(m) => Some(read_psns(len, m)),
             None => MTUS
@@ -281,8 +520,12 @@ impl RequestPsns {
         let Some(n) = width else {
             return (self.next, None);
         };
-        self.remember_read(read_psn, n);
+        self.remember_read(read_psn, n, read.reth);
+        self.mark(read_psn, n);
         let expected = add(read_psn, n);
+        if self.prev_next == add(read_psn, 1) {
+            self.prev_next = expected;
+        }
         if diff(expected, self.next) > 0 {
             self.next = expected;
             self.highest = add(expected, u32::MAX);
@@ -290,8 +533,9 @@ impl RequestPsns {
         (self.next, mtu.is_none().then_some((read_psn, len)))
     }
 
-    /// A request behind the expected PSN that is not a reuse: a retransmission.
-    fn resend(&mut self, psn: u32) -> Step {
+    /// A request behind the expected PSN that is not a reuse: a retransmission (`resumed`: a READ resumed
+    /// mid-message).
+    fn resend(&mut self, psn: u32, resumed: bool) -> Step {
         // A resend of a PSN shortly before the first one seen (within a window): its first copy was
         // lost before the capture point, or the capture started after it. The flow's PSN space starts
         // there. (Far behind is not a resend: a new connection on the QP number.)
@@ -306,26 +550,34 @@ impl RequestPsns {
         self.retransmitted += 1;
         self.duplicates += u64::from(duplicate);
         self.episodes += u64::from(rewind);
-        Step::Retransmit { duplicate, rewind }
+        Step::Retransmit {
+            duplicate,
+            rewind,
+            resumed,
+        }
     }
 
-    fn remember_read(&mut self, psn: u32, width: u32) {
+    fn remember_read(&mut self, psn: u32, psns: u32, reth: ReadReth) {
         if let Some(slot) = self.reads.get_mut(self.reads_at % READS_KEPT) {
-            *slot = (psn, width);
+            *slot = Read { psn, psns, reth };
         }
         self.reads_at += 1;
     }
 
-    /// The READ (first PSN, PSNs) whose PSNs hold `psn` past its first, if one of the last ones does.
-    fn read_inside(&self, psn: u32) -> Option<(u32, u32)> {
+    /// The READs kept, newest first.
+    fn reads_kept(&self) -> impl Iterator<Item = Read> + '_ {
         let kept = self.reads_at.min(READS_KEPT);
         (1..=kept)
             .filter_map(|back| self.reads.get((self.reads_at - back) % READS_KEPT))
             .copied()
-            .find(|&(start, width)| {
-                let into = diff(psn, start);
-                into > 0 && (into as u32) < width
-            })
+    }
+
+    /// The READ whose PSNs hold `psn` past its first, if one of the last ones does.
+    fn read_inside(&self, psn: u32) -> Option<Read> {
+        self.reads_kept().find(|r| {
+            let into = diff(psn, r.psn);
+            into > 0 && (into as u32) < r.psns
+        })
     }
 
     /// A new connection on the flow's QP number: the PSN space starts again at the next request (the
@@ -338,6 +590,9 @@ impl RequestPsns {
             duplicates: self.duplicates,
             episodes: self.episodes,
             reused: self.reused,
+            resumed_reads: self.resumed_reads,
+            reordered: self.reordered,
+            reorder_depth_max: self.reorder_depth_max,
             ahead_epsn: self.ahead_epsn,
             behind_epsn: self.behind_epsn,
             ..RequestPsns::default()
@@ -348,7 +603,7 @@ impl RequestPsns {
     /// highest, on a long one) to the highest, widened for a READ whose consumption is not known yet.
     pub fn window(&self) -> (u32, u32) {
         let hi = match self.pending_read {
-            Some((psn, len)) => add(psn, read_psns(len, MTUS[0]) - 1),
+            Some(r) => add(r.psn, read_psns(r.reth.len, MTUS[0]) - 1),
             None => self.highest,
         };
         let span = diff(hi, self.first);
@@ -361,15 +616,17 @@ impl RequestPsns {
     }
 
     /// At the end of the capture: the last READ's PSN consumption, with the path MTU known by then.
-    pub fn settle(&mut self, mtu: Option<u32>) {
-        if let (Some((psn, len)), Some(m)) = (self.pending_read, mtu) {
-            let end = add(psn, read_psns(len, m));
+    pub fn settle(&mut self, mtu: Option<u32>) -> Option<Settled> {
+        let unsure = self.unsure.take().map(|_| Settled::Resent);
+        if let (Some(r), Some(m)) = (self.pending_read, mtu) {
+            let end = add(r.psn, read_psns(r.reth.len, m));
             if diff(end, self.next) > 0 {
                 self.next = end;
                 self.highest = add(end, u32::MAX);
             }
             self.pending_read = None;
         }
+        unsure
     }
 
     fn seen_before(&mut self, psn: u32) -> bool {
@@ -391,6 +648,10 @@ impl RequestPsns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn reth(va: u64, len: u32) -> Option<ReadReth> {
+        Some(ReadReth { va, len })
+    }
 
     /// A window that is full from the start: what the inline bits must answer like.
     fn full_window() -> SeenWindow {
@@ -464,6 +725,7 @@ mod tests {
                 Step::Retransmit {
                     duplicate: false,
                     rewind: true,
+                    resumed: false,
                 },
                 true,
             ),
@@ -472,6 +734,7 @@ mod tests {
                 Step::Retransmit {
                     duplicate: false,
                     rewind: false,
+                    resumed: false,
                 },
                 true,
             ),
@@ -480,6 +743,7 @@ mod tests {
                 Step::Retransmit {
                     duplicate: true,
                     rewind: false,
+                    resumed: false,
                 },
                 true,
             ),
@@ -488,13 +752,14 @@ mod tests {
                 Step::Retransmit {
                     duplicate: true,
                     rewind: false,
+                    resumed: false,
                 },
                 true,
             ),
             (7, Step::InOrder, true),
         ];
         for (psn, step, taken) in expected {
-            let got = t.request(psn, Some(1), 0, None);
+            let got = t.request(psn, Some(1), None, None, Causes::default());
             assert_eq!((got.step, got.taken), (step, taken), "PSN {psn}");
         }
         assert_eq!(
@@ -515,7 +780,7 @@ mod tests {
     fn the_responders_view_of_the_same_requests() {
         let mut t = RequestPsns::default();
         for psn in [1, 2, 5, 6, 3, 4, 5, 6, 7, 6, 7, 8] {
-            t.request(psn, Some(1), 0, None);
+            t.request(psn, Some(1), None, None, Causes::default());
         }
         assert_eq!((t.ahead_epsn, t.behind_epsn), (2, 2));
     }
@@ -525,7 +790,7 @@ mod tests {
         let mut t = RequestPsns::default();
         // PSN 10 was lost before the capture: 11 and 12 come first, then go-back-N resends 10, 11, 12.
         for psn in [11, 12, 10, 11, 12, 13] {
-            t.request(psn, Some(1), 0, None);
+            t.request(psn, Some(1), None, None, Causes::default());
         }
         assert_eq!((t.first, t.highest, t.next), (10, 13, 14));
         assert_eq!((t.retransmitted, t.episodes, t.gap_events), (3, 1, 0));
@@ -544,16 +809,20 @@ mod tests {
             (3, false),
             (4, true),
         ] {
-            assert_eq!(t.request(psn, Some(1), 0, None).taken, taken, "PSN {psn}");
+            assert_eq!(
+                t.request(psn, Some(1), None, None, Causes::default()).taken,
+                taken,
+                "PSN {psn}"
+            );
         }
     }
 
     #[test]
     fn read_with_unknown_mtu_is_not_a_gap() {
         let mut t = RequestPsns::default();
-        t.request(100, None, 3000, None);
+        t.request(100, None, reth(0, 3000), None, Causes::default());
         // At MTU 1024 the READ took PSNs 100-102.
-        let next = t.request(103, Some(1), 0, None);
+        let next = t.request(103, Some(1), None, None, Causes::default());
         assert_eq!((next.step, next.taken), (Step::InOrder, true));
         // Guessed at MTU 1024: to be checked once the MTU is known.
         assert_eq!(next.guessed_read, Some((100, 3000)));
@@ -565,8 +834,8 @@ mod tests {
         // The corpus' rping stall: a READ of 2400 bytes at PSN 7488511, path MTU 1024 (learnt from its
         // first response), takes 7488511-7488513; the next SEND carries 7488513.
         let mut t = RequestPsns::default();
-        t.request(7_488_511, None, 2400, None);
-        let send = t.request(7_488_513, Some(1), 0, Some(1024));
+        t.request(7_488_511, None, reth(0, 2400), None, Causes::default());
+        let send = t.request(7_488_513, Some(1), None, Some(1024), Causes::default());
         assert_eq!(
             send.step,
             Step::Reuse {
@@ -576,29 +845,192 @@ mod tests {
         );
         assert_eq!((t.reused, t.retransmitted, t.next), (1, 0, 7_488_514));
         // The READ resent from its first PSN is a retransmission.
-        let again = t.request(7_488_511, None, 2400, Some(1024));
+        let again = t.request(
+            7_488_511,
+            None,
+            reth(0, 2400),
+            Some(1024),
+            Causes::default(),
+        );
         assert!(matches!(again.step, Step::Retransmit { .. }));
         // With the MTU known from the start the READ takes 3 PSNs at once.
         let mut k = RequestPsns::default();
-        k.request(10, Some(3), 2400, Some(1024));
+        k.request(10, Some(3), reth(0, 2400), Some(1024), Causes::default());
         assert!(matches!(
-            k.request(12, Some(1), 0, Some(1024)).step,
+            k.request(12, Some(1), None, Some(1024), Causes::default())
+                .step,
             Step::Reuse { .. }
         ));
+    }
+
+    /// rxe's and every RNIC's READ retry: a READ of 8 KiB at PSN 100 (path MTU 1024: PSNs 100-107, VA
+    /// 0x1000) lost its last response; the requester asks again for just the rest: PSN 107, VA 0x1000 + 7 ×
+    /// 1024, 1024 bytes (IBTA 9.7.5.1.4). A retransmission at 107, not a new request on the READ's PSNs.
+    #[test]
+    fn a_read_resumed_mid_message_is_a_retransmission() {
+        for mtu in [Some(1024), None] {
+            let mut t = RequestPsns::default();
+            let none = Causes::default();
+            let consumes = mtu.map(|m| read_psns(8192, m));
+            t.request(100, consumes, reth(0x1000, 8192), mtu, none);
+            let resumed = t.request(
+                107,
+                mtu.map(|_| 1),
+                reth(0x1000 + 7 * 1024, 1024),
+                mtu,
+                none,
+            );
+            assert_eq!(
+                resumed.step,
+                // Its PSN was the READ's: the responder takes it as a duplicate request.
+                Step::Retransmit {
+                    duplicate: true,
+                    rewind: true,
+                    resumed: true
+                },
+                "MTU {mtu:?}"
+            );
+            assert_eq!(
+                (t.resumed_reads, t.retransmitted, t.reused, t.next),
+                (1, 1, 0, 108),
+                "MTU {mtu:?}"
+            );
+            // The next READ is in order.
+            let next = t.request(108, mtu.map(|_| 8), reth(0x3000, 8192), mtu, none);
+            assert_eq!(next.step, Step::InOrder, "MTU {mtu:?}");
+        }
+    }
+
+    /// A request inside a READ's PSNs that does not continue it (another VA, a length that does not shrink
+    /// by the advance, a SEND) is a reuse of the READ's PSNs: the requester counted the READ as one PSN.
+    #[test]
+    fn a_request_inside_a_read_that_does_not_resume_it_is_a_reuse() {
+        let none = Causes::default();
+        for (va, len) in [
+            (0x1000 + 7 * 1024, 2048),
+            (0x9000, 1024),
+            (0x1000 + 7 * 512, 1024),
+        ] {
+            let mut t = RequestPsns::default();
+            t.request(100, Some(8), reth(0x1000, 8192), Some(1024), none);
+            let got = t.request(107, Some(1), reth(va, len), Some(1024), none);
+            assert!(
+                matches!(
+                    got.step,
+                    Step::Reuse {
+                        read_psn: 100,
+                        read_psns: 8
+                    }
+                ),
+                "VA {va:#x} len {len}: {got:?}"
+            );
+            assert_eq!((t.reused, t.resumed_reads, t.retransmitted), (1, 0, 0));
+        }
+    }
+
+    /// 1, 2, 4 (3 skipped), then 3 soon after with no NAK to answer: held up on the way, one PSN behind 4;
+    /// 5 follows in order. With a NAK there to answer, 3 is taken as a resend until the next request: 3
+    /// again says the first 3 was held up (and this one is the resend); 4 again says it was the resend.
+    /// Long after the gap (a timer), 3 is a resend.
+    #[test]
+    fn a_first_copy_soon_after_its_gap_is_reordered_unless_it_was_resent() {
+        let quiet = Causes::default();
+        let soon = Causes {
+            nak: false,
+            recent_gap: true,
+        };
+        let nak = Causes {
+            nak: true,
+            recent_gap: true,
+        };
+        let feed = |t: &mut RequestPsns, psns: &[(u32, Causes)]| -> Vec<Taken> {
+            psns.iter()
+                .map(|&(p, c)| t.request(p, Some(1), None, None, c))
+                .collect()
+        };
+        let mut t = RequestPsns::default();
+        let got = feed(
+            &mut t,
+            &[(1, quiet), (2, quiet), (4, quiet), (3, soon), (5, soon)],
+        );
+        assert_eq!(got[3].step, Step::Reordered { depth: 1 });
+        assert!(got[3].closes_gap);
+        assert_eq!(got[4].step, Step::InOrder);
+        assert_eq!(
+            (t.reordered, t.retransmitted, t.reorder_depth_max),
+            (1, 0, 1)
+        );
+        // Nothing was missing after all.
+        assert_eq!((t.gap_events, t.missing), (0, 0));
+        // Two skipped, one held up: the gap stays, one PSN missing.
+        let mut t = RequestPsns::default();
+        let got = feed(
+            &mut t,
+            &[(1, quiet), (2, quiet), (5, quiet), (3, soon), (6, soon)],
+        );
+        assert!(!got[3].closes_gap);
+        assert_eq!((t.gap_events, t.missing, t.reordered), (1, 1, 1));
+        // Held up behind a NAK's resend.
+        let mut t = RequestPsns::default();
+        let got = feed(
+            &mut t,
+            &[
+                (1, quiet),
+                (2, quiet),
+                (4, quiet),
+                (3, nak),
+                (3, nak),
+                (4, nak),
+            ],
+        );
+        assert!(got[3].unsure && matches!(got[3].step, Step::Retransmit { rewind: true, .. }));
+        assert_eq!(
+            got[4].settled,
+            Some(Settled::HeldUp {
+                depth: 1,
+                closes_gap: true
+            })
+        );
+        assert!(matches!(
+            got[4].step,
+            Step::Retransmit {
+                duplicate: true,
+                rewind: true,
+                ..
+            }
+        ));
+        assert_eq!((t.reordered, t.retransmitted, t.episodes), (1, 2, 1));
+        // The resend for the NAK.
+        let mut t = RequestPsns::default();
+        let got = feed(
+            &mut t,
+            &[(1, quiet), (2, quiet), (4, quiet), (3, nak), (4, nak)],
+        );
+        assert_eq!(got[4].settled, Some(Settled::Resent));
+        assert_eq!((t.reordered, t.retransmitted, t.episodes), (0, 2, 1));
+        // Unsure at the end of the capture: resent, as counted.
+        let mut t = RequestPsns::default();
+        feed(&mut t, &[(1, quiet), (2, quiet), (4, quiet), (3, nak)]);
+        assert_eq!(t.settle(None), Some(Settled::Resent));
+        // Long after the gap.
+        let mut t = RequestPsns::default();
+        let got = feed(&mut t, &[(1, quiet), (2, quiet), (4, quiet), (3, quiet)]);
+        assert!(matches!(got[3].step, Step::Retransmit { rewind: true, .. }));
+        assert_eq!((t.reordered, t.retransmitted), (0, 1));
     }
 
     #[test]
     fn the_response_window_spans_the_connection() {
         let mut t = RequestPsns::default();
         for psn in [0xFF_FFFE, 0xFF_FFFF, 0, 1] {
-            t.request(psn, Some(1), 0, None);
+            t.request(psn, Some(1), None, None, Causes::default());
         }
         assert_eq!(t.window(), (0xFF_FFFE, 1));
         // An unknown READ widens the top by what it could take at the smallest MTU.
-        t.request(2, None, 1024, None);
+        t.request(2, None, reth(0, 1024), None, Causes::default());
         assert_eq!(t.window(), (0xFF_FFFE, 5));
         t.new_epoch();
-        t.request(500, Some(1), 0, None);
+        t.request(500, Some(1), None, None, Causes::default());
         assert_eq!((t.first, t.window()), (500, (500, 500)));
     }
 }

@@ -2,10 +2,10 @@
 use parsers::frame::Frame;
 use parsers::opcode::{Position, Transport};
 
-use super::diagnosis::{Rc, Repeat, timeout_exponent};
+use super::diagnosis::{Rc, Repeat, UnsureRequest, timeout_exponent};
 use super::events::{Event, Kind};
-use super::flow::Timing;
-use super::psn::{self, SeenWindow, Step};
+use super::flow::{Awaits, Outstanding, PendingRead, Timing};
+use super::psn::{self, Causes, ReadReth, SeenWindow, Settled, Step};
 use super::{Class, Engine, FlowId};
 
 impl Engine {
@@ -17,12 +17,15 @@ impl Engine {
         let op = bth.op();
         let payload = roce.payload_len.unwrap_or(0) as u64;
         let mtu = self.flows[id].mtu_or(self.mtu());
-        let read_len = if op.is_read_request() {
-            roce.ext.reth.map(|r| r.dma_len)
+        let read = if op.is_read_request() {
+            roce.ext.reth.map(|r| ReadReth {
+                va: r.va,
+                len: r.dma_len,
+            })
         } else {
             None
         };
-        let consumes = op.psns_consumed(read_len, mtu);
+        let consumes = op.psns_consumed(read.map(|r| r.len), mtu);
         // Full-size segments reveal the path MTU.
         if matches!(op.position(), Some(Position::First | Position::Middle))
             && payload as u32 > self.inferred_mtu
@@ -30,6 +33,7 @@ impl Engine {
             self.inferred_mtu = payload as u32;
         }
         self.new_epoch_if(id, number, ts, bth.psn);
+        let reorder_window = self.cfg.reorder_window_nanos;
         let f = &mut self.flows[id];
         f.requests += 1;
         let reliable = matches!(op.transport(), Transport::Rc | Transport::Xrc);
@@ -39,18 +43,47 @@ impl Engine {
             f.first_request = Some((number, ts));
         }
         let pending = f.conn.is_some_and(|l| l.first_pending);
-        let taken = f.psn.request(bth.psn, consumes, read_len.unwrap_or(0), mtu);
+        let causes = Causes {
+            nak: f.naks_unanswered > 0,
+            recent_gap: f
+                .rc
+                .last_gap
+                .is_some_and(|(g, _)| ts.saturating_sub(g) <= reorder_window),
+        };
+        let taken = f.psn.request(bth.psn, consumes, read, mtu, causes);
         if let Some(read) = taken.guessed_read {
             f.rc.guessed(read, bth.psn, number, ts);
+        }
+        if let Some(settled) = taken.settled {
+            self.settle_unsure(id, settled, reliable);
         }
         let step = taken.step;
         let retransmitted = matches!(step, Step::Retransmit { .. });
         let class = match step {
             Step::Gap { .. } => Class::Gap,
             Step::Retransmit { .. } => Class::Retransmission,
+            Step::Reordered { .. } => Class::Reordered,
             Step::First | Step::InOrder | Step::Reuse { .. } => Class::Request,
         };
-        self.step_events(id, number, ts, bth.psn, step, reliable);
+        let f = &mut self.flows[id];
+        if let Step::Retransmit { .. } = step {
+            f.rc.last_resend = Some((bth.psn, ts));
+        }
+        if taken.unsure {
+            // Its events wait for the next request, which tells whether it was resent or held up.
+            f.rc.unsure = Some(UnsureRequest {
+                frame: number,
+                ts,
+                psn: bth.psn,
+                step,
+                payload,
+            });
+        } else {
+            self.step_events(id, number, ts, bth.psn, step, reliable);
+        }
+        if taken.closes_gap {
+            self.gap_filled(id);
+        }
         if pending {
             self.first_request(id, number, ts, bth.psn);
         }
@@ -61,22 +94,33 @@ impl Engine {
         } else {
             f.progress_ts = ts;
         }
-        // Timing: every new request of a reliable transport waits for its ACK (UC and UD get none); READs
-        // also for their first response.
+        // Timing: every request of a reliable transport waits for its ACK (UC and UD get none); READs
+        // also for their first response. READs are timed to their first response, not to an ACK;
+        // retransmissions are ambiguous (Karn's rule): neither is sampled.
         let t = &mut f.timing;
-        if t.outstanding.len() == Timing::PENDING_LIMIT {
-            t.outstanding.pop_front();
-        }
         if reliable {
-            // READs are timed to their first response, not here; retransmissions are ambiguous (Karn).
-            t.outstanding
-                .push_back((bth.psn, ts, number, retransmitted || read_len.is_some()));
+            let awaits = if op.is_atomic() {
+                Some(Awaits::AtomicAck)
+            } else {
+                read.map(|r| Awaits::ReadResponses { dma_len: r.len })
+            };
+            let o = Outstanding {
+                psn: bth.psn,
+                sent: ts,
+                frame: number,
+                sample: !retransmitted && read.is_none(),
+                awaits,
+            };
+            Timing::wait(&mut t.outstanding, o, |o| o.psn);
         }
-        if let Some(len) = read_len.filter(|_| !retransmitted) {
-            if t.reads.len() == Timing::PENDING_LIMIT {
-                t.reads.pop_front();
-            }
-            t.reads.push_back((bth.psn, ts, len));
+        if let Some(r) = read {
+            let pending = PendingRead {
+                psn: bth.psn,
+                sent: ts,
+                dma_len: r.len,
+                sample: !retransmitted,
+            };
+            Timing::wait(&mut t.reads, pending, |r| r.psn);
         }
         if taken.taken {
             self.message(id, ts, number, frame);
@@ -90,6 +134,49 @@ impl Engine {
                 .push(id);
         }
         class
+    }
+
+    /// The request after an unsure one (or the flow's end) told what it was: resent (its go-back-N events
+    /// come now) or held up on the way (reordered, and its retransmitted bytes were not).
+    pub(super) fn settle_unsure(&mut self, id: FlowId, settled: Settled, reliable: bool) {
+        let Some(u) = self.flows[id].rc.unsure.take() else {
+            return;
+        };
+        match settled {
+            Settled::Resent => self.step_events(id, u.frame, u.ts, u.psn, u.step, reliable),
+            Settled::HeldUp { depth, closes_gap } => {
+                let f = &mut self.flows[id];
+                f.retransmitted_bytes = f.retransmitted_bytes.saturating_sub(u.payload);
+                let highest = f.psn.highest;
+                self.reordered(id, u.frame, u.ts, u.psn, highest, depth);
+                if closes_gap {
+                    self.gap_filled(id);
+                }
+            }
+        }
+    }
+
+    /// Every PSN the last gap of flow `id` skipped came after all, held up on the way: its `psn_gap` event
+    /// told of a loss that was not.
+    fn gap_filled(&mut self, id: FlowId) {
+        if let Some((_, Some(at))) = self.flows[id].rc.last_gap.take() {
+            self.events.retract(at);
+        }
+    }
+
+    /// A request of flow `id` (`psn`) came `depth` PSNs behind the highest seen: held up on the way.
+    fn reordered(&mut self, id: FlowId, frame: u64, ts: u64, psn: u32, highest: u32, depth: u32) {
+        self.events.push(Event {
+            ts_nanos: ts,
+            flow: Some(id),
+            frame,
+            kind: Kind::Reordered {
+                psn,
+                highest,
+                depth,
+                response: false,
+            },
+        });
     }
 
     /// The events of a request's PSN step: a gap, and for a reliable transport (RC, XRC) a go-back-N (and,
@@ -113,7 +200,8 @@ impl Engine {
         match step {
             Step::Gap { expected, missing } => {
                 let after = psn::add(expected, u32::MAX);
-                self.events.push(event(Kind::PsnGap { missing, after }));
+                let at = self.events.push(event(Kind::PsnGap { missing, after }));
+                self.flows[id].rc.last_gap = Some((ts, at));
             }
             Step::Retransmit { rewind: true, .. } if reliable => {
                 let f = &mut self.flows[id];
@@ -138,6 +226,10 @@ impl Engine {
                     self.violation(event(timeout));
                 }
             }
+            Step::Reordered { depth } => {
+                let highest = self.flows[id].psn.highest;
+                self.reordered(id, number, ts, psn, highest, depth);
+            }
             Step::Reuse {
                 read_psn,
                 read_psns,
@@ -160,8 +252,8 @@ impl Engine {
                 .timing
                 .outstanding
                 .iter()
-                .find(|o| o.0 == psn)
-                .map_or(f.progress_ts, |o| o.1),
+                .find(|o| o.psn == psn)
+                .map_or(f.progress_ts, |o| o.sent),
         };
         let resent = Repeat::again(f.rc.resent, psn, ts, number);
         f.rc.resent = Some(resent);

@@ -7,7 +7,7 @@ use parsers::opcode::Position;
 
 use super::diagnosis::{ReadResponse, Repeat};
 use super::events::{Event, Kind, ReadMismatch};
-use super::flow::{PairedBy, Timing};
+use super::flow::{Awaits, PairedBy, Timing};
 use super::psn::{self, read_psns};
 use super::{Class, Engine, FlowId};
 
@@ -40,27 +40,44 @@ impl Engine {
             self.flows[r].rc.answered = true;
             self.check_window(id, r, number, ts, bth.psn);
         }
+        let order = self.response_order(id, requester, number, ts, bth.psn);
+        // The READ this response answers (its first response names it; the others follow it).
+        let read_answered = match op.position() {
+            _ if !op.is_read_response() => None,
+            Some(Position::First | Position::Only) => Some(bth.psn),
+            _ => self.flows[id].rc.read.map(|r| r.read_psn),
+        };
         if op.is_read_response() {
             self.read_response(id, requester, number, ts, roce);
         }
         let Some(aeth) = roce.ext.aeth else {
             return Class::Response;
         };
-        self.check_msn(id, number, ts, aeth.msn);
+        if order == Order::Ahead {
+            self.check_msn(id, number, ts, aeth.msn);
+        }
         match aeth.decoded() {
             Syndrome::Ack { .. } => {
                 let f = &mut self.flows[id];
                 if op.is_ack() {
                     f.resp.acks += 1;
-                    if f.resp.last_ack == Some((bth.psn, aeth.msn)) {
-                        f.resp.duplicate_acks += 1;
+                    if order != Order::HeldUp {
+                        if f.resp.last_ack == Some((bth.psn, aeth.msn)) {
+                            f.resp.duplicate_acks += 1;
+                        }
+                        f.resp.last_ack = Some((bth.psn, aeth.msn));
                     }
-                    f.resp.last_ack = Some((bth.psn, aeth.msn));
                 } else if op.is_atomic_ack() {
                     f.resp.atomic_acks += 1;
                 }
-                if let Some(r) = requester {
-                    self.acknowledged(r, bth.psn, ts);
+                let answer = match op.position() {
+                    Some(Position::Last | Position::Only) => read_answered.map(ReadAnswer::Ends),
+                    _ => read_answered.map(ReadAnswer::Part),
+                };
+                if let Some(r) = requester
+                    && let Some(unanswered) = self.acknowledged(r, bth.psn, ts, answer)
+                {
+                    self.implied_nak(id, r, number, ts, unanswered, bth.psn);
                 }
                 Class::Response
             }
@@ -143,8 +160,9 @@ impl Engine {
             let f = &mut self.flows[r];
             f.nak_ts = Some(ts);
             f.naks_unanswered += 1;
-            // A NAK for PSN n acknowledges every PSN before n.
-            self.acknowledged(r, psn::add(psn, u32::MAX), ts);
+            // A NAK for PSN n acknowledges every PSN before n (a READ or atomic before it is resent for
+            // this NAK, not for an implied one).
+            self.acknowledged(r, psn::add(psn, u32::MAX), ts, None);
         }
     }
 
@@ -168,7 +186,62 @@ impl Engine {
         });
     }
 
-    /// The MSN of a responder's AETHs never goes back (a repeated one is a duplicate ACK).
+    /// Where response `psn` of responder `id` stands against the highest PSN its responses named: ahead (or
+    /// at it), behind as the answer to a resend of its requester since that highest response (or too far
+    /// behind to have been held up: `ack_out_of_window` tells), or behind with nothing resent: held up on
+    /// the way (a `reordered` note, with how far behind).
+    fn response_order(
+        &mut self,
+        id: FlowId,
+        requester: Option<FlowId>,
+        number: u64,
+        ts: u64,
+        psn: u32,
+    ) -> Order {
+        let f = &mut self.flows[id];
+        let highest = match f.resp.highest {
+            Some(h) if psn::diff(psn, h.0) < 0 => h,
+            _ => {
+                f.resp.highest = Some((psn, ts));
+                return Order::Ahead;
+            }
+        };
+        // A resend since the highest response, at or before this PSN: the first of its go-back-N or the
+        // last resend.
+        let since = |resend: Option<(u32, u64)>| {
+            resend.is_some_and(|(p, t)| t >= highest.1 && psn::diff(p, psn) <= 0)
+        };
+        let resent = requester
+            .and_then(|r| self.flows.get(r))
+            .is_some_and(|r| since(r.rc.went_back) || since(r.rc.last_resend));
+        if resent {
+            return Order::Answer;
+        }
+        let depth = psn::diff(highest.0, psn) as u32;
+        if depth >= psn::SeenWindow::WINDOW {
+            // Further behind than any reordering holds a packet: a response for a PSN never sent.
+            return Order::Answer;
+        }
+        let r = &mut self.flows[id].resp;
+        r.reordered += 1;
+        r.reorder_depth_max = r.reorder_depth_max.max(depth);
+        self.events.push(Event {
+            ts_nanos: ts,
+            flow: Some(id),
+            frame: number,
+            kind: Kind::Reordered {
+                psn,
+                highest: highest.0,
+                depth,
+                response: true,
+            },
+        });
+        Order::HeldUp
+    }
+
+    /// The MSN of a responder's AETHs never goes back (a repeated one is a duplicate ACK). Checked on
+    /// responses at or ahead of the highest PSN answered: one behind it was held up on the way, or answers a
+    /// resend (a duplicate atomic is answered with its saved ACK, its MSN then), and may carry an older MSN.
     fn check_msn(&mut self, id: FlowId, number: u64, ts: u64, msn: u32) {
         let rc = &mut self.flows[id].rc;
         let previous = rc.last_msn;
@@ -203,19 +276,20 @@ impl Engine {
             && psn::diff(bth.psn, expected) > 0
         {
             skipped = true;
-            f.resp.implied_naks += 1;
-            self.events.push(Event {
-                ts_nanos: ts,
-                flow: Some(id),
-                frame: number,
-                kind: Kind::ImpliedNak {
-                    expected,
-                    got: bth.psn,
-                },
-            });
+            match requester {
+                Some(r) => self.implied_nak(id, r, number, ts, expected, bth.psn),
+                None => self.count_implied_nak(id, number, ts, expected, bth.psn),
+            }
         }
         let f = &mut self.flows[id];
-        f.resp.next_read_psn = Some(psn::add(bth.psn, 1));
+        // A READ's first response starts its PSNs afresh; one held up behind them moves nothing.
+        let after = psn::add(bth.psn, 1);
+        f.resp.next_read_psn = match (position, f.resp.next_read_psn) {
+            (Some(Position::Middle | Position::Last), Some(n)) if psn::diff(after, n) < 0 => {
+                Some(n)
+            }
+            _ => Some(after),
+        };
         let payload = roce.payload_len.unwrap_or(0) as u64;
         if matches!(position, Some(Position::First | Position::Middle)) {
             self.inferred_mtu = self.inferred_mtu.max(payload as u32);
@@ -278,31 +352,91 @@ impl Engine {
     fn read_answered(&mut self, r: FlowId, ts: u64, psn: u32) -> Option<u32> {
         let t = &mut self.flows[r].timing;
         let mut dma_len = None;
-        while let Some(&(p, sent, len)) = t.reads.front() {
-            if psn::diff(p, psn) > 0 {
+        while let Some(&r) = t.reads.front() {
+            if psn::diff(r.psn, psn) > 0 {
                 break;
             }
             t.reads.pop_front();
-            if p == psn {
-                Timing::record(&mut t.read, ts.saturating_sub(sent));
-                dma_len = Some(len);
+            if r.psn == psn {
+                if r.sample {
+                    Timing::record(&mut t.read, ts.saturating_sub(r.sent));
+                }
+                dma_len = Some(r.dma_len);
             }
         }
         dma_len
     }
 
+    /// The responder `id` answered PSN `got` while the READ or atomic at `expected` of requester `r` was
+    /// unanswered, or a READ's responses skipped `expected`: an implied NAK, which the requester answers by
+    /// asking again from `expected` (a go-back-N after a NAK, not on its timer).
+    fn implied_nak(
+        &mut self,
+        id: FlowId,
+        r: FlowId,
+        number: u64,
+        ts: u64,
+        expected: u32,
+        got: u32,
+    ) {
+        self.count_implied_nak(id, number, ts, expected, got);
+        let f = &mut self.flows[r];
+        f.nak_ts = Some(ts);
+        f.naks_unanswered += 1;
+    }
+
+    fn count_implied_nak(&mut self, id: FlowId, number: u64, ts: u64, expected: u32, got: u32) {
+        self.flows[id].resp.implied_naks += 1;
+        self.events.push(Event {
+            ts_nanos: ts,
+            flow: Some(id),
+            frame: number,
+            kind: Kind::ImpliedNak { expected, got },
+        });
+    }
+
     /// An ACK for `psn` covers every outstanding request up to it: sample the latency of the one it names.
-    pub(super) fn acknowledged(&mut self, requester: FlowId, psn: u32, ts: u64) {
+    /// A READ waits for the last of its own responses (`read`: this response answers a READ), an atomic for
+    /// its atomic ACK. Returns the first READ or atomic passed unanswered (an answer for a later PSN came
+    /// first): an implied NAK.
+    pub(super) fn acknowledged(
+        &mut self,
+        requester: FlowId,
+        psn: u32,
+        ts: u64,
+        read: Option<ReadAnswer>,
+    ) -> Option<u32> {
+        let mtu = self.flows[requester].mtu_or(self.mtu());
         let t = &mut self.flows[requester].timing;
         let mut progress = false;
-        while let Some(&(p, sent, _, unsampled)) = t.outstanding.front() {
-            if psn::diff(p, psn) > 0 {
+        let mut unanswered = None;
+        while let Some(&o) = t.outstanding.front() {
+            let into = psn::diff(psn, o.psn);
+            if into < 0 {
+                break;
+            }
+            let own = match o.awaits {
+                None => true,
+                Some(Awaits::AtomicAck) => into == 0,
+                // Its responses, wherever they are (a PSN outside its PSNs is another event), or within
+                // its PSNs (at the largest MTU while it is not known: its fewest).
+                Some(Awaits::ReadResponses { dma_len }) => {
+                    read.is_some_and(|a| a.read() == o.psn)
+                        || (into as u32) < psn::read_psns(dma_len, mtu.unwrap_or(4096))
+                }
+            };
+            let ends = matches!(read, Some(ReadAnswer::Ends(_)));
+            if own && matches!(o.awaits, Some(Awaits::ReadResponses { .. })) && !ends {
+                // One of its responses, not its last: it waits on.
                 break;
             }
             t.outstanding.pop_front();
             progress = true;
-            if p == psn && !unsampled {
-                Timing::record(&mut t.ack, ts.saturating_sub(sent));
+            if o.psn == psn && o.sample {
+                Timing::record(&mut t.ack, ts.saturating_sub(o.sent));
+            }
+            if !own && o.awaits.is_some() {
+                unanswered = unanswered.or(Some(o.psn));
             }
         }
         if progress {
@@ -311,7 +445,34 @@ impl Engine {
             rc.rnr = None;
             self.stall_ends(requester, ts);
         }
+        unanswered
     }
+}
+
+/// A READ response: of the READ at its PSN, ending it or a part of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReadAnswer {
+    Part(u32),
+    Ends(u32),
+}
+
+impl ReadAnswer {
+    fn read(self) -> u32 {
+        match self {
+            ReadAnswer::Part(p) | ReadAnswer::Ends(p) => p,
+        }
+    }
+}
+
+/// Where a response stands against the highest PSN its flow's responses named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// At or ahead of it.
+    Ahead,
+    /// Behind it, answering a resend made since.
+    Answer,
+    /// Behind it, with nothing resent: held up on the way.
+    HeldUp,
 }
 
 /// A READ response packet at `psn` outside its READ's PSNs (at the path MTU, or at the smallest when not

@@ -179,6 +179,10 @@ pub struct AnalysisFlags {
     /// egress copies of a mirror session), counted once. 0: never.
     #[arg(long, value_name = "US", default_value_t = analysis::Config::DEFAULT_MIRROR_WINDOW_US)]
     pub mirror_window_us: u64,
+    /// A request or response that comes behind a later one, held up on the way by at most this many
+    /// microseconds, is reordered, not resent (with no NAK a resend could answer).
+    #[arg(long, value_name = "US", default_value_t = analysis::Config::DEFAULT_REORDER_WINDOW_US)]
+    pub reorder_window_us: u64,
 }
 
 impl AnalysisFlags {
@@ -195,6 +199,7 @@ impl AnalysisFlags {
             flow_timeout_nanos: (self.flow_timeout > 0)
                 .then(|| self.flow_timeout.saturating_mul(1_000_000_000)),
             mirror_window_nanos: self.mirror_window_us.saturating_mul(1000),
+            reorder_window_nanos: self.reorder_window_us.saturating_mul(1000),
             ..Default::default()
         }
     }

@@ -189,7 +189,7 @@ struct FrameEvents {
 impl FrameEvents {
     /// The events of a whole analysis (`Events::LIMIT` at most, as `analyze` keeps).
     fn of(engine: &Engine) -> FrameEvents {
-        let mut list: Vec<_> = engine.events.list.iter().collect();
+        let mut list: Vec<_> = engine.events.kept().collect();
         list.sort_by_key(|e| e.frame);
         FrameEvents {
             frames: list.iter().map(|e| e.frame).collect(),

@@ -197,6 +197,7 @@ pub fn class_name(c: Class) -> Option<&'static str> {
         Class::Request => "request",
         Class::Gap => "gap",
         Class::Retransmission => "retransmission",
+        Class::Reordered => "reordered",
         Class::Response => "response",
         Class::Nak => "nak",
         Class::RnrNak => "rnr_nak",

@@ -192,7 +192,7 @@ fn mismatches(engine: &Engine, id: u32, c: &Connection) -> Vec<String> {
             ));
         }
     }
-    for e in &engine.events.list {
+    for e in engine.events.kept() {
         if let crate::analysis::events::Kind::UnexpectedQp { qpn, connection } = e.kind
             && connection == id
         {

@@ -35,6 +35,13 @@ pub fn of(k: &Kind) -> Map<String, Value> {
         }
         Kind::RnrStorm { count, span_us } => json!({"count": count, "span_s": us_to_s(span_us)}),
         Kind::ImpliedNak { expected, got } => json!({"expected": expected, "got": got}),
+        Kind::Reordered {
+            psn,
+            highest,
+            depth,
+            response,
+        } => json!({"psn": psn, "highest": highest, "depth": depth,
+                     "of": if response { "response" } else { "request" }}),
         Kind::CeWithoutCnp { count } => json!({"count": count}),
         Kind::CnpIgnored {
             cnps,

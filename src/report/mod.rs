@@ -143,6 +143,11 @@ pub struct PsnReport {
     pub retransmission_episodes: u64,
     /// New requests on PSNs a READ consumed (`psn_reuse` events).
     pub reused: u64,
+    /// READs resumed mid-message (counted in `retransmitted` too).
+    pub resumed_reads: u64,
+    /// Requests that came behind a higher PSN, the first copy of theirs, held up on the way (`reordered`
+    /// events).
+    pub reordered: u64,
     /// New connections on the flow's QP number after the first (`new_epoch` events); `first` and `last`
     /// are the last connection's.
     pub epochs: u64,
@@ -236,6 +241,10 @@ pub struct FlowReport {
     pub read_responses: u64,
     pub atomic_acks: u64,
     pub implied_naks: u64,
+    /// Responses that came behind the highest PSN answered, with nothing resent (`reordered` events).
+    pub reordered_responses: u64,
+    /// The deepest of the packets this flow saw held up (requests or responses), PSNs behind the highest.
+    pub reorder_depth_max: u32,
     pub cnp: u64,
     pub ecn: EcnReport,
     pub ce_without_cnp: u64,
@@ -451,8 +460,7 @@ impl Report {
         let link_pause = (engine.link_pause.frames > 0).then(|| priority(0, &engine.link_pause));
         let events = engine
             .events
-            .list
-            .iter()
+            .kept()
             .map(|e| EventReport {
                 time: secs(e.ts_nanos),
                 severity: e.kind.severity(),
@@ -619,6 +627,8 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
             duplicates: f.psn.duplicates,
             retransmission_episodes: f.psn.episodes,
             reused: f.psn.reused,
+            resumed_reads: f.psn.resumed_reads,
+            reordered: f.psn.reordered,
             epochs: f.rc.epochs,
         },
         acks: f.resp.acks,
@@ -634,6 +644,8 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
         read_responses: f.resp.read_responses,
         atomic_acks: f.resp.atomic_acks,
         implied_naks: f.resp.implied_naks,
+        reordered_responses: f.resp.reordered,
+        reorder_depth_max: f.psn.reorder_depth_max.max(f.resp.reorder_depth_max),
         cnp: f.cnp,
         ecn: EcnReport {
             not_ect: f.ecn[0],

@@ -4,8 +4,11 @@ session for every capture) and jobs/duckdb/fleet.sql in DuckDB.
 
 - per_flow, from each job: every flow of the JSON, with the figures the job counts from the packets table
   (packets, bytes, PSN gaps, retransmissions, NAKs by code, RNR NAKs, CE marks, CNPs, bad ICRCs) and those
-  it takes from the flows table (missing PSNs, duplicates), each equal to the JSON's; captures whose flows
-  were evicted (`evicted` in the JSON: their packets' flow ids were renumbered) are left out and counted;
+  it takes from the flows table (missing PSNs, duplicates), each equal to the JSON's, also in captures
+  whose flows were evicted (a flow's id is never reused: its packets join its row). The packets' class is
+  how each frame was counted when read; a later frame can tell that a packet had been held up on the way
+  (`psn.reordered`: a gap whose PSNs all came after, a first copy taken for a resend): there the jobs'
+  PSN gaps and retransmissions may exceed the JSON's, by at most the flow's `psn.reordered` each;
 - per_segment, from each job: exactly the segments of SEGMENTS.json (made by the test from the frames it
   dropped), each way;
 - every other result (per connection, host pair and capture point, the worst QPs and hosts per window) is
@@ -62,14 +65,16 @@ def check_flows(job, rows, captures):
     got = {(r["capture_file"], r["id"]): r for r in rows}
     compared = 0
     for c in captures:
-        if "evicted" in c["report"]:
-            continue
         for f in c["report"]["flows"]:
             row = got.get((c["file"], f["id"]))
             if row is None:
                 problem(f"{job}: {c['file']}: no row for flow {f['id']}")
                 continue
+            held_up = f["psn"]["reordered"]
             for k, v in want(f).items():
+                revised = k in ("gap_events", "retransmitted") and isinstance(row.get(k), int)
+                if revised and 0 <= row[k] - v <= held_up:
+                    continue
                 if row.get(k) != v:
                     problem(f"{job}: {c['file']}: flow {f['id']}: {k} is {row.get(k)!r}, the JSON's {v!r}")
             compared += 1
@@ -118,8 +123,8 @@ def main(tree, expected, segments):
     evicted = sum("evicted" in c["report"] for c in captures)
     for job, results, secs in (("spark", spark, spark_s), ("duckdb", duck, duck_s)):
         n = check_flows(job, results["per_flow"], captures)
-        print(f"{job}: {n} flows of {len(captures) - evicted} captures equal to the JSON "
-              f"({evicted} captures with evicted flows left out), {secs:.1f} s")
+        print(f"{job}: {n} flows of {len(captures)} captures equal to the JSON "
+              f"({evicted} of them with evicted flows), {secs:.1f} s")
         if canonical(results["per_segment"]) != canonical(segments):
             problem(f"{job}: per_segment is {results['per_segment']}, the drops made {segments}")
     for name in spark:
