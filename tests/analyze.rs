@@ -261,7 +261,7 @@ fn hand_worked_figures() {
 
 #[test]
 fn hand_worked_diagnosis() {
-    hand_worked(&dir().with_file_name("diagnosis"), 17);
+    hand_worked(&dir().with_file_name("diagnosis"), 20);
 }
 
 /// What real NICs and networks legitimately do (examples/make_testdata/retries.rs): READs resumed

@@ -155,6 +155,30 @@ fn perftest_runs_match_what_perftest_printed() {
             }
         }
         assert!(requests >= 1, "{run}: no requests either way");
+        // The printed QPs name the two directions of the connection: the flows toward each printed QPN
+        // (from the other host) are each other's pair, found by the printout.
+        let flow_to = |src: &str, qpn: u64| {
+            r["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["src"] == src && f["dest_qp"] == qpn)
+                .cloned()
+        };
+        let (a, b) = (&hosts[0], &hosts[1]);
+        if let (Some(ab), Some(ba)) = (flow_to(&a.ip, b.qpn), flow_to(&b.ip, a.qpn)) {
+            assert_eq!(
+                (&ab["paired_with"], &ab["paired_by"], &ba["paired_by"]),
+                (
+                    &ba["id"],
+                    &Value::from("printout"),
+                    &Value::from("printout")
+                ),
+                "{run}"
+            );
+        } else {
+            panic!("{run}: no flow each way between the printed QPs");
+        }
         let kinds: Vec<&str> = r["events"]
             .as_array()
             .unwrap()

@@ -181,6 +181,9 @@ fn cm_handshake(dir: &Dir) {
                               "req_to_rep_s": 0.0002, "rep_to_rtu_s": 0.0001,
                               "comm_ids": [COMM_A, COMM_B]}
             }],
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "paired_by": "cm",
+                       "pair": ["10.0.0.2", "10.0.0.1", 0x22]},
+                      {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "paired_by": "cm"}],
             "events": [{"kind": "connection", "frame": 4, "detail": {"connection": 0, "qpns": [0x22, 0x11], "mtu": 1024}},
                        {"kind": "disconnect", "frame": 11, "detail": {"connection": 0, "qpns": [0x22, 0x11]}}],
             "diagnosis": {"connection": 1, "disconnect": 1},

@@ -534,6 +534,102 @@ fn no_roce(dir: &Path) {
     );
 }
 
+/// A SEND_ONLY of 16 bytes at `psn` from 10.0.0.1 to QP `qp` of 10.0.0.2.
+fn send_to(qp: u32, psn: u32) -> Vec<u8> {
+    let mut f = AB.frame(true, 0x04, psn);
+    f.bth.dest_qp = qp;
+    f.payload = payload(16, 3);
+    f.build()
+}
+
+/// An ACK from 10.0.0.2 to QP `qp` of 10.0.0.1.
+fn ack_to(qp: u32, psn: u32, msn: u32) -> Vec<u8> {
+    let mut f = AB.aeth(0x11, psn, Syndrome::Ack { credits: 31 }, msn);
+    f.bth.dest_qp = qp;
+    f.build()
+}
+
+/// A SEND at PSN 0x12345 (frame 1) answered 9 µs later by the peer host with an ACK for PSN 0xffffff (frame
+/// 2), which names no PSN the requester sent (more than a window of 4096 before its first): no PSN pairs the
+/// two flows, but they are the only requester and the only responder between the two hosts, and it came in
+/// time: paired by elimination, and the answer is out of the window. The SEND stays unacknowledged to the
+/// capture's end (2 s): a stall, not "no response".
+fn an_answer_for_a_psn_never_sent(dir: &Path) {
+    let mut c = Capture::new(1);
+    let none = json!({});
+    c.add_at(0, send_to(0x11, 0x12345), none.clone());
+    c.add_at(9, ack_to(0x22, 0xFF_FFFF, 1), none.clone());
+    c.add_at(2 * SECOND, other(), none.clone());
+    write(
+        dir,
+        "an_answer_for_a_psn_never_sent",
+        &c,
+        json!({
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "paired_by": "elimination",
+                       "pair": ["10.0.0.2", "10.0.0.1", 0x22]},
+                      {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "paired_by": "elimination"}],
+            "events": [{"kind": "ack_out_of_window", "frame": 2,
+                        "detail": {"psn": 0xFF_FFFF, "window_first": 0x12345, "window_last": 0x12345}},
+                       {"kind": "stall", "frame": 1,
+                        "detail": {"psn": 0x12345, "outstanding": 1, "waited_s": 2.0, "at_end": true}}],
+            "diagnosis": {"ack_out_of_window": 1, "stall": 1},
+            "verdict": {"status": "fail", "problems": ["stall", "violations"]}
+        }),
+    );
+}
+
+/// Two requesters from 10.0.0.1 to 10.0.0.2 (QPs 0x11 and 0x12, frames 1-2) and one ACK back for a PSN
+/// neither sent (frame 3): two candidates, so no pair by elimination; neither requester heard back by the
+/// capture's end (2 s): two `no_response`, and no violation.
+fn two_requesters_are_not_paired_by_elimination(dir: &Path) {
+    let mut c = Capture::new(1);
+    let none = json!({});
+    c.add_at(0, send_to(0x11, 0x12345), none.clone());
+    c.add_at(3, send_to(0x12, 0x22222), none.clone());
+    c.add_at(9, ack_to(0x22, 0xFF_FFFF, 1), none.clone());
+    c.add_at(2 * SECOND, other(), none.clone());
+    write(
+        dir,
+        "two_requesters_are_not_paired_by_elimination",
+        &c,
+        json!({
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "paired_with": null,
+                       "paired_by": null},
+                      {"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x12, "paired_with": null},
+                      {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "paired_with": null}],
+            "events": [{"kind": "no_response", "frame": 1, "detail": {"requests": 1, "first_psn": 0x12345}},
+                       {"kind": "no_response", "frame": 2, "detail": {"requests": 1, "first_psn": 0x22222}}],
+            "diagnosis": {"no_response": 2},
+            "verdict": {"status": "fail", "problems": ["no_response"]}
+        }),
+    );
+}
+
+/// An ACK from 10.0.0.2 to QP 0x23 of 10.0.0.1 before any request (frame 1: it answers nothing in the
+/// capture), then a SEND (frame 2) and an ACK to QP 0x22 for a PSN it did not send (frame 3): two responders
+/// unpaired between the hosts, so no pair by elimination; the SEND never heard back: `no_response`.
+fn two_responders_are_not_paired_by_elimination(dir: &Path) {
+    let mut c = Capture::new(1);
+    let none = json!({});
+    c.add_at(0, ack_to(0x23, 5, 1), none.clone());
+    c.add_at(10, send_to(0x11, 0x12345), none.clone());
+    c.add_at(19, ack_to(0x22, 0xFF_FFFF, 1), none.clone());
+    c.add_at(2 * SECOND, other(), none.clone());
+    write(
+        dir,
+        "two_responders_are_not_paired_by_elimination",
+        &c,
+        json!({
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "paired_with": null},
+                      {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "paired_with": null},
+                      {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x23, "paired_with": null}],
+            "events": [{"kind": "no_response", "frame": 2, "detail": {"requests": 1, "first_psn": 0x12345}}],
+            "diagnosis": {"no_response": 1},
+            "verdict": {"status": "fail", "problems": ["no_response"]}
+        }),
+    );
+}
+
 pub fn write_all(dir: &Path) {
     stall_at_end(dir);
     stall_ends_before_the_capture(dir);
@@ -551,4 +647,7 @@ pub fn write_all(dir: &Path) {
     reads_at_the_path_mtus(dir);
     new_connection_on_a_reused_qp(dir);
     no_roce(dir);
+    an_answer_for_a_psn_never_sent(dir);
+    two_requesters_are_not_paired_by_elimination(dir);
+    two_responders_are_not_paired_by_elimination(dir);
 }

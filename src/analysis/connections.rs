@@ -10,7 +10,7 @@ use parsers::frame::Addr;
 use rustc_hash::FxHashMap;
 
 use super::events::{Event, Kind};
-use super::flow::FlowKey;
+use super::flow::{FlowKey, PairedBy};
 use super::{Engine, Flow, FlowId};
 use crate::source::printout::Exchange;
 
@@ -316,7 +316,18 @@ impl Engine {
         });
         f.mtu = mtu.or(f.mtu);
         let first = f.first_request.map(|(frame, ts)| (frame, ts, f.psn.first));
-        self.connections.list[id as usize].flows[usize::from(dir)] = Some(flow);
+        let c = &mut self.connections.list[id as usize];
+        c.flows[usize::from(dir)] = Some(flow);
+        let by = match c.origin {
+            Origin::Cm => PairedBy::Cm,
+            Origin::Printout => PairedBy::Printout,
+        };
+        // The other direction's flow, alive: the connection names the pair.
+        if let Some(other) = c.flows[usize::from(1 - dir)].filter(|o| self.flows.get(*o).is_some())
+            && self.flows[flow].paired_with != Some(other)
+        {
+            self.pair_flows(flow, other, by);
+        }
         if let Some((frame, ts, psn)) = first.filter(|_| late) {
             self.first_request(flow, frame, ts, psn);
         }

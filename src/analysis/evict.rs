@@ -126,10 +126,12 @@ impl Engine {
             p.paired_by = None;
         }
         let pair = (f.key.src, f.key.dst);
-        if let Some(ids) = self.requesters.get_mut(&pair) {
-            ids.retain(|r| *r != id);
-            if ids.is_empty() {
-                self.requesters.remove(&pair);
+        for table in [&mut self.requesters, &mut self.responders] {
+            if let Some(ids) = table.get_mut(&pair) {
+                ids.retain(|r| *r != id);
+                if ids.is_empty() {
+                    table.remove(&pair);
+                }
             }
         }
     }

@@ -302,6 +302,8 @@ pub struct Flow {
     pub(crate) progress_ts: u64,
     /// Listed among the requester flows for pairing.
     pub(crate) registered: bool,
+    /// Listed among the responder flows for pairing.
+    pub(crate) answering: bool,
     /// Carried RC or XRC requests: a responder should answer them.
     pub reliable: bool,
     /// The requester/responder state of the diagnosis.
@@ -381,6 +383,7 @@ impl Flow {
             naks_unanswered: 0,
             progress_ts: ts,
             registered: false,
+            answering: false,
             reliable: false,
             rc: Default::default(),
             first_request: None,

@@ -231,6 +231,8 @@ pub struct Engine {
     index: FxHashMap<FlowKey, FlowId>,
     /// Flows that carried requests, by (source, destination): candidates for pairing with responses.
     requesters: FxHashMap<(Addr, Addr), SmallVec<[FlowId; 2]>>,
+    /// Flows that carried responses, by (source, destination): how many could answer a requester.
+    responders: FxHashMap<(Addr, Addr), SmallVec<[FlowId; 2]>>,
     /// The last flow looked up: consecutive packets usually belong to one flow.
     last: Option<(FlowKey, FlowId)>,
     /// PFC frames per priority 0-7.
@@ -284,6 +286,7 @@ impl Engine {
             flows: FlowTable::default(),
             index: FxHashMap::default(),
             requesters: FxHashMap::default(),
+            responders: FxHashMap::default(),
             last: None,
             pause: Default::default(),
             link_pause: PriorityPause::default(),
@@ -487,12 +490,21 @@ impl Engine {
         id
     }
 
-    /// Flows `a` and `b` are the two directions of one connection, as `by` found.
+    /// Flows `a` and `b` are the two directions of one connection, as `by` found (a pair either had
+    /// before comes apart).
     pub(crate) fn pair_flows(&mut self, a: FlowId, b: FlowId, by: flow::PairedBy) {
         for (x, y) in [(a, b), (b, a)] {
             let f = &mut self.flows[x];
-            f.paired_with = Some(y);
+            let before = f.paired_with.replace(y);
             f.paired_by = Some(by);
+            if let Some(old) = before
+                .filter(|o| *o != y)
+                .and_then(|o| self.flows.get_mut(o))
+                && old.paired_with == Some(x)
+            {
+                old.paired_with = None;
+                old.paired_by = None;
+            }
         }
     }
 

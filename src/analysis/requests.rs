@@ -292,19 +292,23 @@ impl Engine {
                 idle_us: idle / 1000,
             },
         });
-        // The old connection's responder may answer for another QP now: pair afresh.
-        self.flows[id].paired_by = None;
-        if let Some(old) = self.flows[id]
-            .paired_with
-            .take()
-            .and_then(|p| self.flows.get_mut(p))
-        {
+        // The old connection's responder may answer for another QP now: pair afresh, unless the handshake
+        // that made the new connection named this pair.
+        let pair = self.flows[id].paired_with;
+        if !handshake {
+            self.flows[id].paired_with = None;
+            self.flows[id].paired_by = None;
+        }
+        if let Some(old) = pair.and_then(|p| self.flows.get_mut(p)) {
             // Its responder side belonged to the old connection; its own requests, if any, stay as they are.
-            old.paired_with = None;
-            old.paired_by = None;
+            if !handshake {
+                old.paired_with = None;
+                old.paired_by = None;
+            }
             old.rc.last_msn = None;
             old.rc.read = None;
             old.resp.next_read_psn = None;
+            old.resp.highest = None;
         }
         let f = &mut self.flows[id];
         f.psn.new_epoch();

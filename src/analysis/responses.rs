@@ -9,23 +9,51 @@ use super::diagnosis::{ReadResponse, Repeat};
 use super::events::{Event, Kind, ReadMismatch};
 use super::flow::{Awaits, PairedBy, Timing};
 use super::psn::{self, read_psns};
+use smallvec::SmallVec;
+
 use super::{Class, Engine, FlowId};
 
 impl Engine {
-    /// The requester flow whose requests this response (from B to A) answers: the flow already paired, or
-    /// a flow from A to B whose PSN space holds `psn`.
-    fn pair(&mut self, id: FlowId, psn: u32) -> Option<FlowId> {
+    /// The requester flow whose requests this response (from B to A) answers: the flow already paired, a
+    /// flow from A to B whose PSN space holds `psn`, or, when it is the only requester from A to B left
+    /// unpaired and this the only responder from B to A left unpaired, answering within the stall time of
+    /// its last request, that one (by elimination: its answer names no PSN it sent, which `check_window`
+    /// then tells).
+    fn pair(&mut self, id: FlowId, psn: u32, ts: u64) -> Option<FlowId> {
         let f = &self.flows[id];
         if let Some(p) = f.paired_with {
             return Some(p);
         }
-        let candidates = self.requesters.get(&(f.key.dst, f.key.src))?;
-        let found = candidates.iter().copied().find(|c| {
+        let (forward, back) = ((f.key.dst, f.key.src), (f.key.src, f.key.dst));
+        let unpaired = |ids: Option<&SmallVec<[FlowId; 2]>>| -> SmallVec<[FlowId; 2]> {
+            ids.into_iter()
+                .flatten()
+                .copied()
+                .filter(|c| self.flows.get(*c).is_some_and(|r| r.paired_with.is_none()))
+                .collect()
+        };
+        let candidates = unpaired(self.requesters.get(&forward));
+        if let Some(found) = candidates.iter().copied().find(|c| {
             let r = &self.flows[*c];
-            r.paired_with.is_none() && (r.psn.covers(psn) || r.psn.next == psn)
-        })?;
-        self.pair_flows(id, found, PairedBy::Psn);
-        Some(found)
+            r.psn.covers(psn) || r.psn.next == psn
+        }) {
+            self.pair_flows(id, found, PairedBy::Psn);
+            return Some(found);
+        }
+        let stall = self.cfg.stall_nanos;
+        let [only] = candidates.as_slice() else {
+            return None;
+        };
+        let r = &self.flows[*only];
+        let in_time = r.first_request.is_some_and(|(_, first)| first <= ts)
+            && ts.saturating_sub(r.rc.last_request_ts) <= stall;
+        let alone = unpaired(self.responders.get(&back)).as_slice() == [id];
+        if !(in_time && alone && *only != id) {
+            return None;
+        }
+        let only = *only;
+        self.pair_flows(id, only, PairedBy::Elimination);
+        Some(only)
     }
 
     pub(super) fn response(&mut self, id: FlowId, number: u64, ts: u64, frame: &Frame) -> Class {
@@ -34,8 +62,16 @@ impl Engine {
         };
         let bth = roce.bth;
         let op = bth.op();
-        let requester = self.pair(id, bth.psn);
-        self.flows[id].responses += 1;
+        let f = &mut self.flows[id];
+        f.responses += 1;
+        if !f.answering {
+            f.answering = true;
+            self.responders
+                .entry((f.key.src, f.key.dst))
+                .or_default()
+                .push(id);
+        }
+        let requester = self.pair(id, bth.psn, ts);
         if let Some(r) = requester {
             self.flows[r].rc.answered = true;
             self.check_window(id, r, number, ts, bth.psn);
