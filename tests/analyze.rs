@@ -184,7 +184,7 @@ fn compare(name: &str, got: &Value, want: &Value) -> Vec<String> {
         if let Some(pair) = w.as_object_mut().unwrap().remove("pair") {
             let partner = g["paired_with"]
                 .as_u64()
-                .and_then(|id| flows.get(id as usize));
+                .and_then(|id| flows.iter().find(|f| f["id"] == id));
             let got_pair = partner.map(|p| {
                 Value::from(vec![
                     p["src"].clone(),
@@ -402,9 +402,10 @@ fn text_report_shows_rate_latency_and_a_legend() {
     assert!((40.5..41.5).contains(&p50), "{row}");
     assert_eq!(p99, "160.0µs", "{row}");
     assert!(
-        text.contains("Legend: pair: the flow of the other direction"),
+        text.contains("Legend: state: what the flow came to (ok, congested, lossy,"),
         "{text}"
     );
+    assert!(cols.contains(&"ok"), "{row}: the state column");
 
     // write_loss.pcap: two flows, the requester with the loss first; --top 1 shows it alone.
     let file = dir().join("../lab/write_loss.pcap");

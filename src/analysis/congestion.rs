@@ -80,7 +80,7 @@ impl Engine {
                 measured: r.measured,
                 no_reduction: r.no_reduction,
             };
-            self.events.push(Event {
+            self.raise(Event {
                 ts_nanos: ts,
                 flow: Some(id),
                 frame,

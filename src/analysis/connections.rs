@@ -361,13 +361,10 @@ impl Engine {
     }
 
     pub(super) fn connection_event(&mut self, id: u32, frame: u64, ts: u64, kind: Kind) {
-        if kind.severity() == super::events::Severity::Error {
-            self.diagnosis.connections += 1;
-        }
         let c = &self.connections.list[id as usize];
         let alive = |f: &Option<FlowId>| f.filter(|f| self.flows.get(*f).is_some());
         let flow = c.flows.iter().find_map(alive).or(alive(&c.cm_flow));
-        self.events.push(Event {
+        self.raise(Event {
             ts_nanos: ts,
             flow,
             frame,
@@ -398,30 +395,30 @@ impl Engine {
         if self.connections.list.is_empty() {
             return;
         }
-        for f in self.flows.in_order() {
-            if f.conn.is_some() || !f.reliable || f.requests == 0 || f.key.dest_qp == GSI_QP {
-                continue;
-            }
-            let Some(c) = self
-                .connections
-                .list
-                .iter()
-                .position(|c| c.superseded_by.is_none() && c.between(f.key.src, f.key.dst))
-            else {
-                continue;
-            };
-            let kind = Kind::UnexpectedQp {
-                qpn: f.key.dest_qp,
-                connection: c as u32,
-            };
-            let (frame, ts) = f.first_request.unwrap_or((f.first_frame, f.first_ts));
-            self.diagnosis.connections += 1;
-            self.events.push(Event {
-                ts_nanos: ts,
-                flow: Some(f.id),
-                frame,
-                kind,
-            });
+        let unexpected: Vec<Event> = self
+            .flows
+            .in_order()
+            .into_iter()
+            .filter(|f| f.conn.is_none() && f.reliable && f.requests > 0 && f.key.dest_qp != GSI_QP)
+            .filter_map(|f| {
+                let c =
+                    self.connections.list.iter().position(|c| {
+                        c.superseded_by.is_none() && c.between(f.key.src, f.key.dst)
+                    })?;
+                let (frame, ts) = f.first_request.unwrap_or((f.first_frame, f.first_ts));
+                Some(Event {
+                    ts_nanos: ts,
+                    flow: Some(f.id),
+                    frame,
+                    kind: Kind::UnexpectedQp {
+                        qpn: f.key.dest_qp,
+                        connection: c as u32,
+                    },
+                })
+            })
+            .collect();
+        for e in unexpected {
+            self.raise(e);
         }
     }
 }

@@ -3,7 +3,7 @@
 //! response, retries and RNR retries exhausted, PSN reuse of READs whose PSNs were guessed).
 use parsers::psn::{self, read_psns};
 
-use super::events::{Event, Kind};
+use super::events::{Event, Group, Kind};
 use super::{Engine, Flow, FlowId};
 
 /// A flow's RC state for the diagnosis, as requester and as responder.
@@ -137,7 +137,7 @@ impl Engine {
             })
             .collect();
         for (id, since, frame, kind) in stalled {
-            let at = self.events.push(Event {
+            let at = self.raise(Event {
                 ts_nanos: now,
                 flow: Some(id),
                 frame,
@@ -214,6 +214,7 @@ impl Engine {
             }
             Kind::NoResponse { .. } => {
                 self.diagnosis.no_response += 1;
+                self.flows[id].raised |= Group::NoResponse.bit();
                 // A stall reported while the capture went on was this silence: it is the no response.
                 if let Some((_, at)) = self.flows[id].rc.stall.take() {
                     self.diagnosis.stalls -= 1;
@@ -228,11 +229,9 @@ impl Engine {
                     }
                 }
             }
-            Kind::RetryExhausted { .. } | Kind::RnrExhausted { .. } => self.diagnosis.timeouts += 1,
-            Kind::PsnReuse { .. } => self.diagnosis.violations += 1,
             _ => {}
         }
-        self.events.push(Event {
+        self.raise(Event {
             ts_nanos: ts,
             flow: Some(id),
             frame,

@@ -148,7 +148,7 @@ impl Engine {
             _ => 2,
         };
         e.by_role[role] += 1;
-        e.troubled += u64::from(f.trouble() > 0);
+        e.troubled += u64::from(f.trouble().any());
         e.gap_events += f.psn.gap_events;
         e.missing += f.psn.missing;
         e.naks += f.resp.naks.total();

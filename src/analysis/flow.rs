@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use parsers::frame::Addr;
 use smallvec::SmallVec;
 
+use super::events::Group;
 use super::psn::RequestPsns;
 use super::rate::{Intervals, Rate, Reaction};
 use super::series::Series;
@@ -304,6 +305,8 @@ pub struct Flow {
     pub(crate) registered: bool,
     /// Listed among the responder flows for pairing.
     pub(crate) answering: bool,
+    /// The groups its events fell in (bit by [`super::events::Group::bit`]).
+    pub raised: u16,
     /// Carried RC or XRC requests: a responder should answer them.
     pub reliable: bool,
     /// The requester/responder state of the diagnosis.
@@ -316,14 +319,91 @@ pub struct Flow {
     pub mtu: Option<u32>,
 }
 
-/// Loss and damage (gaps, missing PSNs, retransmissions, NAKs, RNR NAKs, implied NAKs, bad ICRCs, malformed
-/// frames) weigh a million times congestion signals (CE marks, CNPs, CE marks without a CNP): any loss ranks
-/// above any amount of congestion. The one ranking of trouble: the text report's "most trouble first", the
-/// TUI's sort and colours, the plots' choice, the flows a report of many lists.
-pub fn trouble_score(hard: [u64; 8], soft: [u64; 3]) -> u64 {
-    let hard: u64 = hard.iter().fold(0, |a, b| a.saturating_add(*b));
-    let soft: u64 = soft.iter().fold(0, |a, b| a.saturating_add(*b));
-    hard.saturating_mul(1_000_000).saturating_add(soft)
+/// What a flow came to, worst last: the one word of its row in every view (the JSON's `state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    Ok,
+    /// Congestion signals (CE marks, CNPs, FECN/BECN) or the lossless machinery failing (a pause storm, an
+    /// unprotected priority, CNPs ignored), and no loss.
+    Congested,
+    /// Loss or damage: gaps, missing PSNs, retransmissions, NAKs, RNR NAKs, implied NAKs, timeouts, bad
+    /// ICRCs, malformed frames.
+    Lossy,
+    /// Its connection broke, or the data path contradicts it (a reject, a handshake timeout, data toward
+    /// an unannounced QPN, a first PSN other than announced).
+    Misconnected,
+    /// A protocol violation.
+    Violation,
+    /// Requests unanswered past the stall time.
+    Stalled,
+    /// Its requester gave up its retries.
+    GaveUp,
+    /// Its requester never heard back.
+    NoResponse,
+}
+
+impl State {
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Ok => "ok",
+            State::Congested => "congested",
+            State::Lossy => "lossy",
+            State::Misconnected => "misconnected",
+            State::Violation => "violation",
+            State::Stalled => "stalled",
+            State::GaveUp => "gave_up",
+            State::NoResponse => "no_response",
+        }
+    }
+}
+
+/// How much trouble a flow shows, the one measure behind the text report's "most trouble first", the TUI's
+/// sort and colours, the plots' choice and the flows a report of many lists: its worst diagnosis first (no
+/// response, gave up, stall, violation, connection, timeouts, lossless failure), then loss and damage, then
+/// congestion signals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Trouble {
+    /// 0 (none) to 7 (no response).
+    pub diagnosis: u8,
+    /// Gaps, missing PSNs, retransmissions, NAKs, RNR NAKs, implied NAKs, bad ICRCs, malformed frames.
+    pub hard: u64,
+    /// CE marks, CNPs, CE marks without a CNP.
+    pub soft: u64,
+}
+
+impl Trouble {
+    pub fn any(self) -> bool {
+        self != Trouble::default()
+    }
+
+    /// One number that sorts as the measure does: the diagnosis in the top byte, then loss and damage a
+    /// million times any congestion signal (saturating).
+    pub fn score(self) -> u64 {
+        const LOW: u64 = (1 << 56) - 1;
+        let counts = self
+            .hard
+            .saturating_mul(1_000_000)
+            .saturating_add(self.soft);
+        (u64::from(self.diagnosis) << 56) | counts.min(LOW)
+    }
+}
+
+/// The diagnosis rank of the groups a flow's events fell in (bits of [`Group::bit`]).
+fn diagnosis_rank(raised: u16) -> u8 {
+    const WORST_FIRST: [Group; 7] = [
+        Group::NoResponse,
+        Group::GaveUp,
+        Group::Stall,
+        Group::Violation,
+        Group::Connection,
+        Group::Timeout,
+        Group::Lossless,
+    ];
+    WORST_FIRST
+        .iter()
+        .position(|g| raised & g.bit() != 0)
+        .map_or(0, |i| (WORST_FIRST.len() - i) as u8)
 }
 
 /// CE marks awaiting a CNP per flow: a window's worth at line rate; older ones are settled first.
@@ -384,6 +464,7 @@ impl Flow {
             progress_ts: ts,
             registered: false,
             answering: false,
+            raised: 0,
             reliable: false,
             rc: Default::default(),
             first_request: None,
@@ -392,10 +473,12 @@ impl Flow {
         }
     }
 
-    /// Its trouble, by [`trouble_score`].
-    pub fn trouble(&self) -> u64 {
-        trouble_score(
-            [
+    /// Its trouble: its diagnosis, then its counts.
+    pub fn trouble(&self) -> Trouble {
+        let sum = |v: &[u64]| v.iter().fold(0u64, |a, b| a.saturating_add(*b));
+        Trouble {
+            diagnosis: diagnosis_rank(self.raised),
+            hard: sum(&[
                 self.psn.gap_events,
                 self.psn.missing,
                 self.psn.retransmitted,
@@ -404,9 +487,32 @@ impl Flow {
                 self.resp.implied_naks,
                 self.icrc_bad,
                 self.malformed,
-            ],
-            [self.ecn[3], self.cnp, self.ce_without_cnp],
-        )
+            ]),
+            soft: sum(&[self.ecn[3], self.cnp, self.ce_without_cnp]),
+        }
+    }
+
+    /// What it came to: its worst diagnosis, else loss, else congestion.
+    pub fn state(&self) -> State {
+        let has = |g: Group| self.raised & g.bit() != 0;
+        let t = self.trouble();
+        if has(Group::NoResponse) {
+            State::NoResponse
+        } else if has(Group::GaveUp) {
+            State::GaveUp
+        } else if has(Group::Stall) {
+            State::Stalled
+        } else if has(Group::Violation) {
+            State::Violation
+        } else if has(Group::Connection) {
+            State::Misconnected
+        } else if t.hard > 0 || has(Group::Timeout) {
+            State::Lossy
+        } else if t.soft > 0 || self.fecn + self.becn > 0 || has(Group::Lossless) {
+            State::Congested
+        } else {
+            State::Ok
+        }
     }
 
     /// Its PFC priority: the VLAN PCP, or for untagged traffic the priority `map` gives its DSCP.

@@ -7,6 +7,7 @@ pub mod events;
 mod evict;
 pub mod flow;
 mod handshake;
+mod kinds;
 mod mirror;
 mod pfc;
 pub mod points;
@@ -23,7 +24,7 @@ use parsers::opcode::CNP;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use events::{Event, Events, Kind};
+use events::{Event, Events, Group, Kind};
 use flow::{Flow, FlowKey};
 use psn::MTUS as MTU_CANDIDATES;
 pub use table::{FlowId, FlowTable};
@@ -303,13 +304,22 @@ impl Engine {
         }
     }
 
-    /// Keeps a diagnosis event (a violation or a timeout) and counts it.
-    pub(crate) fn violation(&mut self, e: Event) {
-        match e.kind {
-            Kind::TimeoutRetransmission { .. } => self.diagnosis.timeouts += 1,
-            _ => self.diagnosis.violations += 1,
+    /// Keeps an event (returns where, as [`Events::push`]): its group marks its flow, and a diagnosis event
+    /// counts in the diagnosis (a stall and a requester with no response are counted where they are
+    /// settled: one replaces the other).
+    pub(crate) fn raise(&mut self, e: Event) -> Option<usize> {
+        let group = e.kind.group();
+        let d = &mut self.diagnosis;
+        match group {
+            Group::Timeout | Group::GaveUp => d.timeouts += 1,
+            Group::Violation => d.violations += 1,
+            Group::Connection => d.connections += 1,
+            _ => {}
         }
-        self.events.push(e);
+        if let Some(f) = e.flow.and_then(|f| self.flows.get_mut(f)) {
+            f.raised |= group.bit();
+        }
+        self.events.push(e)
     }
 
     /// Feeds one frame: `number` is its position in the capture (from 1), `ts` its time in nanoseconds.
@@ -355,11 +365,11 @@ impl Engine {
             if let Some(id) = flow_id {
                 self.flows[id].malformed += 1;
             }
-            self.events.push(Event {
+            self.raise(Event {
                 ts_nanos: ts,
                 flow: flow_id,
                 frame: number,
-                kind: Kind::Malformed(m),
+                kind: Kind::Malformed { what: m },
             });
         }
         let (Some(id), Some(roce)) = (flow_id, &frame.roce) else {
@@ -427,7 +437,7 @@ impl Engine {
             Some(IcrcStatus::Bad { expected, found }) => {
                 f.icrc_bad += 1;
                 self.totals.icrc_bad += 1;
-                self.events.push(Event {
+                self.raise(Event {
                     ts_nanos: ts,
                     flow: Some(id),
                     frame: number,
@@ -555,7 +565,7 @@ impl Engine {
         f.expire_ce(end.saturating_sub(window));
         if let Some((ce_ts, ce_frame)) = f.first_unanswered_ce {
             let count = f.ce_without_cnp;
-            self.events.push(Event {
+            self.raise(Event {
                 ts_nanos: ce_ts,
                 flow: Some(id),
                 frame: ce_frame,
@@ -569,7 +579,7 @@ impl Engine {
             && span <= r.rnr_naks / self.cfg.rnr_storm.max(1) * 1_000_000_000
         {
             let (ts_nanos, frame, count) = (r.first_rnr_ts, r.first_rnr_frame, r.rnr_naks);
-            self.events.push(Event {
+            self.raise(Event {
                 ts_nanos,
                 flow: Some(id),
                 frame,

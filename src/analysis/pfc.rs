@@ -174,7 +174,7 @@ impl Engine {
                     .link_pause
                     .frame((ts, number), quanta, pause, storm(None));
                 if let Some(e) = e {
-                    self.events.push(e);
+                    self.raise(e);
                 }
             }
             MacControl::Pfc {
@@ -186,7 +186,7 @@ impl Engine {
                         let pause = self.quanta_nanos(q);
                         let e = self.pause[p].frame((ts, number), q, pause, storm(Some(p as u8)));
                         if let Some(e) = e {
-                            self.events.push(e);
+                            self.raise(e);
                         }
                     }
                 }
@@ -219,12 +219,12 @@ impl Engine {
         for p in 0..8u8 {
             let storm = self.storm(Some(p));
             if let Some(e) = self.pause[usize::from(p)].finish(end, storm) {
-                self.events.push(e);
+                self.raise(e);
             }
         }
         let storm = self.storm(None);
         if let Some(e) = self.link_pause.finish(end, storm) {
-            self.events.push(e);
+            self.raise(e);
         }
         let notes: Vec<Event> = (0..8u8)
             .map(|p| (Some(p), &self.pause[usize::from(p)]))
@@ -244,7 +244,7 @@ impl Engine {
             })
             .collect();
         for e in notes {
-            self.events.push(e);
+            self.raise(e);
         }
         self.priority_events();
     }
@@ -266,11 +266,12 @@ impl Engine {
         if paused == 0 || self.carried == 0 {
             return;
         }
-        for p in (0..8u8).filter(|p| paused & !self.carried & (1 << p) != 0) {
+        let carried = self.carried;
+        for p in (0..8u8).filter(|p| paused & !carried & (1 << p) != 0) {
             let s = &self.pause[usize::from(p)];
             let (ts, frame) = s.first_xoff.unwrap_or_default();
             let (xoff, pause_us) = (s.xoff, s.paused_nanos / 1000);
-            self.events.push(Event {
+            self.raise(Event {
                 ts_nanos: ts,
                 flow: None,
                 frame,
@@ -278,7 +279,7 @@ impl Engine {
                     priority: p,
                     xoff,
                     pause_us,
-                    carried: self.carried,
+                    carried,
                 },
             });
         }
@@ -286,25 +287,27 @@ impl Engine {
             return;
         }
         let map = self.cfg.dscp_map;
-        for f in self.flows.in_order() {
-            let id = f.id;
-            let Some(priority) = f.priority(&map).filter(|p| paused & (1 << p) == 0) else {
-                continue;
-            };
-            if !f.carries_roce() {
-                continue;
-            }
-            let e = Event {
-                ts_nanos: f.first_ts,
-                flow: Some(id),
-                frame: f.first_frame,
-                kind: Kind::RoceUnprotected {
-                    priority,
-                    dscp: f.pcp.is_none().then_some(f.dscp).flatten(),
-                    paused,
-                },
-            };
-            self.events.push(e);
+        let unprotected: Vec<Event> = self
+            .flows
+            .in_order()
+            .into_iter()
+            .filter(|f| f.carries_roce())
+            .filter_map(|f| {
+                let priority = f.priority(&map).filter(|p| paused & (1 << p) == 0)?;
+                Some(Event {
+                    ts_nanos: f.first_ts,
+                    flow: Some(f.id),
+                    frame: f.first_frame,
+                    kind: Kind::RoceUnprotected {
+                        priority,
+                        dscp: f.pcp.is_none().then_some(f.dscp).flatten(),
+                        paused,
+                    },
+                })
+            })
+            .collect();
+        for e in unprotected {
+            self.raise(e);
         }
     }
 }

@@ -166,7 +166,7 @@ impl Engine {
 
     /// A request of flow `id` (`psn`) came `depth` PSNs behind the highest seen: held up on the way.
     fn reordered(&mut self, id: FlowId, frame: u64, ts: u64, psn: u32, highest: u32, depth: u32) {
-        self.events.push(Event {
+        self.raise(Event {
             ts_nanos: ts,
             flow: Some(id),
             frame,
@@ -200,7 +200,7 @@ impl Engine {
         match step {
             Step::Gap { expected, missing } => {
                 let after = psn::add(expected, u32::MAX);
-                let at = self.events.push(event(Kind::PsnGap { missing, after }));
+                let at = self.raise(event(Kind::PsnGap { missing, after }));
                 self.flows[id].rc.last_gap = Some((ts, at));
             }
             Step::Retransmit { rewind: true, .. } if reliable => {
@@ -215,7 +215,7 @@ impl Engine {
                 }
                 let after_nak_us = nak.map(|nak| ts.saturating_sub(nak) / 1000);
                 let after_progress_us = ts.saturating_sub(f.progress_ts) / 1000;
-                self.events.push(event(Kind::GoBackN {
+                self.raise(event(Kind::GoBackN {
                     from: psn,
                     behind,
                     after_nak_us,
@@ -223,7 +223,7 @@ impl Engine {
                 }));
                 if nak.is_none() {
                     let timeout = self.timed_out(id, number, ts, psn);
-                    self.violation(event(timeout));
+                    self.raise(event(timeout));
                 }
             }
             Step::Reordered { depth } => {
@@ -233,11 +233,13 @@ impl Engine {
             Step::Reuse {
                 read_psn,
                 read_psns,
-            } if reliable => self.violation(event(Kind::PsnReuse {
-                psn,
-                read_psn,
-                read_psns,
-            })),
+            } if reliable => {
+                self.raise(event(Kind::PsnReuse {
+                    psn,
+                    read_psn,
+                    read_psns,
+                }));
+            }
             _ => {}
         }
     }
@@ -282,7 +284,7 @@ impl Engine {
             return;
         }
         let expected = f.psn.next;
-        self.events.push(Event {
+        self.raise(Event {
             ts_nanos: ts,
             flow: Some(id),
             frame: number,
@@ -351,7 +353,7 @@ impl Engine {
             m.complete(size);
             if let Some(len) = len.filter(|len| u64::from(*len) != size) {
                 m.length_mismatches += 1;
-                self.events.push(Event {
+                self.raise(Event {
                     ts_nanos: ts,
                     flow: Some(id),
                     frame: number,

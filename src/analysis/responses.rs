@@ -152,7 +152,7 @@ impl Engine {
         r.last_rnr_ts = ts;
         let timer_us = aeth.decoded().rnr_micros().unwrap_or(0);
         if r.rnr_naks <= self.cfg.rnr_storm {
-            self.events.push(Event {
+            self.raise(Event {
                 ts_nanos: ts,
                 flow: Some(id),
                 frame: number,
@@ -186,7 +186,7 @@ impl Engine {
             NakCode::InvalidRdRequest => n.invalid_rd_request += 1,
             NakCode::Reserved(_) => n.reserved += 1,
         }
-        self.events.push(Event {
+        self.raise(Event {
             ts_nanos: ts,
             flow: Some(id),
             frame: number,
@@ -214,7 +214,7 @@ impl Engine {
         if psn::diff(psn, lo) >= before && psn::diff(psn, hi) <= 1 {
             return;
         }
-        self.violation(Event {
+        self.raise(Event {
             ts_nanos: ts,
             flow: Some(id),
             frame: number,
@@ -261,7 +261,7 @@ impl Engine {
         let r = &mut self.flows[id].resp;
         r.reordered += 1;
         r.reorder_depth_max = r.reorder_depth_max.max(depth);
-        self.events.push(Event {
+        self.raise(Event {
             ts_nanos: ts,
             flow: Some(id),
             frame: number,
@@ -285,7 +285,7 @@ impl Engine {
             rc.last_msn = Some(msn);
         }
         if let Some(previous) = previous.filter(|p| psn::diff(msn, *p) < 0) {
-            self.violation(Event {
+            self.raise(Event {
                 ts_nanos: ts,
                 flow: Some(id),
                 frame: number,
@@ -351,7 +351,7 @@ impl Engine {
         rc.read = Some(read);
         let mtu = self.flows[id].mtu_or(self.mtu());
         if let Some(what) = read_mismatch(&read, bth.psn, mtu) {
-            self.violation(Event {
+            self.raise(Event {
                 ts_nanos: ts,
                 flow: Some(id),
                 frame: number,
@@ -367,7 +367,7 @@ impl Engine {
                 let ended = ended_mismatch(&read, m);
                 rc.read = None;
                 if let Some(what) = ended {
-                    self.violation(Event {
+                    self.raise(Event {
                         ts_nanos: ts,
                         flow: Some(id),
                         frame: number,
@@ -423,7 +423,7 @@ impl Engine {
 
     fn count_implied_nak(&mut self, id: FlowId, number: u64, ts: u64, expected: u32, got: u32) {
         self.flows[id].resp.implied_naks += 1;
-        self.events.push(Event {
+        self.raise(Event {
             ts_nanos: ts,
             flow: Some(id),
             frame: number,

@@ -39,6 +39,7 @@ pub const FLOW: &[(&str, Kind)] = &[
     ("role", Text),
     ("paired_with", Int),
     ("paired_by", Text),
+    ("state", Text),
     ("connection", Int),
     ("src_qp", Int),
     ("packets", Int),

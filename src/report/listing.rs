@@ -40,7 +40,7 @@ pub fn listed(engine: &Engine, listing: Listing) -> Vec<FlowId> {
         return all.iter().map(|f| f.id).collect();
     }
     let (mut troubled, mut others): (Vec<&Flow>, Vec<&Flow>) =
-        all.into_iter().partition(|f| f.trouble() > 0);
+        all.into_iter().partition(|f| f.trouble().any());
     if others.len() > n {
         // The busiest n, in O(flows).
         let packets = |f: &&Flow| std::cmp::Reverse((f.packets, std::cmp::Reverse(f.id)));

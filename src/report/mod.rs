@@ -3,7 +3,6 @@
 pub mod capture;
 pub mod connections;
 pub mod counters;
-mod detail;
 pub mod format;
 pub mod listing;
 pub mod rank;
@@ -20,7 +19,7 @@ use std::io::{self, BufWriter, Write};
 use serde::Serialize;
 
 use crate::analysis::events::Severity;
-use crate::analysis::flow::{Flow, NakCounts, PairedBy, Role};
+use crate::analysis::flow::{Flow, NakCounts, PairedBy, Role, State};
 use crate::analysis::{Diagnosis, Engine, series};
 use parsers::aeth::RNR_TIMER_MICROS;
 use parsers::opcode::Opcode;
@@ -29,8 +28,12 @@ use parsers::opcode::Opcode;
 pub struct Report {
     pub capture: Capture,
     pub config: ConfigUsed,
-    /// The flows listed in full (by id; all of them, or those a `Listing` picks).
+    /// The flows listed in full (all of them, or those a `Listing` picks), most trouble first
+    /// ([`rank::order`]).
     pub flows: Vec<FlowReport>,
+    /// Where each flow is in `flows`, by id: (id, place), ascending ids.
+    #[serde(skip)]
+    by_id: Vec<(u64, usize)>,
     /// What the flows not listed add up to, when some are not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_flows: Option<listing::OtherFlows>,
@@ -220,6 +223,12 @@ pub struct FlowReport {
     pub paired_with: Option<u64>,
     /// How the pair was found: `cm`, `printout`, `psn`, `elimination`.
     pub paired_by: Option<PairedBy>,
+    /// What it came to: `ok`, `congested`, `lossy`, `misconnected`, `violation`, `stalled`, `gave_up`,
+    /// `no_response` (its worst diagnosis, else loss, else congestion).
+    pub state: State,
+    /// Its trouble (`analysis::flow::Trouble::score`): what the views rank by.
+    #[serde(skip)]
+    pub trouble: u64,
     /// The connection it belongs to (an index into `connections`).
     pub connection: Option<u32>,
     /// UD: the DETH source QP.
@@ -468,7 +477,7 @@ impl Report {
                 flow: engine.number_of(e.flow),
                 frame: e.frame,
                 psn: e.kind.psn(),
-                detail: detail::of(&e.kind),
+                detail: e.kind.detail(),
                 message: e.kind.to_string(),
             })
             .collect();
@@ -510,6 +519,7 @@ impl Report {
                 rate_window_us: engine.cfg.rate_window_nanos / 1000,
             },
             flows,
+            by_id: Vec::new(),
             other_flows: listing::others(engine, &ids),
             flow_totals: FlowTotals::of(engine),
             evicted: (engine.evicted.flows > 0).then(|| EvictedReport::of(&engine.evicted)),
@@ -534,16 +544,38 @@ impl Report {
                 ..engine.diagnosis
             },
         };
+        report.index_flows();
+        let order = rank::order(&report);
+        let mut flows: Vec<Option<FlowReport>> = report.flows.drain(..).map(Some).collect();
+        report.flows = order.iter().filter_map(|&i| flows[i].take()).collect();
+        report.index_flows();
         report.judge(&[]);
         report
     }
 
+    /// `by_id` for the flows as they are now.
+    fn index_flows(&mut self) {
+        self.by_id = self
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.id, i))
+            .collect();
+        self.by_id.sort_unstable();
+    }
+
+    /// The place in `flows` of flow `id`, when it is listed.
+    pub fn place_of(&self, id: u64) -> Option<usize> {
+        self.by_id
+            .binary_search_by_key(&id, |(id, _)| *id)
+            .ok()
+            .and_then(|at| self.by_id.get(at))
+            .map(|(_, place)| *place)
+    }
+
     /// The report of flow `id`, when it is listed.
     pub fn flow(&self, id: u64) -> Option<&FlowReport> {
-        self.flows
-            .binary_search_by_key(&id, |f| f.id)
-            .ok()
-            .and_then(|at| self.flows.get(at))
+        self.place_of(id).and_then(|at| self.flows.get(at))
     }
 
     /// The conditions that are present.
@@ -597,6 +629,8 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
         role: f.role(),
         paired_with: engine.number_of(f.paired_with),
         paired_by: f.paired_by,
+        state: f.state(),
+        trouble: f.trouble().score(),
         connection: f.conn.map(|l| l.connection),
         src_qp: f.src_qp,
         packets: f.packets,

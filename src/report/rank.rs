@@ -2,23 +2,11 @@
 //! first", the TUI's trouble sort and colours, the choice of flows the SVG plots draw and of the flows a
 //! report of many lists in full.
 use super::{FlowReport, Report};
-use crate::analysis::flow::trouble_score;
+pub use crate::analysis::flow::State;
 
-/// The ranking of `analysis::flow::trouble_score`, of a flow's report.
+/// The flow's trouble ([`crate::analysis::flow::Trouble`]) as one number that sorts the same.
 pub fn trouble(f: &FlowReport) -> u64 {
-    trouble_score(
-        [
-            f.psn.gap_events,
-            f.psn.missing,
-            f.psn.retransmitted,
-            f.naks.total(),
-            f.rnr_naks,
-            f.implied_naks,
-            f.icrc_bad,
-            f.malformed,
-        ],
-        [f.ecn.ce, f.cnp, f.ce_without_cnp],
-    )
+    f.trouble
 }
 
 /// The report's flows (indices into `flows`) most trouble first, equal trouble in flow order, the sides of a
@@ -50,7 +38,7 @@ pub fn together(r: &Report, ids: Vec<usize>) -> Vec<usize> {
             .connection
             .and_then(|c| r.connections.get(c as usize));
         for id in c.iter().flat_map(|c| c.sides.iter().filter_map(|s| s.flow)) {
-            let Ok(p) = r.flows.binary_search_by_key(&id, |f| f.id) else {
+            let Some(p) = r.place_of(id) else {
                 continue;
             };
             if p < visible.len() && visible[p] && !std::mem::replace(&mut placed[p], true) {
@@ -65,20 +53,18 @@ pub fn together(r: &Report, ids: Vec<usize>) -> Vec<usize> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Health {
     Good,
-    /// Congestion signals (CE, CNP, FECN/BECN) but no loss.
+    /// Congestion signals (CE, CNP, FECN/BECN) or a lossless failure, but no loss.
     Congested,
-    /// Loss, NAKs, retransmissions or damage.
+    /// A diagnosis, loss, NAKs, retransmissions or damage.
     Bad,
 }
 
+/// The colour of its `state`.
 pub fn health(f: &FlowReport) -> Health {
-    let t = trouble(f);
-    if t >= 1_000_000 {
-        Health::Bad
-    } else if t > 0 || f.fecn + f.becn > 0 {
-        Health::Congested
-    } else {
-        Health::Good
+    match f.state {
+        State::Ok => Health::Good,
+        State::Congested => Health::Congested,
+        _ => Health::Bad,
     }
 }
 

@@ -64,6 +64,8 @@ fn secs(e: &EventReport, key: &str) -> String {
 /// A flow's story: what its requests met, in the order things happen.
 struct Story<'r> {
     flow: &'r FlowReport,
+    /// The flow of the other direction, when listed.
+    pair: Option<&'r FlowReport>,
     mine: Vec<&'r EventReport>,
     /// The paired responder's events.
     theirs: Vec<&'r EventReport>,
@@ -118,6 +120,11 @@ impl<'r> Story<'r> {
                 .all(|e| ANSWERS.contains(&e.kind))
     }
 
+    /// Its requests and its responder's responses held up on the way.
+    fn reordered(&self) -> u64 {
+        self.flow.psn.reordered + self.pair.map_or(0, |p| p.reordered_responses)
+    }
+
     /// The requester ran out of retries or RNR retries.
     fn gave_up(&self) -> bool {
         self.first("retry_exhausted").is_some() || self.first("rnr_exhausted").is_some()
@@ -148,8 +155,13 @@ impl<'r> Story<'r> {
             "broke the protocol"
         } else if self.first("timeout_retransmission").is_some() {
             "timed out"
-        } else if self.flow.psn.gap_events + self.flow.psn.retransmitted > 0 {
+        } else if self.flow.psn.gap_events > 0
+            || (self.flow.psn.retransmitted > 0 && self.reordered() == 0)
+        {
             "lost packets"
+        } else if self.reordered() > 0 {
+            // Nothing missing: the resends answered the NAKs the reordering caused.
+            "was reordered on the way"
         } else if self.first("ce_without_cnp").is_some() {
             "was marked for congestion"
         } else if self.flow.icrc_bad + self.flow.malformed > 0 {
@@ -226,6 +238,37 @@ impl<'r> Story<'r> {
                 "{} ({} missing: loss before the capture point or on the way)",
                 many(f.psn.gap_events, "PSN gap"),
                 many(f.psn.missing, "PSN")
+            ));
+        }
+        if f.psn.retransmitted > 0 {
+            let resumed = match f.psn.resumed_reads {
+                0 => String::new(),
+                n => format!(" ({} resumed mid-message)", many(n, "READ")),
+            };
+            out.push(format!(
+                "{}{resumed}",
+                many(f.psn.retransmitted, "retransmitted request")
+            ));
+        }
+        let implied = self
+            .theirs
+            .iter()
+            .filter(|e| e.kind == "implied_nak")
+            .count() as u64;
+        if implied > 0 {
+            out.push(format!(
+                "{} (a READ's or an atomic's responses lost: it asked again)",
+                many(implied, "implied NAK")
+            ));
+        }
+        if self.reordered() > 0 {
+            let deepest = f
+                .reorder_depth_max
+                .max(self.pair.map_or(0, |p| p.reorder_depth_max));
+            out.push(format!(
+                "{} held up on the way (reordered, up to {} behind: not a loss)",
+                many(self.reordered(), "packet"),
+                many(u64::from(deepest), "PSN")
             ));
         }
         let answered = |kind| self.theirs.iter().filter(|e| e.kind == kind).count() as u64;
@@ -354,47 +397,66 @@ impl<'r> Story<'r> {
     }
 }
 
+/// The story of flow `f` of `r`.
+fn story<'r>(r: &'r Report, f: &'r FlowReport) -> Story<'r> {
+    Story {
+        flow: f,
+        pair: f.paired_with.and_then(|p| r.flow(p)),
+        mine: r.events.iter().filter(|e| e.flow == Some(f.id)).collect(),
+        theirs: f.paired_with.map_or_else(Vec::new, |p| {
+            r.events.iter().filter(|e| e.flow == Some(p)).collect()
+        }),
+    }
+}
+
+/// Its line of "What happened".
+fn line(s: &Story) -> String {
+    let f = s.flow;
+    let clauses = s.clauses();
+    let told = if clauses.is_empty() {
+        "see the events below".to_string()
+    } else {
+        clauses.join("; ")
+    };
+    format!(
+        "#{} QP 0x{:06x} {} → {} {}: {told}.",
+        f.id,
+        f.dest_qp,
+        f.src,
+        f.dst,
+        s.verb()
+    )
+}
+
+/// What happened to flow `id`, as "What happened" tells it: its own line, or its pair's when that tells
+/// its trouble (a responder's NAKs are its requester's story); none when nothing did.
+pub fn of_flow(r: &Report, id: u64) -> Option<String> {
+    let f = r.flow(id)?;
+    let s = story(r, f);
+    if s.worst() >= Some(Severity::Warning) && !s.told_by_its_pair() {
+        return Some(line(&s));
+    }
+    let p = f.paired_with.and_then(|p| r.flow(p))?;
+    let s = story(r, p);
+    (s.worst() >= Some(Severity::Warning)).then(|| line(&s))
+}
+
 /// The lines of "What happened" (empty when nothing did).
 pub fn lines(r: &Report) -> Vec<String> {
     let mut stories: Vec<Story> = r
         .flows
         .iter()
-        .map(|f| Story {
-            flow: f,
-            mine: r.events.iter().filter(|e| e.flow == Some(f.id)).collect(),
-            theirs: f.paired_with.map_or_else(Vec::new, |p| {
-                r.events.iter().filter(|e| e.flow == Some(p)).collect()
-            }),
-        })
+        .map(|f| story(r, f))
         .filter(|s| s.worst() >= Some(Severity::Warning) && !s.told_by_its_pair())
         .collect();
+    // Most trouble first, as every view ranks flows.
     stories.sort_by(|a, b| {
-        b.worst()
-            .cmp(&a.worst())
-            .then(super::rank::trouble(b.flow).cmp(&super::rank::trouble(a.flow)))
+        super::rank::trouble(b.flow)
+            .cmp(&super::rank::trouble(a.flow))
+            .then(b.worst().cmp(&a.worst()))
             .then(a.flow.id.cmp(&b.flow.id))
     });
-    let mut out: Vec<String> = stories
-        .iter()
-        .take(FLOWS_TOLD)
-        .map(|s| {
-            let f = s.flow;
-            let clauses = s.clauses();
-            let told = if clauses.is_empty() {
-                "see the events below".to_string()
-            } else {
-                clauses.join("; ")
-            };
-            format!(
-                "#{} QP 0x{:06x} {} → {} {}: {told}.",
-                f.id,
-                f.dest_qp,
-                f.src,
-                f.dst,
-                s.verb()
-            )
-        })
-        .collect();
+    let mut out: Vec<String> = stories.iter().take(FLOWS_TOLD).map(line).collect();
     out.extend(r.events.iter().filter(|e| e.kind == "pause_storm").map(|e| {
         let on = e
             .detail

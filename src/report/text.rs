@@ -19,7 +19,8 @@ fn lat(f: &FlowReport) -> String {
 }
 
 /// What the flow table's short headers mean.
-pub const LEGEND: &str = "pair: the flow of the other direction; rate: bits/s over the flow's life; gaps: PSN \
+pub const LEGEND: &str = "state: what the flow came to (ok, congested, lossy, misconnected, violation, stalled, \
+     gave_up, no_response); pair: the flow of the other direction; rate: bits/s over the flow's life; gaps: PSN \
      gaps; miss: PSNs never seen; retx: retransmitted requests; dup: duplicates; epis: go-back-N episodes; NAK, \
      RNR: NAKs, RNR NAKs; CNP: CNPs; CE: ECN CE marks; ICRC: bad ICRCs; latency: request → ACK (READ: → first \
      response), p50/p99";
@@ -110,8 +111,8 @@ fn flows(out: &mut impl Write, r: &Report, top: Option<usize>) -> io::Result<()>
     writeln!(out, "Flows (most trouble first)")?;
     write!(
         out,
-        "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11} {:>9}",
-        "id", "source → destination", "QP", "role", "pair", "packets", "bytes", "rate",
+        "  {:>4} {:<34} {:>8} {:<9} {:<12} {:>4} {:>8} {:>11} {:>9}",
+        "id", "source → destination", "QP", "role", "state", "pair", "packets", "bytes", "rate",
     )?;
     for (name, width) in FlowReport::COUNTERS.iter().zip(COUNTER_WIDTHS) {
         write!(out, " {name:>width$}")?;
@@ -121,7 +122,7 @@ fn flows(out: &mut impl Write, r: &Report, top: Option<usize>) -> io::Result<()>
         let endpoints = format!("{} → {}", f.src, f.dst);
         write!(
             out,
-            "  {:>4} {:<34} {:>8} {:<9} {:>4} {:>8} {:>11} {:>9}",
+            "  {:>4} {:<34} {:>8} {:<9} {:<12} {:>4} {:>8} {:>11} {:>9}",
             f.id,
             endpoints,
             format!("0x{:06x}", f.dest_qp),
@@ -129,6 +130,7 @@ fn flows(out: &mut impl Write, r: &Report, top: Option<usize>) -> io::Result<()>
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default(),
+            f.state.name(),
             f.paired_with.map_or("-".to_string(), |p| p.to_string()),
             f.packets,
             f.bytes,

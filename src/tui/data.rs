@@ -491,7 +491,8 @@ impl SeriesBuilder {
             self.out.cnp_marks[b] = true;
         }
         let kind = match c.class {
-            Class::Request if mine => PointKind::Request,
+            // Held up on the way: a request in its place.
+            Class::Request | Class::Reordered if mine => PointKind::Request,
             Class::Gap if mine => PointKind::Gap,
             Class::Retransmission if mine => PointKind::Retransmission,
             Class::Nak | Class::RnrNak if !mine => PointKind::Nak,

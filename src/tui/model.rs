@@ -29,6 +29,7 @@ pub enum SortKey {
     Endpoints,
     Qp,
     Role,
+    State,
     Packets,
     Throughput,
     Gaps,
@@ -44,12 +45,16 @@ pub enum SortKey {
     Connection,
 }
 
-pub const SORT_KEYS: [SortKey; 18] = [
+/// Lines of the header bar: the tabs and capture, the verdict and PFC, the worst story.
+pub const HEADER_LINES: u16 = 3;
+
+pub const SORT_KEYS: [SortKey; 19] = [
     SortKey::Trouble,
     SortKey::Id,
     SortKey::Endpoints,
     SortKey::Qp,
     SortKey::Role,
+    SortKey::State,
     SortKey::Packets,
     SortKey::Throughput,
     SortKey::Gaps,
@@ -73,6 +78,7 @@ impl SortKey {
             SortKey::Endpoints => "endpoints",
             SortKey::Qp => "QP",
             SortKey::Role => "role",
+            SortKey::State => "state",
             SortKey::Packets => "packets",
             SortKey::Throughput => "throughput",
             SortKey::Gaps => "gaps",
@@ -107,6 +113,8 @@ fn sort_value(f: &FlowReport, key: SortKey) -> (u64, f64, String) {
         SortKey::Endpoints => (0, 0.0, format!("{} {}", f.src, f.dst)),
         SortKey::Qp => n(u64::from(f.dest_qp)),
         SortKey::Role => (0, 0.0, format!("{:?}", f.role)),
+        // Worst first: the states are in order of how bad.
+        SortKey::State => n(f.state as u64),
         SortKey::Packets => n(f.packets),
         SortKey::Throughput => x(throughput(f)),
         SortKey::Gaps => n(f.psn.gap_events),
@@ -497,8 +505,8 @@ impl Model {
 
     /// Rows of the packet list on screen (the view uses the same figure).
     pub fn packet_list_height(&self) -> usize {
-        // Header bar (2), footer (1), block borders (2), column titles (1).
-        let body = usize::from(self.height).saturating_sub(6);
+        // Header bar, footer (1), block borders (2), column titles (1).
+        let body = usize::from(self.height).saturating_sub(usize::from(HEADER_LINES) + 4);
         if self.packets.open {
             (body / 3).clamp(1, 10)
         } else {

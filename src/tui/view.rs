@@ -11,7 +11,7 @@ use ratatui::widgets::{
 
 use super::data::{FlowSeries, PointKind};
 use super::keys::{self, Mode};
-use super::model::{Editing, Model, SORT_KEYS, Scope, SortKey, View};
+use super::model::{Editing, HEADER_LINES, Model, SORT_KEYS, Scope, SortKey, View};
 use crate::analysis::events::Severity;
 use crate::analysis::flow::Role;
 use crate::report::format::{bit_rate as rate, duration};
@@ -21,9 +21,6 @@ use crate::report::{FlowReport, Report};
 /// Smallest terminal drawn; below it a one-line notice.
 pub const MIN_WIDTH: u16 = 40;
 pub const MIN_HEIGHT: u16 = 10;
-
-/// Lines of the header bar.
-pub const HEADER_LINES: u16 = 2;
 
 struct Theme {
     color: bool,
@@ -263,7 +260,19 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             ));
         }
     }
-    frame.render_widget(Paragraph::new(vec![Line::from(l1), Line::from(l2)]), area);
+    // The worst story, on every view: what broke, before anything else.
+    let banner = match model.report.as_ref().and_then(|r| {
+        let first = crate::report::story::lines(r).into_iter().next()?;
+        let worst = r.flows.first().map_or(Health::Good, health);
+        Some((first, worst))
+    }) {
+        Some((story, h)) => Line::from(Span::styled(story, theme.health(h))),
+        None => Line::raw(""),
+    };
+    frame.render_widget(
+        Paragraph::new(vec![Line::from(l1), Line::from(l2), banner]),
+        area,
+    );
 }
 
 /// The footer's key hints, the help's or else the view's, in `width` columns.
@@ -461,6 +470,9 @@ fn columns(endpoints: u16) -> Vec<Col> {
                 Some(p) => format!("{short}↔{p}"),
                 None => short.to_string(),
             }
+        }),
+        c("state", 12, SortKey::State, 0, |f, _| {
+            f.state.name().to_string()
         }),
         c("conn", 9, SortKey::Connection, 3, |f, r| {
             f.connection.map_or("-".to_string(), |c| {
@@ -726,8 +738,9 @@ fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area
     };
     let events = model.detail_events();
     let ev_h = (events.len() as u16 + 2).clamp(3, (area.height / 4).clamp(3, 8));
+    let story = crate::report::story::of_flow(r, f.id);
     let [summary, chart, thr, ev] = Layout::vertical([
-        Constraint::Length(4),
+        Constraint::Length(4 + u16::from(story.is_some())),
         Constraint::Min(6),
         Constraint::Length(4),
         Constraint::Length(ev_h),
@@ -774,6 +787,16 @@ fn draw_detail(model: &Model, r: &Report, theme: &Theme, frame: &mut Frame, area
         )),
         Line::raw(congestion_line(f)),
     ];
+    let mut lines = lines;
+    if let Some(story) = story {
+        lines.insert(
+            1,
+            Line::from(Span::styled(
+                format!("What happened: {story}"),
+                theme.health(health(f)),
+            )),
+        );
+    }
     frame.render_widget(Paragraph::new(lines), summary);
     draw_chart(model, r, theme, frame, chart);
     draw_throughput(d.series.as_deref(), f, r, theme, frame, thr);

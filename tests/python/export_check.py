@@ -138,8 +138,8 @@ def main(dir, expected):
                     side = "rocescope" if n in ours else "tshark"
                     problem(f"{file}: frame {n} is RoCE to {side} only")
         rows = {r["id"]: r for r in flows.get(file, [])}
-        if sorted(rows) != [f["id"] for f in report["flows"]]:
-            problem(f"{file}: flow ids {sorted(rows)} in the table, {[f['id'] for f in report['flows']]} in the JSON")
+        if sorted(rows) != sorted(f["id"] for f in report["flows"]):
+            problem(f"{file}: flow ids {sorted(rows)} in the table, {sorted(f['id'] for f in report['flows'])} in the JSON")
         for f in report["flows"]:
             if f["id"] in rows:
                 check_flow(file, f, rows[f["id"]])
