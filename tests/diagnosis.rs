@@ -484,6 +484,8 @@ fn the_diagnosis_leads_every_view() {
 /// Frames seen twice within the mirror window from another place: none but where built so.
 fn expected_mirror_duplicates(name: &str) -> u64 {
     match name {
+        // Built to (examples/make_testdata/retries.rs): a SPAN port's second copy of each of 7 frames.
+        "testdata/retries/a_span_port_copies_every_frame.pcap" => 7,
         // Built to: the same SEND_ONLY PSN 0 captured on three interfaces (Ethernet, SLL, SLL2), 1 µs
         // apart: one frame seen three times, not a frame resent twice.
         "testdata/edge/multi_interface.pcapng" => 2,

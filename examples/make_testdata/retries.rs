@@ -376,6 +376,48 @@ fn a_resend_for_the_nak_of_a_lost_request(dir: &Path) {
     );
 }
 
+/// A plain SPAN port mirroring the ingress and the egress of one port: every frame twice, byte for byte, 1 µs
+/// apart. WRITEs 10, 11, ACK 11, WRITE 12 (lost after the mirror), the responder's NAK of 12, the resend of
+/// 12 15 µs after the first (after the NAK: a retransmission, although the same bytes from the same place),
+/// ACK 12. Seven second copies set aside (frames 2, 4, 6, 8, 10, 12, 14): one frame each, no duplicate
+/// request or ACK.
+fn a_span_port_copies_every_frame(dir: &Path) {
+    let mut c = Capture::new(1);
+    let none = json!({});
+    let frames = [
+        (0, AB.write(10).build()),
+        (10, AB.write(11).build()),
+        (20, AB.ack(11, 2)),
+        (30, AB.write(12).build()),
+        (35, nak(12, 2)),
+        (45, AB.write(12).build()),
+        (55, AB.ack(12, 3)),
+    ];
+    for (at, f) in frames {
+        c.add_at(at, f.clone(), none.clone());
+        c.add_at(at + 1, f, none.clone());
+    }
+    write(
+        dir,
+        "a_span_port_copies_every_frame",
+        &c,
+        json!({
+            "capture": {"frames": 14, "roce_frames": 14, "mirror_duplicates": 7},
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "packets": 4,
+                       "psn": {"first": 10, "last": 12, "retransmitted": 1, "duplicates": 1,
+                               "retransmission_episodes": 1, "reordered": 0}},
+                      {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "packets": 3, "acks": 2,
+                       "duplicate_acks": 0, "naks": {"psn_seq_err": 1}}],
+            "events": [{"kind": "nak", "frame": 9, "detail": {"psn": 12}},
+                       {"kind": "go_back_n", "frame": 11,
+                        "detail": {"from": 12, "behind": 1, "after_nak_s": 0.00001}}],
+            "event_counts": {"nak": 1, "go_back_n": 1},
+            "diagnosis": {},
+            "verdict": {"status": "fail", "problems": ["naks", "retransmissions"]}
+        }),
+    );
+}
+
 pub fn write_all(dir: &Path) {
     read_resumed_after_its_last_response_was_lost(dir);
     read_resumed_after_an_implied_nak(dir);
@@ -385,4 +427,5 @@ pub fn write_all(dir: &Path) {
     a_request_reordered_before_the_nak(dir);
     a_request_reordered_after_the_nak(dir);
     a_resend_for_the_nak_of_a_lost_request(dir);
+    a_span_port_copies_every_frame(dir);
 }

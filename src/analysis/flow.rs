@@ -295,8 +295,11 @@ pub struct Flow {
     pub reaction: Option<Box<Reaction>>,
     /// The times between this flow's CNPs (the notification point's CNP interval).
     pub cnp_intervals: Intervals,
-    /// When the paired responder last NAKed (sequence error or RNR) this flow's requests.
+    /// When the paired responder last NAKed (sequence error or RNR) this flow's requests, until a go-back-N
+    /// answered every NAK.
     pub(crate) nak_ts: Option<u64>,
+    /// When it was last NAKed (sequence error, RNR or implied), whatever answered it.
+    pub(crate) last_nak_ts: Option<u64>,
     /// NAKs (sequence error or RNR) not yet followed by a go-back-N: each explains one.
     pub(crate) naks_unanswered: u32,
     /// When this flow last sent a new (not retransmitted) request.
@@ -460,6 +463,7 @@ impl Flow {
             reaction: None,
             cnp_intervals: Intervals::default(),
             nak_ts: None,
+            last_nak_ts: None,
             naks_unanswered: 0,
             progress_ts: ts,
             registered: false,

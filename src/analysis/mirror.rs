@@ -1,13 +1,21 @@
 //! Mirror duplicates: a frame mirrored twice (the ingress and the egress copy of a session, or two ports of
 //! one path) reaches the capture twice, with the same bytes where a switch does not change them, a few
-//! microseconds apart, and seen from another place: another ERSPAN direction, port index or session,
-//! another collector, VLAN, MAC, TTL or ECN mark. Counted once: the second copy is no retransmission and no
-//! duplicate request. A requester's resend (or a responder's repeated ACK) comes from the same place as the
-//! original, so it is never taken for a copy, however soon it follows.
+//! microseconds apart. Seen from another place (another ERSPAN direction, port index or session, another
+//! collector, VLAN, MAC, TTL or ECN mark) within the mirror window, it is a copy. Seen from the same place (a
+//! plain SPAN port mirroring the ingress and the egress of one port sends it twice, byte for byte), it is a
+//! copy when it follows sooner than any resend could ([`SAME_PLACE_NANOS`]) and nothing came between that a
+//! resend would answer (a NAK toward its sender, or, for a response, a resend of its requester): the engine
+//! says which ([`MirrorWindow::copy_of`]'s `caused`). Counted once: the second copy is no retransmission
+//! and no duplicate request.
 use std::hash::{Hash, Hasher};
 
 use parsers::frame::{Frame, Ip, Roce, hash_link};
 use rustc_hash::FxHasher;
+
+/// A copy from the same place must follow within this time: a switch sends a port's ingress and egress copy
+/// microseconds apart, and a requester resends no sooner than a NAK's round trip or its local ACK timer
+/// (4.096 µs × 2^n, n above 8 in practice); a resend that quick comes after a NAK, which the engine sees.
+pub(crate) const SAME_PLACE_NANOS: u64 = 50_000;
 
 /// Recent RoCE frames by a digest of what a switch leaves unchanged (the PSN, QP, opcode and payload length,
 /// and the ICRC found, which covers the addresses, IPv4 identification, UDP ports, BTH and payload; without
@@ -29,18 +37,29 @@ impl MirrorWindow {
         }
     }
 
-    /// True when the same frame was seen from another place less than the window before `ts`; else
-    /// remembers it.
-    pub(crate) fn duplicate(&mut self, frame: &Frame, roce: &Roce, ts: u64) -> bool {
+    /// True when the frame is a copy of one seen less than the window before `ts`: from another place, or
+    /// from the same place within [`SAME_PLACE_NANOS`] with nothing that would make it a resend (`caused`,
+    /// asked with the first copy's time, says whether something since could have). Else remembers it.
+    pub(crate) fn copy_of(
+        &mut self,
+        frame: &Frame,
+        roce: &Roce,
+        ts: u64,
+        caused: impl FnOnce(u64) -> bool,
+    ) -> bool {
         if self.window_nanos == 0 {
             return false;
         }
         let digest = identity(frame, roce) | 1;
         let place = place(frame);
         let slot = &mut self.slots[digest as usize % Self::SLOTS];
-        if slot.0 == digest && slot.1 != place && ts.saturating_sub(slot.2) <= self.window_nanos {
-            // The first copy's time stays: a third frame later than the window is a resend.
-            return true;
+        let after = ts.saturating_sub(slot.2);
+        if slot.0 == digest && after <= self.window_nanos {
+            let elsewhere = slot.1 != place;
+            if elsewhere || (after <= SAME_PLACE_NANOS.min(self.window_nanos) && !caused(slot.2)) {
+                // The first copy's time stays: a third frame later than the window is a resend.
+                return true;
+            }
         }
         *slot = (digest, place, ts);
         false
@@ -96,16 +115,25 @@ mod tests {
         m.wrap(frame, frame.len(), 0, 0).0
     }
 
-    /// Whether the window takes the frame `second` (at 10 µs) for a copy of `first` (at 0).
-    fn seen_twice(first: &[u8], second: &[u8], window_us: u64) -> bool {
+    /// Whether the window takes the frame `second` (at `after_us`) for a copy of `first` (at 0), `caused`
+    /// saying whether something came between that a resend would answer.
+    fn copied(first: &[u8], second: &[u8], window_us: u64, after_us: u64, caused: bool) -> bool {
         let mut w = MirrorWindow::new(window_us * 1000);
         let cfg = Default::default();
         let (a, b) = (
             parse_frame(1, first, first.len(), &cfg),
             parse_frame(1, second, second.len(), &cfg),
         );
-        assert!(!w.duplicate(&a, &a.roce.unwrap(), 0));
-        w.duplicate(&b, &b.roce.unwrap(), 10_000)
+        assert!(!w.copy_of(&a, &a.roce.unwrap(), 0, |_| false));
+        w.copy_of(&b, &b.roce.unwrap(), after_us * 1000, |since| {
+            assert_eq!(since, 0, "asked with the first copy's time");
+            caused
+        })
+    }
+
+    /// Whether the window takes the frame `second` (at 10 µs) for a copy of `first` (at 0), nothing between.
+    fn seen_twice(first: &[u8], second: &[u8], window_us: u64) -> bool {
+        copied(first, second, window_us, 10, false)
     }
 
     const INGRESS: Mirror = Mirror::ErspanIII {
@@ -139,11 +167,24 @@ mod tests {
         assert!(seen_twice(&f, &tagged.build(), 1000));
     }
 
+    /// A plain SPAN port's two copies of one frame, byte for byte, 10 µs apart: one frame. From the same
+    /// place 60 µs later (past any copy's delay), or after something a resend answers (a NAK), a resend.
     #[test]
-    fn a_resend_from_the_same_place_is_never_a_duplicate() {
+    fn the_same_frame_from_the_same_place_is_a_copy_only_when_nothing_could_resend_it() {
         let f = RoceFrame::new(0x04).build();
-        assert!(!seen_twice(&f, &f, 1000));
-        assert!(!seen_twice(&copy(INGRESS, &f), &copy(INGRESS, &f), 1000));
+        assert!(seen_twice(&f, &f, 1000));
+        assert!(seen_twice(&copy(INGRESS, &f), &copy(INGRESS, &f), 1000));
+        assert!(!copied(&f, &f, 1000, 60, false), "later than a copy comes");
+        assert!(!copied(&f, &f, 1000, 10, true), "after a NAK: a resend");
+        assert!(!copied(&f, &f, 5, 10, false), "outside a smaller window");
+        // Another place is a copy whatever came between.
+        assert!(copied(
+            &copy(INGRESS, &f),
+            &copy(EGRESS, &f),
+            1000,
+            500,
+            true
+        ));
     }
 
     #[test]

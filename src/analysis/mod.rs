@@ -327,7 +327,7 @@ impl Engine {
     pub fn ingest(&mut self, number: u64, ts: u64, frame: &Frame) -> Classified {
         self.count_frame(frame);
         if let Some(r) = &frame.roce
-            && self.mirror.duplicate(frame, r, ts)
+            && self.mirrored(frame, r, ts)
         {
             // Not even its time counts: the capture is analysed as if it held one copy.
             self.totals.mirror_duplicates += 1;
@@ -388,6 +388,40 @@ impl Engine {
             flow: Some(id),
             class,
         }
+    }
+
+    /// The frame is a mirror copy of one just seen ([`mirror::MirrorWindow`]): from the same place, only
+    /// when nothing since the first copy asked for a resend of it (a NAK toward a request's sender, a resend
+    /// of a response's requester).
+    fn mirrored(&mut self, frame: &Frame, r: &Roce, ts: u64) -> bool {
+        let (flows, index) = (&self.flows, &self.index);
+        let key = match (frame.src(), frame.dst()) {
+            (Some(src), Some(dst)) => Some(FlowKey {
+                src,
+                dst,
+                dest_qp: r.bth.dest_qp,
+            }),
+            _ => None,
+        };
+        let flow = key
+            .and_then(|k| index.get(&k))
+            .and_then(|&id| flows.get(id));
+        let request = r.bth.op().is_request();
+        self.mirror.copy_of(frame, r, ts, |since| {
+            let after = |t: Option<u64>| t.is_some_and(|t| t >= since);
+            flow.is_some_and(|f| {
+                if request {
+                    // A NAK since, one not yet answered by a go-back-N, or a go-back-N since (what
+                    // follows its first resend is resent too).
+                    after(f.last_nak_ts)
+                        || f.nak_ts.is_some()
+                        || f.rc.went_back.is_some_and(|(_, t)| t > since)
+                } else {
+                    let requester = f.paired_with.and_then(|p| flows.get(p));
+                    requester.is_some_and(|q| after(q.rc.last_resend.map(|(_, t)| t)))
+                }
+            })
+        })
     }
 
     /// The file's counts: every frame, mirror duplicates too.

@@ -162,6 +162,7 @@ impl Engine {
         if let Some(r) = requester {
             let f = &mut self.flows[r];
             f.nak_ts = Some(ts);
+            f.last_nak_ts = Some(ts);
             f.naks_unanswered += 1;
             f.rc.rnr = Some(Repeat::again(f.rc.rnr, psn, ts, number));
             f.rc.rnr_timer_us = u64::from(timer_us);
@@ -195,6 +196,7 @@ impl Engine {
         if let Some(r) = requester {
             let f = &mut self.flows[r];
             f.nak_ts = Some(ts);
+            f.last_nak_ts = Some(ts);
             f.naks_unanswered += 1;
             // A NAK for PSN n acknowledges every PSN before n (a READ or atomic before it is resent for
             // this NAK, not for an implied one).
@@ -418,6 +420,7 @@ impl Engine {
         self.count_implied_nak(id, number, ts, expected, got);
         let f = &mut self.flows[r];
         f.nak_ts = Some(ts);
+        f.last_nak_ts = Some(ts);
         f.naks_unanswered += 1;
     }
 
