@@ -169,3 +169,44 @@ fn a_capped_table_evicts_the_noise() {
     let _ = std::fs::remove_file(clean);
     let _ = std::fs::remove_file(noisy);
 }
+
+/// `--plot` with a table small enough to evict the noise draws the fabric's flows exactly as without
+/// eviction: the same pictures, byte for byte, under the same names (a flow's id never moves).
+#[test]
+fn plots_of_the_busy_flows_survive_evictions() {
+    let noisy = capture("noisy-plot", NOISE);
+    let base = std::env::temp_dir().join(format!("rocescope-bounded-plots-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let plot = |name: &str, args: &[&str]| -> PathBuf {
+        let dir = base.join(name);
+        let o = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+            .arg("analyze")
+            .arg(&noisy)
+            .arg("--plot")
+            .arg(&dir)
+            .args(args)
+            .output()
+            .expect("run rocescope");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        dir
+    };
+    let (whole, capped) = (plot("whole", &[]), plot("capped", &["--max-flows", "500"]));
+    // The fabric's requesters (the noise is one packet a flow), by their ids in the whole capture.
+    let busy: Vec<String> = analyze(&noisy, &[])["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["packets"].as_u64() > Some(1) && f["role"] != "responder")
+        .map(|f| format!("flow-{}.svg", f["id"]))
+        .collect();
+    assert!(busy.len() >= 8, "{busy:?}");
+    for n in busy.iter().chain(["throughput.svg".to_string()].iter()) {
+        let (a, b) = (
+            std::fs::read(whole.join(n)).unwrap(),
+            std::fs::read(capped.join(n)).unwrap(),
+        );
+        assert!(a == b, "{n} differs after evictions");
+    }
+    let _ = std::fs::remove_dir_all(&base);
+    let _ = std::fs::remove_file(noisy);
+}

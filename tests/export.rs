@@ -232,6 +232,43 @@ fn the_fleet_jobs_agree_with_analyze_flow_by_flow() {
     let _ = std::fs::remove_dir_all(&tree);
 }
 
+/// One capture exported as a file, as a directory holding it and from standard input: the same tables
+/// (capture.* aside), every RoCE frame a packet row, the CM's on QP 1 too (tshark: 96 RoCE frames in
+/// rdma_cm.pcap, 12 of them CM MADs).
+#[test]
+fn a_file_a_directory_holding_it_and_standard_input_export_the_same() {
+    let file = "testdata/public/rdma_cm.pcap";
+    let frames = tshark_roce(file).expect("tshark reads the capture").len();
+    let base = std::env::temp_dir().join(format!("rocescope-export-same-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (of_file, of_dir, of_stdin, holding) = (
+        base.join("file"),
+        base.join("dir"),
+        base.join("stdin"),
+        base.join("holding"),
+    );
+    std::fs::create_dir_all(&holding).unwrap();
+    std::fs::copy(root().join(file), holding.join("rdma_cm.pcap")).unwrap();
+    export(&of_file, &[file.to_string()]);
+    export(&of_dir, &[holding.display().to_string()]);
+    let out = Command::new(BIN)
+        .args(["export", "--parquet"])
+        .arg(&of_stdin)
+        .arg("-")
+        .stdin(std::fs::File::open(root().join(file)).unwrap())
+        .output()
+        .expect("run rocescope export -");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = python("same_tables.py", &[&of_file, &of_dir, &of_stdin]);
+    assert!(said.contains(&format!("packets: {frames} rows")), "{said}");
+    assert_eq!(frames, 96, "tshark's RoCE frames of {file}");
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
 /// The columns `names` of a table, each value as text (null as "").
 fn read_columns(path: &Path, names: &[&str]) -> Vec<Vec<String>> {
     use arrow_array::Array;
