@@ -632,6 +632,28 @@ event_kinds! {
         frame: "the request",
         message(f): write!(f, "new connection on this QP number: PSN {} after {} idle, where {} was expected (not a retransmission)", Shown(psn), secs(idle_us), Shown(expected)),
     }
+    /// The capture's clock jumped at frame `frame`: stamped `by_ms` after the time before it (negative:
+    /// before), and `kept` when the frames after followed it (a new clock, or a long silence), else that
+    /// frame was analysed at the time before it, kept out of every timing judgment.
+    ClockJump { by_ms: i64, kept: bool } => {
+        name: "clock_jump",
+        severity: Note,
+        group: None,
+        condition: "",
+        psn: None,
+        detail: json!({"by_s": by_ms as f64 / 1e3, "kept": kept}),
+        json: "`by_s` (the frame's stamp less the time before it, seconds; negative: back), `kept` (true: the frames after followed it, a new clock or a long silence; false: that frame was analysed at the time before it); `flow` is null",
+        fires: "a frame stamped more than a second before the frame before it, or more than an hour after it (the next frame tells whether the clock moved or that frame was stamped wrong); such a frame is analysed at the time before it, so that no stall, timeout, idle eviction or rate rests on it; every frame stamped before the one before it, however little, is held at that time (`capture.clock_steps_back`)",
+        frame: "the frame",
+        message(f): {
+            let s = by_ms.unsigned_abs() as f64 / 1e3;
+            match (kept, by_ms < 0) {
+                (true, _) => write!(f, "clock jump: the capture's clock leapt {s:.3} s ahead and the frames after followed it (a new clock or a long silence): times from here on are the new clock's"),
+                (false, true) => write!(f, "clock jump: a frame stamped {s:.3} s before the frame before it: analysed at that time (no stall, timeout or rate rests on its stamp)"),
+                (false, false) => write!(f, "clock jump: a frame stamped {s:.3} s after the frame before it, and the next frame back on the old clock: a wrong stamp, analysed at the time before it (no stall, timeout or rate rests on it)"),
+            }
+        },
+    }
     /// A connection (`connection`: its index in the table) established: the RTU came.
     Connection { connection: u32, qpns: [u32; 2], mtu: Option<u32> } => {
         name: "connection",

@@ -1,5 +1,6 @@
 //! The streaming analysis engine: fed one parsed frame at a time by any source (file, live capture), it keeps
 //! per-flow transport state in memory bounded by the number of flows, not by the capture size.
+mod clock;
 mod congestion;
 pub mod connections;
 pub mod diagnosis;
@@ -149,6 +150,10 @@ pub struct Totals {
     pub encapsulated: u64,
     /// RoCE frames seen twice within the mirror window: counted once.
     pub mirror_duplicates: u64,
+    /// Jumps of the capture's clock told (`clock_jump` events), and frames stamped before the one before
+    /// them, however little (each analysed at the time before it).
+    pub clock_jumps: u64,
+    pub clock_steps_back: u64,
     pub first_ts: Option<u64>,
     pub last_ts: u64,
     pub bytes: u64,
@@ -258,6 +263,7 @@ pub struct Engine {
     /// `pause_on_idle_priority`.
     carried: u8,
     mirror: mirror::MirrorWindow,
+    clock: clock::Clock,
 }
 
 /// How many of the diagnosis' events each condition has.
@@ -301,6 +307,7 @@ impl Engine {
             evicted: Evicted::default(),
             carried: 0,
             mirror: mirror::MirrorWindow::new(cfg.mirror_window_nanos),
+            clock: clock::Clock::default(),
         }
     }
 
@@ -325,6 +332,11 @@ impl Engine {
     /// Feeds one frame: `number` is its position in the capture (from 1), `ts` its time in nanoseconds.
     /// Returns how it was counted.
     pub fn ingest(&mut self, number: u64, ts: u64, frame: &Frame) -> Classified {
+        let (ts, jump) = self.clock.stamp(number, ts);
+        if let Some(j) = jump {
+            self.clock_jump(j, ts);
+        }
+        self.totals.clock_steps_back = self.clock.steps_back;
         self.count_frame(frame);
         if let Some(r) = &frame.roce
             && self.mirrored(frame, r, ts)
@@ -422,6 +434,20 @@ impl Engine {
                 }
             })
         })
+    }
+
+    /// The capture's clock jumped (analysed at `ts`): told, and counted.
+    fn clock_jump(&mut self, j: clock::Jump, ts: u64) {
+        self.totals.clock_jumps += 1;
+        self.raise(Event {
+            ts_nanos: ts,
+            flow: None,
+            frame: j.frame,
+            kind: Kind::ClockJump {
+                by_ms: j.by_nanos / 1_000_000,
+                kept: j.kept,
+            },
+        });
     }
 
     /// The file's counts: every frame, mirror duplicates too.
@@ -570,6 +596,10 @@ impl Engine {
 
     /// Closes what only the end of the capture settles: pending CE marks, RNR storms, PFC summaries.
     pub fn finish(&mut self) {
+        if let Some(j) = self.clock.finish() {
+            let at = self.totals.last_ts;
+            self.clock_jump(j, at);
+        }
         let end = self.totals.last_ts;
         let ids: Vec<FlowId> = self.flows.in_order().iter().map(|f| f.id).collect();
         for id in ids {

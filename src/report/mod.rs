@@ -80,6 +80,10 @@ pub struct Capture {
     pub encapsulated: u64,
     /// RoCE frames seen a second time within the mirror window (`--mirror-window-us`): not counted.
     pub mirror_duplicates: u64,
+    /// Jumps of the capture's clock told (`clock_jump` events).
+    pub clock_jumps: u64,
+    /// Frames stamped before the frame before them, however little (each analysed at the time before it).
+    pub clock_steps_back: u64,
     pub bytes: u64,
     /// Seconds since the Unix epoch, nanosecond precision.
     pub first_time: Option<f64>,
@@ -497,6 +501,8 @@ impl Report {
                 icrc_unverifiable: t.icrc_unverifiable,
                 encapsulated: t.encapsulated,
                 mirror_duplicates: t.mirror_duplicates,
+                clock_jumps: t.clock_jumps,
+                clock_steps_back: t.clock_steps_back,
                 bytes: t.bytes,
                 first_time: t.first_ts.map(secs),
                 last_time: t.first_ts.map(|_| secs(t.last_ts)),

@@ -85,6 +85,14 @@ fn capture(out: &mut impl Write, r: &Report) -> io::Result<()> {
             c.encapsulated, c.mirror_duplicates
         )?;
     }
+    if c.clock_jumps > 0 {
+        writeln!(
+            out,
+            "  WARNING: the capture's clock jumped {} times (clock_jump events below): those frames' stamps \
+             were not taken for timing",
+            c.clock_jumps
+        )?;
+    }
     match r.config.mtu {
         Some(m) => writeln!(out, "  path MTU {m} ({})", r.config.mtu_source)?,
         None => writeln!(
