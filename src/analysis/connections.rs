@@ -10,6 +10,8 @@ use parsers::frame::Addr;
 use rustc_hash::FxHashMap;
 
 use super::events::{Event, Kind};
+use smallvec::SmallVec;
+
 use super::flow::{FlowKey, PairedBy};
 use super::{Engine, Flow, FlowId};
 use crate::source::printout::Exchange;
@@ -194,6 +196,15 @@ pub struct Connections {
     pub dropped: u64,
     /// Some connection has a side without an address: every RC flow is a candidate for it.
     addressless: bool,
+    /// The connections by their two QPNs (the smaller first): printouts when pushed, CM connections once
+    /// the REP named the passive side's. What finds a printout's twin or its handshake in O(1).
+    by_qpns: FxHashMap<(u32, u32), SmallVec<[u32; 2]>>,
+}
+
+/// The two QPNs of `sides`, the smaller first.
+fn qpn_pair(sides: &[Side; 2]) -> (u32, u32) {
+    let (a, b) = (sides[0].qpn, sides[1].qpn);
+    (a.min(b), a.max(b))
 }
 
 impl Connections {
@@ -203,8 +214,36 @@ impl Connections {
             return None;
         }
         self.addressless |= c.sides.iter().any(|s| s.addr.is_none());
+        let printout = c.origin == Origin::Printout;
+        let qpns = qpn_pair(&c.sides);
         self.list.push(c);
-        Some((self.list.len() - 1) as u32)
+        let id = (self.list.len() - 1) as u32;
+        if printout {
+            self.by_qpns.entry(qpns).or_default().push(id);
+        }
+        Some(id)
+    }
+
+    /// CM connection `id`'s REP named both QPNs: it is found by them from now on.
+    pub(super) fn index_qpns(&mut self, id: u32) {
+        if let Some(c) = self.list.get(id as usize) {
+            let qpns = qpn_pair(&c.sides);
+            self.by_qpns.entry(qpns).or_default().push(id);
+        }
+    }
+
+    /// The connections of the same two QPNs as `sides`, which `keep` keeps.
+    pub(super) fn of_qpns<'c>(
+        &'c self,
+        sides: &[Side; 2],
+        keep: impl Fn(&Connection) -> bool + 'c,
+    ) -> impl Iterator<Item = u32> + 'c {
+        self.by_qpns
+            .get(&qpn_pair(sides))
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(move |&i| self.list.get(i as usize).is_some_and(&keep))
     }
 }
 
@@ -233,20 +272,16 @@ impl Engine {
         let same = |c: &Connection| {
             c.origin == Origin::Printout && (c.sides == sides || c.sides == [sides[1], sides[0]])
         };
-        if self.connections.list.iter().any(same) {
+        if self.connections.of_qpns(&sides, same).next().is_some() {
             return;
         }
         let mut c = Connection::new(Origin::Printout, sides);
         c.mtu = x.mtu;
         // The handshake of these QPs came first: it is what they were set up with.
-        c.superseded_by = self
-            .connections
-            .list
-            .iter()
-            .position(|cm| {
-                cm.origin == Origin::Cm && cm.handshake.rep.is_some() && cm.same_qps(&sides)
-            })
-            .map(|i| i as u32);
+        let handshake = |cm: &Connection| {
+            cm.origin == Origin::Cm && cm.handshake.rep.is_some() && cm.same_qps(&sides)
+        };
+        c.superseded_by = self.connections.of_qpns(&sides, handshake).min();
         let superseded = c.superseded_by.is_some();
         if let Some(id) = self.connections.push(c).filter(|_| !superseded) {
             self.link_connection(id);
@@ -483,5 +518,61 @@ impl Flow {
     /// The path MTU for this flow: its connection's, else the capture's.
     pub(crate) fn mtu_or(&self, capture: Option<u32>) -> Option<u32> {
         self.mtu.or(capture)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Config, Engine};
+    use super::*;
+    use crate::source::printout::QpAddress;
+
+    fn address(host: u8, qpn: u32, psn: u32) -> QpAddress {
+        QpAddress {
+            lid: 0,
+            qpn,
+            psn,
+            gid: Some(Addr::V4([10, 0, 0, host])),
+        }
+    }
+
+    /// 65,535 QP pairs printed by both hosts: one connection each, found in O(1) by their QPNs (a scan of
+    /// the table per exchange took 146 s for 65,536); another pair with one of the same QPNs is one more,
+    /// the table's last (CONNECTIONS_KEPT), and one past it is counted, not kept.
+    #[test]
+    fn both_hosts_printouts_of_many_pairs_are_one_connection_each() {
+        let mut e = Engine::new(Config::default());
+        const PAIRS: u32 = CONNECTIONS_KEPT as u32 - 1;
+        for i in 0..PAIRS {
+            let (a, b) = (address(1, 0x100 + i, i), address(2, 0x20_0000 + i, 7 * i));
+            e.announce(&Exchange {
+                local: a,
+                remote: b,
+                mtu: Some(1024),
+            });
+            e.announce(&Exchange {
+                local: b,
+                remote: a,
+                mtu: Some(1024),
+            });
+        }
+        assert_eq!(e.connections.list.len(), PAIRS as usize);
+        assert!(e.connections.list.iter().all(|c| c.superseded_by.is_none()));
+        // Another pair with one of the same QPNs is another connection.
+        e.announce(&Exchange {
+            local: address(1, 0x100, 5),
+            remote: address(3, 0x30_0000, 9),
+            mtu: None,
+        });
+        assert_eq!(e.connections.list.len(), CONNECTIONS_KEPT);
+        e.announce(&Exchange {
+            local: address(1, 0x101, 5),
+            remote: address(3, 0x30_0001, 9),
+            mtu: None,
+        });
+        assert_eq!(
+            (e.connections.list.len(), e.connections.dropped),
+            (CONNECTIONS_KEPT, 1)
+        );
     }
 }

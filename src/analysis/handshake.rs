@@ -158,9 +158,14 @@ impl Engine {
     /// A host's printout of the same two QPs as CM connection `id`: the handshake is what the QPs were set
     /// up with (perftest -R prints PSNs of its own that the CM does not use), the printout gives way.
     fn supersede_printouts(&mut self, id: u32) {
+        self.connections.index_qpns(id);
         let cm = self.connections.list[id as usize].sides;
-        for c in &mut self.connections.list {
-            if c.origin == Origin::Printout && c.superseded_by.is_none() && c.same_qps(&cm) {
+        let printed = |c: &Connection| {
+            c.origin == Origin::Printout && c.superseded_by.is_none() && c.same_qps(&cm)
+        };
+        let twins: Vec<u32> = self.connections.of_qpns(&cm, printed).collect();
+        for t in twins {
+            if let Some(c) = self.connections.list.get_mut(t as usize) {
                 c.superseded_by = Some(id);
             }
         }

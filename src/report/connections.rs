@@ -5,6 +5,8 @@ use std::io::{self, Write};
 use parsers::psn::Shown;
 use serde::Serialize;
 
+use rustc_hash::FxHashMap;
+
 use crate::analysis::Engine;
 use crate::analysis::connections::{Connection, Origin, Seen, State};
 
@@ -84,17 +86,45 @@ fn between(a: Option<Seen>, b: Option<Seen>) -> Option<f64> {
 /// The report of every connection of `engine` (a printout of the same QPs as a handshake is the
 /// handshake's).
 pub fn build(engine: &Engine) -> Vec<ConnectionReport> {
-    engine
-        .connections
-        .list
-        .iter()
+    let list = &engine.connections.list;
+    // What each connection's lines need from the others, gathered in one pass each: the printouts a
+    // handshake superseded, the events that name it.
+    let mut twins: FxHashMap<u32, Vec<&Connection>> = FxHashMap::default();
+    for p in list {
+        if let Some(cm) = p.superseded_by {
+            twins.entry(cm).or_default().push(p);
+        }
+    }
+    let mut unexpected: FxHashMap<u32, Vec<(u32, u64)>> = FxHashMap::default();
+    for e in engine.events.kept() {
+        if let crate::analysis::events::Kind::UnexpectedQp { qpn, connection } = e.kind {
+            unexpected
+                .entry(connection)
+                .or_default()
+                .push((qpn, e.frame));
+        }
+    }
+    list.iter()
         .enumerate()
         .filter(|(_, c)| c.superseded_by.is_none())
-        .map(|(id, c)| connection(engine, id as u32, c))
+        .map(|(id, c)| {
+            let id = id as u32;
+            let printed = twins.get(&id).map_or(&[][..], Vec::as_slice);
+            let unexpected = unexpected.get(&id).map_or(&[][..], Vec::as_slice);
+            connection(engine, id, c, printed, unexpected)
+        })
         .collect()
 }
 
-fn connection(engine: &Engine, id: u32, c: &Connection) -> ConnectionReport {
+/// Connection `id`'s report; `printed`: the printouts of its QPs it superseded, `unexpected`: the data
+/// toward QPNs it did not announce (QPN, frame).
+fn connection(
+    engine: &Engine,
+    id: u32,
+    c: &Connection,
+    printed: &[&Connection],
+    unexpected: &[(u32, u64)],
+) -> ConnectionReport {
     let side = |d: usize| {
         let s = c.sides[d];
         SideReport {
@@ -120,7 +150,7 @@ fn connection(engine: &Engine, id: u32, c: &Connection) -> ConnectionReport {
         rep_to_rtu_s: between(h.rep, h.rtu),
         comm_ids: [Some(h.comm_ids.0), h.comm_ids.1],
     });
-    let mismatches = mismatches(engine, id, c);
+    let mismatches = mismatches(c, unexpected);
     ConnectionReport {
         id,
         origin: c.origin,
@@ -133,20 +163,15 @@ fn connection(engine: &Engine, id: u32, c: &Connection) -> ConnectionReport {
         handshake,
         matched: mismatches.is_empty(),
         mismatches,
-        notes: printed_otherwise(engine, id, c),
+        notes: printed_otherwise(c, printed),
     }
 }
 
 /// The PSNs a host printed for the QPs of CM connection `c`, where they differ from the handshake's:
 /// perftest -R prints PSNs of its own that its QPs do not use.
-fn printed_otherwise(engine: &Engine, id: u32, c: &Connection) -> Vec<String> {
+fn printed_otherwise(c: &Connection, printed: &[&Connection]) -> Vec<String> {
     let mut out = Vec::new();
-    for p in engine
-        .connections
-        .list
-        .iter()
-        .filter(|p| p.superseded_by == Some(id))
-    {
+    for p in printed {
         for printed in p.sides {
             let Some(side) = c.sides.iter().find(|s| s.qpn == printed.qpn) else {
                 continue;
@@ -170,7 +195,7 @@ fn printed_otherwise(engine: &Engine, id: u32, c: &Connection) -> Vec<String> {
 /// What the wire contradicts of connection `c`: a first PSN other than announced, data toward a QPN no
 /// connection announced (the `unexpected_qp` events that name it), a side that announced and never sent
 /// (once established: a requester must send for the connection to be used).
-fn mismatches(engine: &Engine, id: u32, c: &Connection) -> Vec<String> {
+fn mismatches(c: &Connection, unexpected: &[(u32, u64)]) -> Vec<String> {
     let mut out = Vec::new();
     let used = c.first_request.iter().any(Option::is_some);
     for d in 0..2 {
@@ -192,15 +217,10 @@ fn mismatches(engine: &Engine, id: u32, c: &Connection) -> Vec<String> {
             ));
         }
     }
-    for e in engine.events.kept() {
-        if let crate::analysis::events::Kind::UnexpectedQp { qpn, connection } = e.kind
-            && connection == id
-        {
-            out.push(format!(
-                "data toward QP 0x{qpn:06x} (frame {}), which it did not announce",
-                e.frame
-            ));
-        }
+    for (qpn, frame) in unexpected {
+        out.push(format!(
+            "data toward QP 0x{qpn:06x} (frame {frame}), which it did not announce"
+        ));
     }
     out
 }
