@@ -269,6 +269,53 @@ fn a_file_a_directory_holding_it_and_standard_input_export_the_same() {
     std::fs::remove_dir_all(&base).unwrap();
 }
 
+/// A failed export (a mistyped input after a good one) leaves the tables there before as they were, and
+/// an input that is one of the tables is refused in one line before anything is written (it was truncated
+/// before it was read).
+#[test]
+fn a_failed_export_keeps_the_tables_there_before() {
+    let dir = std::env::temp_dir().join(format!("rocescope-export-safe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    export(&dir, &["testdata/public/rdma_cm.pcap".to_string()]);
+    let before: Vec<Vec<u8>> = TABLES_WRITTEN
+        .iter()
+        .map(|t| std::fs::read(dir.join(t)).unwrap())
+        .collect();
+    let run = |args: &[&std::ffi::OsStr]| {
+        Command::new(BIN)
+            .current_dir(root())
+            .args(["export", "--parquet"])
+            .arg(&dir)
+            .args(args)
+            .output()
+            .expect("run rocescope export")
+    };
+    let typo = run(&[
+        "testdata/public/rdma_write_bw.pcap".as_ref(),
+        "no/such/capture.pcap".as_ref(),
+    ]);
+    assert!(!typo.status.success());
+    let table = dir.join("packets.parquet");
+    let onto = run(&[table.as_os_str()]);
+    assert!(!onto.status.success());
+    let said = String::from_utf8_lossy(&onto.stderr);
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(said.contains("is a table this export writes"), "{said}");
+    for (t, was) in TABLES_WRITTEN.iter().zip(&before) {
+        assert_eq!(&std::fs::read(dir.join(t)).unwrap(), was, "{t} changed");
+    }
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !TABLES_WRITTEN.contains(&n.as_str()))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+const TABLES_WRITTEN: [&str; 3] = ["packets.parquet", "flows.parquet", "events.parquet"];
+
 /// The columns `names` of a table, each value as text (null as "").
 fn read_columns(path: &Path, names: &[&str]) -> Vec<Vec<String>> {
     use arrow_array::Array;

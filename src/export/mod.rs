@@ -97,23 +97,54 @@ pub struct Summary {
 /// The tables' file names in `dir`.
 pub const TABLES: [&str; 3] = ["packets.parquet", "flows.parquet", "events.parquet"];
 
-/// Analyses every capture of `cfg` and writes the three tables. On an error no table is left (a table
-/// cut short would read as one whole).
+/// Analyses every capture of `cfg` and writes the three tables: under names of their own first
+/// (`.packets.parquet.part`: no reader's `**/packets.parquet` takes them), each renamed into place (a reader
+/// sees the old table or the new one whole) once all three are complete. On an error nothing is renamed and
+/// the tables there before stay as they were. An input that is one of the tables is refused before anything
+/// is written.
 pub fn export(cfg: &Config) -> Result<Summary, String> {
     let dir = &cfg.dir;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    tables(cfg).inspect_err(|_| {
-        for t in TABLES {
-            let _ = std::fs::remove_file(dir.join(t));
+    refuse_inputs_among_tables(cfg)?;
+    let staged = TABLES.map(|t| dir.join(format!(".{t}.part")));
+    let written = tables(cfg, &staged).and_then(|summary| {
+        for (from, t) in staged.iter().zip(TABLES) {
+            std::fs::rename(from, dir.join(t))
+                .map_err(|e| format!("cannot move {t} into {}: {e}", dir.display()))?;
         }
-    })
+        Ok(summary)
+    });
+    for s in &staged {
+        let _ = std::fs::remove_file(s);
+    }
+    written
 }
 
-fn tables(cfg: &Config) -> Result<Summary, String> {
-    let dir = &cfg.dir;
-    let packets = Packets::create(&dir.join(TABLES[0]))?;
-    let mut flows = Rows::create(&dir.join(TABLES[1]), FLOW)?;
-    let mut events = Events::create(&dir.join(TABLES[2]))?;
+/// An input that is one of the tables this export writes would be overwritten before it is read.
+fn refuse_inputs_among_tables(cfg: &Config) -> Result<(), String> {
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    let tables: Vec<PathBuf> = TABLES
+        .iter()
+        .filter_map(|t| canonical(&cfg.dir.join(t)))
+        .collect();
+    match cfg
+        .files
+        .iter()
+        .find(|f| canonical(f).is_some_and(|c| tables.contains(&c)))
+    {
+        Some(f) => Err(format!(
+            "{} is a table this export writes: give another directory (the tables there stay as they are)",
+            f.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The three tables written to `paths` (packets, flows, events).
+fn tables(cfg: &Config, paths: &[PathBuf; 3]) -> Result<Summary, String> {
+    let packets = Packets::create(&paths[0])?;
+    let mut flows = Rows::create(&paths[1], FLOW)?;
+    let mut events = Events::create(&paths[2])?;
     let mut summary = Summary::default();
     let names: Vec<String> = cfg.files.iter().map(|f| f.display().to_string()).collect();
     for (file, point) in cfg.files.iter().zip(cfg.points.of(&names)) {
