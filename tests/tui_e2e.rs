@@ -197,3 +197,25 @@ fn a_closed_terminal_ends_the_tui() {
         "rocescope tui (pid {pid}) still runs 3 s after its terminal closed"
     );
 }
+
+/// A capture cut short (its first 5,000 bytes): the header warns where the file broke, as `analyze` does,
+/// and the TUI exits 4 with the same warning on standard error once the screen is back.
+#[test]
+fn a_cut_capture_is_shown_as_cut() {
+    let whole =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lab/write_loss.pcap"))
+            .unwrap();
+    let cut = std::env::temp_dir().join(format!("rocescope-tui-cut-{}.pcap", std::process::id()));
+    std::fs::write(&cut, &whole[..5000]).unwrap();
+    let t = Tmux::start("cut");
+    t.type_line(&format!("{BIN} tui {}; echo EXIT=$?", cut.display()));
+    let s = t.wait_for("Flows ");
+    assert!(s.contains("CUT SHORT"), "{s}");
+    assert!(s.contains("WARNING: "), "{s}");
+    assert!(s.contains("ends in the middle of a packet"), "{s}");
+    t.keys(&["q"]);
+    let s = t.wait_for("EXIT=");
+    assert!(s.contains("EXIT=4"), "{s}");
+    assert!(s.contains("rocescope: warning: "), "{s}");
+    let _ = std::fs::remove_file(cut);
+}

@@ -30,7 +30,7 @@ pub struct Config {
 pub fn run(cfg: &Config) -> ExitCode {
     if cfg.tui {
         return match rocescope::tui::run_live(&cfg.session) {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(status) => ExitCode::from(status),
             Err(e) => fail(e),
         };
     }

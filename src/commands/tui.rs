@@ -18,7 +18,7 @@ pub fn run(cfg: &Config) -> ExitCode {
         Config::Live(l) => tui::run_live(l),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(status),
         Err(e) => fail(e),
     }
 }

@@ -18,7 +18,7 @@ use crate::report::capture::{CaptureStats, StoppedBy};
 use crate::report::counters::NicCounters;
 
 /// The terminal UI over a live capture.
-pub fn run(cfg: &capture::Config) -> Result<(), String> {
+pub fn run(cfg: &capture::Config) -> Result<u8, String> {
     if !io::stdout().is_terminal() {
         return Err("tui: standard output is not a terminal".to_string());
     }

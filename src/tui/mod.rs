@@ -86,8 +86,9 @@ enum Store {
     },
 }
 
-/// The terminal UI over a capture file.
-pub fn run(opts: &FileConfig) -> Result<(), String> {
+/// The terminal UI over a capture file. Returns the exit status the last report gives (4 when the capture
+/// was cut short, as `analyze` says).
+pub fn run(opts: &FileConfig) -> Result<u8, String> {
     if !io::stdout().is_terminal() {
         return Err("tui: standard output is not a terminal".to_string());
     }
@@ -102,13 +103,13 @@ pub fn run(opts: &FileConfig) -> Result<(), String> {
 
 /// The terminal UI over a live capture (`rocescope tui -i IFACE`, `rocescope capture -i IFACE --tui`).
 #[cfg(all(feature = "live", unix))]
-pub fn run_live(cfg: &crate::capture::Config) -> Result<(), String> {
+pub fn run_live(cfg: &crate::capture::Config) -> Result<u8, String> {
     live::run(cfg)
 }
 
 /// The terminal UI over a live capture: not in this build.
 #[cfg(not(all(feature = "live", unix)))]
-pub fn run_live(_cfg: &crate::capture::Config) -> Result<(), String> {
+pub fn run_live(_cfg: &crate::capture::Config) -> Result<u8, String> {
     Err(crate::capture::NOT_BUILT.to_string())
 }
 
@@ -118,7 +119,7 @@ fn session(
     mut model: Model,
     mut store: Store,
     start: impl FnOnce(Sender<Work>, Arc<AtomicBool>) -> Option<std::thread::JoinHandle<()>>,
-) -> Result<(), String> {
+) -> Result<u8, String> {
     let keys = KeyInput::open()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
@@ -185,7 +186,13 @@ fn session(
     if let Some(w) = worker {
         let _ = w.join();
     }
-    Ok(())
+    drop(_restore);
+    // Once the screen is back: what the reader said of the capture, as `analyze` says it.
+    let report = model.report.as_deref();
+    if let Some(why) = report.and_then(|r| r.capture.truncation.as_deref()) {
+        eprintln!("rocescope: warning: {why}: analysed up to the cut");
+    }
+    Ok(report.map_or(0, |r| r.exit_status()))
 }
 
 enum Input {

@@ -214,6 +214,18 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             "  malformed {} ICRC bad {}",
             c.malformed, c.icrc_bad
         )));
+        if c.truncated {
+            l2.push(Span::styled(
+                "  CUT SHORT",
+                theme.fg(Color::Red).add_modifier(Modifier::BOLD),
+            ));
+        }
+        if c.clock_jumps > 0 {
+            l2.push(Span::styled(
+                format!("  clock jumped {}x", c.clock_jumps),
+                theme.fg(Color::Yellow),
+            ));
+        }
         if let Some(s) = &r.capture_stats {
             let lost = s.dropped + s.if_dropped > 0;
             l2.push(Span::styled(
@@ -260,14 +272,25 @@ fn draw_header(model: &Model, theme: &Theme, frame: &mut Frame, area: Rect) {
             ));
         }
     }
-    // The worst story, on every view: what broke, before anything else.
-    let banner = match model.report.as_ref().and_then(|r| {
-        let first = crate::report::story::lines(r).into_iter().next()?;
-        let worst = r.flows.first().map_or(Health::Good, health);
-        Some((first, worst))
-    }) {
-        Some((story, h)) => Line::from(Span::styled(story, theme.health(h))),
-        None => Line::raw(""),
+    // What the reader said of the file (cut short, a damaged block: the figures stop there), else the worst
+    // story: on every view, what broke, before anything else.
+    let cut = model
+        .report
+        .as_ref()
+        .and_then(|r| r.capture.truncation.as_deref());
+    let banner = match (cut, model.report.as_ref()) {
+        (Some(why), _) => Line::from(Span::styled(
+            format!("WARNING: {why}: analysed up to the cut"),
+            theme.fg(Color::Red).add_modifier(Modifier::BOLD),
+        )),
+        (None, Some(r)) => match crate::report::story::lines(r).into_iter().next() {
+            Some(story) => {
+                let worst = r.flows.first().map_or(Health::Good, health);
+                Line::from(Span::styled(story, theme.health(worst)))
+            }
+            None => Line::raw(""),
+        },
+        (None, None) => Line::raw(""),
     };
     frame.render_widget(
         Paragraph::new(vec![Line::from(l1), Line::from(l2), banner]),
