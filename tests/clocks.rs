@@ -108,3 +108,122 @@ fn one_wrong_stamp_changes_no_verdict() {
         let _ = std::fs::remove_file(path);
     }
 }
+
+/// Two capture points of testdata/lab/write.pcap (32 WRITEs of 4 packets and their ACKs, nothing lost): A
+/// the capture, B 5 µs further for requests and 5 µs nearer for ACKs (the responder's side, one clock).
+fn two_points(
+    name: &str,
+    change_b: impl FnOnce(&mut Vec<(u64, Vec<u8>, u32)>),
+) -> (PathBuf, PathBuf) {
+    use parsers::savefile::{self, Resolution};
+    let frames = {
+        use rocescope::source::{FileSource, Next, PacketSource};
+        let mut src = FileSource::open(&root().join("testdata/lab/write.pcap")).unwrap();
+        let mut out = Vec::new();
+        while let Ok(Next::Packet { packet: p, .. }) = src.next() {
+            out.push((p.ts_nanos, p.data.to_vec(), p.orig_len));
+        }
+        out
+    };
+    let mut b: Vec<(u64, Vec<u8>, u32)> = frames
+        .iter()
+        .filter_map(|(t, d, l)| {
+            let f = parsers::parse_frame(1, d, *l as usize, &Default::default());
+            let request = f.roce?.bth.op().is_request();
+            let t = if request { t + 5_000 } else { t - 5_000 };
+            Some((t, d.clone(), *l))
+        })
+        .collect();
+    change_b(&mut b);
+    let write = |suffix: &str, frames: &[(u64, Vec<u8>, u32)]| {
+        let path = std::env::temp_dir().join(format!(
+            "rocescope-clock-{}-{name}-{suffix}.pcap",
+            std::process::id()
+        ));
+        let mut out = Vec::new();
+        savefile::pcap_file_header(&mut out, Resolution::Nanos, 262_144, 1);
+        for (t, d, l) in frames {
+            savefile::pcap_record(&mut out, Resolution::Nanos, *t, d, *l);
+        }
+        std::fs::write(&path, out).unwrap();
+        path
+    };
+    (write("a", &frames), write("b", &b))
+}
+
+fn points(a: &Path, b: &Path) -> Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(["analyze", "--json", "--points"])
+        .args([a, b])
+        .output()
+        .expect("run rocescope");
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)))
+}
+
+fn lost_between(r: &Value) -> usize {
+    r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "lost_between")
+        .count()
+}
+
+/// One ACK at B stamped 500 ms late: its offset sample contradicts every other (its lower bound above every
+/// upper one) and is left out, the offset stays within the round trip's ±5 µs of 0, and the ACK is B's
+/// late sighting, not a loss.
+#[test]
+fn one_late_stamp_at_a_point_is_no_loss() {
+    let (a, b) = two_points("late", |b| {
+        let ack = b
+            .iter()
+            .position(|(_, d, l)| {
+                let f = parsers::parse_frame(1, d, *l as usize, &Default::default());
+                f.roce.is_some_and(|r| !r.bth.op().is_request())
+            })
+            .unwrap();
+        b[ack + 20].0 += 500_000_000;
+        b.sort_by_key(|f| f.0);
+    });
+    let r = points(&a, &b);
+    let p = &r["points"][1];
+    assert_eq!(p["offset_rejected"], 1, "{p}");
+    let offset = p["clock_offset_us"].as_f64().unwrap();
+    assert!(offset.abs() <= 5.0, "{p}");
+    assert_eq!(p["clock_offset_bound_us"], 5.0, "{p}");
+    assert_eq!(
+        (&p["late"], &p["missed"]),
+        (&Value::from(1), &Value::from(0)),
+        "{p}"
+    );
+    assert_eq!(lost_between(&r), 0, "{r}");
+    for f in [a, b] {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
+/// B's first frame an ACK stamped 2096 (a copy of its first ACK), before every good frame: taken at the
+/// second frame's time, it holds up no merge, and nothing is lost (it was every request, and every packet
+/// both lost and missed).
+#[test]
+fn a_far_future_first_frame_at_a_point_is_no_loss() {
+    let (a, b) = two_points("future", |b| {
+        let ack = b
+            .iter()
+            .find(|(_, d, l)| {
+                let f = parsers::parse_frame(1, d, *l as usize, &Default::default());
+                f.roce.is_some_and(|r| !r.bth.op().is_request())
+            })
+            .cloned()
+            .unwrap();
+        b.insert(0, (u64::from(0xffff_fff0u32) * 1_000_000_000, ack.1, ack.2));
+    });
+    let r = points(&a, &b);
+    assert_eq!(lost_between(&r), 0, "{r}");
+    let p = &r["points"][1];
+    assert!(p["clock_offset_us"].as_f64().unwrap().abs() <= 5.0, "{p}");
+    for f in [a, b] {
+        let _ = std::fs::remove_file(f);
+    }
+}

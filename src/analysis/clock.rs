@@ -4,7 +4,10 @@
 //! whether the clock moved (it follows the leap: a new clock, or a long silence, taken from there on) or one
 //! frame was stamped wrong (it follows the old clock: that frame is kept out of every timing judgment:
 //! stalls, timeouts, idle flows, rates). Steps back beyond [`BACK_NANOS`] and every leap are told
-//! (`clock_jump`).
+//! (`clock_jump`). The first frame has no frame before it: when the second is stamped more than
+//! [`LEAP_NANOS`] before it, the first was stamped wrong (`first`), and the clock takes the second's.
+//! (Which of two frames alone is wrong cannot be told; a capture's first frame ahead of every other is what a
+//! clock set wrong at the start, or one glitched stamp, gives.)
 
 /// A leap forward longer than this is checked by the next frame: longer than a capture's usual silences
 /// (the idle flow timeout is 300 s), shorter than a wrong year or a clock set from another epoch.
@@ -23,6 +26,9 @@ pub struct Jump {
     /// The clock kept the jump (a leap the next frame followed); else the frame was analysed at the time
     /// before it.
     pub kept: bool,
+    /// It was the capture's first frame, stamped after the second by more than a leap: the clock starts
+    /// again at the second (what was timed by the first must follow).
+    pub first: bool,
 }
 
 /// The clock as the analysis follows it.
@@ -32,6 +38,8 @@ pub struct Clock {
     last: Option<u64>,
     /// A leap not yet settled: its frame and stamp.
     leap: Option<(u64, u64)>,
+    /// The first frame, until the second tells whether it was stamped wrong.
+    first: Option<u64>,
     /// Frames stamped before the one before them, however little.
     pub steps_back: u64,
 }
@@ -49,8 +57,22 @@ impl Clock {
     pub fn stamp(&mut self, number: u64, ts: u64) -> (u64, Option<Jump>) {
         let Some(last) = self.last else {
             self.last = Some(ts);
+            self.first = Some(number);
             return (ts, None);
         };
+        if let Some(first) = self.first.take()
+            && last > ts
+            && last - ts > LEAP_NANOS
+        {
+            self.last = Some(ts);
+            let jump = Jump {
+                frame: first,
+                by_nanos: signed(last, ts),
+                kept: false,
+                first: true,
+            };
+            return (ts, Some(jump));
+        }
         let mut told = None;
         if let Some((frame, leapt)) = self.leap.take() {
             let follows = ts >= leapt && ts - leapt <= LEAP_NANOS;
@@ -58,6 +80,7 @@ impl Clock {
                 frame,
                 by_nanos: signed(leapt, last),
                 kept: follows,
+                first: false,
             });
             if follows {
                 self.last = Some(ts);
@@ -72,6 +95,7 @@ impl Clock {
                     frame: number,
                     by_nanos: by,
                     kept: false,
+                    first: false,
                 });
             }
             return (last, told);
@@ -92,6 +116,7 @@ impl Clock {
             frame,
             by_nanos: signed(leapt, self.last.unwrap_or(leapt)),
             kept: false,
+            first: false,
         })
     }
 }
@@ -117,7 +142,8 @@ mod tests {
             Some(Jump {
                 frame: 2,
                 by_nanos: (far - 100 * S) as i64,
-                kept: false
+                kept: false,
+                first: false
             })
         );
     }
@@ -136,6 +162,25 @@ mod tests {
         assert_eq!(c.finish().map(|j| (j.frame, j.kept)), Some((4, false)));
     }
 
+    /// A first frame stamped 70 years ahead of the second: the first was wrong, the clock starts at the
+    /// second; a first frame a minute ahead is a step back of the second (held).
+    #[test]
+    fn a_first_frame_far_ahead_of_the_second_was_stamped_wrong() {
+        let mut c = Clock::default();
+        let far = 70 * 365 * 86_400 * S;
+        assert_eq!(c.stamp(1, far), (far, None));
+        let (t, jump) = c.stamp(2, 5 * S);
+        assert_eq!(t, 5 * S);
+        assert_eq!(
+            jump.map(|j| (j.frame, j.first, j.kept)),
+            Some((1, true, false))
+        );
+        assert_eq!(c.stamp(3, 6 * S), (6 * S, None));
+        let mut c = Clock::default();
+        c.stamp(1, 65 * S);
+        assert_eq!(c.stamp(2, 5 * S).0, 65 * S);
+    }
+
     /// Steps back are held at the time before; only those over a second are told.
     #[test]
     fn steps_back_never_move_the_clock_back() {
@@ -149,7 +194,8 @@ mod tests {
             Some(Jump {
                 frame: 3,
                 by_nanos: -3 * S as i64,
-                kept: false
+                kept: false,
+                first: false
             })
         );
         assert_eq!(c.steps_back, 2);

@@ -1,6 +1,6 @@
 //! The streaming analysis engine: fed one parsed frame at a time by any source (file, live capture), it keeps
 //! per-flow transport state in memory bounded by the number of flows, not by the capture size.
-mod clock;
+pub mod clock;
 mod congestion;
 pub mod connections;
 pub mod diagnosis;
@@ -436,9 +436,19 @@ impl Engine {
         })
     }
 
-    /// The capture's clock jumped (analysed at `ts`): told, and counted.
+    /// The capture's clock jumped (analysed at `ts`): told, and counted. A first frame stamped wrong had
+    /// set the capture's start and its flow's times: they start at `ts` instead.
     fn clock_jump(&mut self, j: clock::Jump, ts: u64) {
         self.totals.clock_jumps += 1;
+        if j.first {
+            self.totals.first_ts = Some(ts);
+            self.totals.last_ts = ts;
+            self.next_sweep = 0;
+            self.next_idle_eviction = 0;
+            for f in self.flows.iter_mut().filter(|f| f.first_ts > ts) {
+                (f.first_ts, f.last_ts, f.prev_ts, f.progress_ts) = (ts, ts, ts, ts);
+            }
+        }
         self.raise(Event {
             ts_nanos: ts,
             flow: None,

@@ -8,7 +8,8 @@
 //! Fed in time order (each point's clock corrected by its estimated offset), the matcher keeps a packet until
 //! the reordering window after it has passed: memory is bounded by the packets in one window, not by the
 //! captures' sizes.
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use parsers::frame::{Frame, Roce};
 use rustc_hash::FxHashMap;
@@ -77,6 +78,16 @@ impl Delay {
     }
 }
 
+/// Packets judged remembered for late sightings: a window's worth at a few million packets a second.
+const JUDGED_KEPT: usize = 1 << 16;
+
+/// A packet judged: its key, and the points (bit by point) that missed it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Judged {
+    key: u64,
+    missed: u16,
+}
+
 struct Pending {
     sighting: Sighting,
     /// When each point saw it (corrected), if it did.
@@ -88,8 +99,15 @@ pub struct Matcher {
     points: usize,
     window_nanos: u64,
     pending: FxHashMap<u64, Pending>,
-    /// (expiry, key), in the order seen.
-    expiry: VecDeque<(u64, u64)>,
+    /// (expiry, key), the soonest first: a packet stamped far ahead (a hostile or glitched clock) waits its
+    /// own turn and holds up no other.
+    expiry: BinaryHeap<Reverse<(u64, u64)>>,
+    /// The packets judged lately: a sighting that comes after its packet was judged (its point's clock
+    /// stamped it late) is that point's late sighting, not another packet. Direct-mapped: fixed memory.
+    judged: Box<[Judged]>,
+    /// Sightings that came after their packet was judged, per point (stamped late: the point had not
+    /// missed them).
+    pub late: [u64; MAX_POINTS],
     /// Packets lost per segment `(from, to)` of the path order (`from` the point that saw it last).
     pub lost: FxHashMap<(usize, usize), u64>,
     /// Packets lost per flow and segment.
@@ -110,7 +128,9 @@ impl Matcher {
             points: points.min(MAX_POINTS),
             window_nanos,
             pending: FxHashMap::default(),
-            expiry: VecDeque::new(),
+            expiry: BinaryHeap::new(),
+            judged: vec![Judged::default(); JUDGED_KEPT].into_boxed_slice(),
+            late: [0; MAX_POINTS],
             lost: FxHashMap::default(),
             lost_by_flow: FxHashMap::default(),
             missed: [0; MAX_POINTS],
@@ -138,9 +158,12 @@ impl Matcher {
         if point >= self.points {
             return;
         }
+        if !self.pending.contains_key(&s.key) && self.came_late(point, s.key) {
+            return;
+        }
         let p = self.pending.entry(s.key).or_insert_with(|| {
             self.expiry
-                .push_back((ts.saturating_add(self.window_nanos), s.key));
+                .push(Reverse((ts.saturating_add(self.window_nanos), s.key)));
             Pending {
                 sighting: s,
                 seen: [None; MAX_POINTS],
@@ -159,17 +182,30 @@ impl Matcher {
         self.judge_while(|at| at < now, lost);
     }
 
-    /// Judges the packets in the order seen while their window's end is `due`.
+    /// Judges the packets, soonest window's end first, while it is `due`.
     fn judge_while(&mut self, due: impl Fn(u64) -> bool, lost: &mut impl FnMut(Lost)) {
-        while let Some(&(at, key)) = self.expiry.front() {
+        while let Some(&Reverse((at, key))) = self.expiry.peek() {
             if !due(at) {
                 break;
             }
-            self.expiry.pop_front();
+            self.expiry.pop();
             if let Some(p) = self.pending.remove(&key) {
                 self.judge(&p, lost);
             }
         }
+    }
+
+    /// Point `point` sees packet `key` after it was judged: when that point had missed it, it was stamped
+    /// late, not missed (nor is it another packet, which would be lost after the point).
+    fn came_late(&mut self, point: usize, key: u64) -> bool {
+        let slot = &mut self.judged[key as usize % JUDGED_KEPT];
+        if slot.key != key || slot.missed & (1 << point) == 0 {
+            return false;
+        }
+        slot.missed &= !(1 << point);
+        self.missed[point] = self.missed[point].saturating_sub(1);
+        self.late[point] += 1;
+        true
     }
 
     /// Judges a packet whose window has passed: where on its path it was seen last.
@@ -187,11 +223,17 @@ impl Matcher {
                 self.drift[k].add(t0, apart(t, t0), p.sighting.reverse);
             }
         }
+        let mut missed = 0u16;
         for i in 0..last {
             if seen(i).is_none() {
                 self.missed[point(i)] += 1;
+                missed |= 1 << point(i);
             }
         }
+        self.judged[p.sighting.key as usize % JUDGED_KEPT] = Judged {
+            key: p.sighting.key,
+            missed,
+        };
         if !p.sighting.reverse {
             for i in 1..=last {
                 if let (Some(a), Some(b)) = (seen(i - 1), seen(i)) {
@@ -398,6 +440,8 @@ pub struct Offset {
     /// The true offset lies within `nanos ± bound_nanos` (both directions matched).
     pub bound_nanos: Option<i64>,
     pub matched: usize,
+    /// Samples left out: their bounds contradicted the others' (a packet stamped wrong at one point).
+    pub rejected: usize,
 }
 
 impl Offset {
@@ -422,6 +466,7 @@ pub fn offsets(points: &[Vec<(u64, Sighting)>]) -> Vec<Offset> {
                     .zip(step.bound_nanos)
                     .map(|(a, b)| a.saturating_add(b)),
                 matched: step.matched,
+                rejected: step.rejected,
             },
             None => step,
         });
@@ -435,7 +480,8 @@ fn offset_between(before: &[(u64, Sighting)], p: &[(u64, Sighting)]) -> Offset {
     for (t, s) in before {
         at_before.entry(s.key).or_insert(*t);
     }
-    let (mut fwd, mut rev, mut matched) = (None::<i64>, None::<i64>, 0);
+    // Each request's delay bounds the offset from above, each response's from below.
+    let (mut above, mut below, mut matched) = (Vec::new(), Vec::new(), 0);
     let mut seen: FxHashMap<u64, ()> = FxHashMap::default();
     for (t, s) in p {
         let Some(&t0) = at_before.get(&s.key) else {
@@ -446,13 +492,14 @@ fn offset_between(before: &[(u64, Sighting)], p: &[(u64, Sighting)]) -> Offset {
         }
         matched += 1;
         let d = apart(*t, t0);
-        let (min, x) = if s.reverse {
-            (&mut rev, d.saturating_neg())
+        if s.reverse {
+            below.push(d);
         } else {
-            (&mut fwd, d)
-        };
-        *min = Some(min.map_or(x, |m| m.min(x)));
+            above.push(d);
+        }
     }
+    let (fwd, low, rejected) = consistent_bounds(above, below);
+    let rev = low.map(i64::saturating_neg);
     let (nanos, bound_nanos) = match (fwd, rev) {
         (Some(d), Some(r)) => {
             let (nanos, bound) = middle(d, r);
@@ -466,7 +513,35 @@ fn offset_between(before: &[(u64, Sighting)], p: &[(u64, Sighting)]) -> Offset {
         nanos,
         bound_nanos,
         matched,
+        rejected,
     }
+}
+
+/// The tightest upper bound (the least of `above`) and lower bound (the greatest of `below`) that do not
+/// contradict each other, and how many samples were left out for it: while the lower bound lies above the
+/// upper one, the more isolated of the two extremes (the farther from the next sample on its side) is a
+/// packet stamped wrong, and goes.
+fn consistent_bounds(
+    mut above: Vec<i64>,
+    mut below: Vec<i64>,
+) -> (Option<i64>, Option<i64>, usize) {
+    above.sort_unstable();
+    below.sort_unstable_by(|a, b| b.cmp(a));
+    let (mut i, mut j) = (0, 0);
+    while let (Some(&up), Some(&low)) = (above.get(i), below.get(j)) {
+        if low <= up {
+            break;
+        }
+        let gap = |next: Option<&i64>, x: i64| {
+            next.map_or(i128::MAX, |n| (i128::from(*n) - i128::from(x)).abs())
+        };
+        if gap(below.get(j + 1), low) >= gap(above.get(i + 1), up) {
+            j += 1;
+        } else {
+            i += 1;
+        }
+    }
+    (above.get(i).copied(), below.get(j).copied(), i + j)
 }
 
 /// Every point's clock against the first: the offsets of the first packets, and how each point's clock

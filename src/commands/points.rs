@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
+use rocescope::analysis::clock::{Clock, Jump};
 use rocescope::analysis::points::{self, Clocks, Lost, Matcher, Offset, Sighting};
 use rocescope::report::{Output, Report};
 use rocescope::source::{self, Next, PacketSource, SourceError};
@@ -101,10 +102,10 @@ fn open(point: &Path) -> Result<Box<dyn PacketSource>, String> {
 
 /// The first `limit` RoCE packets of a point: (time, sighting).
 fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighting)>, String> {
-    let mut src = open(file)?;
+    let mut stream = Stream::open(file)?;
     let mut out = Vec::new();
     while out.len() < limit {
-        let Some(s) = next_sighting(&mut *src, |_| 0, cfg).map_err(|e| e.to_string())? else {
+        let Some(s) = stream.next(|_| 0, cfg).map_err(|e| e.to_string())? else {
             break;
         };
         out.push(s);
@@ -112,10 +113,82 @@ fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighti
     Ok(out)
 }
 
-/// A point's next RoCE packet, its time corrected by the point's offset at that time.
+/// A packet seen at a point, at a time.
+type Timed = (u64, Sighting);
+
+/// A point's RoCE packets on its clock as the analysis follows it (`analysis::clock`): a step back held at
+/// the time before it, a leap held until the next packet tells, a first packet stamped far ahead of the
+/// second taken at the second's time (it is read one ahead for that): a wrong stamp holds up no merge and
+/// makes no loss.
+struct Stream {
+    src: Box<dyn PacketSource>,
+    clock: Clock,
+    packets: u64,
+    /// The second packet, read to judge the first.
+    ahead: Option<(u64, Sighting)>,
+}
+
+impl Stream {
+    fn open(point: &Path) -> Result<Stream, String> {
+        Ok(Stream {
+            src: open(point)?,
+            clock: Clock::default(),
+            packets: 0,
+            ahead: None,
+        })
+    }
+
+    /// The next packet, its time corrected by the point's offset at that time.
+    fn next(
+        &mut self,
+        offset: impl Fn(u64) -> i64,
+        cfg: &Config,
+    ) -> Result<Option<(u64, Sighting)>, SourceError> {
+        let correct =
+            |(t, s): (u64, Sighting)| (t.saturating_add_signed(offset(t).saturating_neg()), s);
+        if let Some(a) = self.ahead.take() {
+            return Ok(Some(correct(a)));
+        }
+        let Some(first) = self.stamped(cfg)? else {
+            return Ok(None);
+        };
+        if self.packets > 1 {
+            return Ok(Some(correct(first)));
+        }
+        // The first packet: its time is the second's when the second says it was stamped wrong.
+        let Some((second, jump)) = self.stamped_judging(cfg)? else {
+            return Ok(Some(correct(first)));
+        };
+        let first_ts = if jump.is_some_and(|j| j.first) {
+            second.0
+        } else {
+            first.0
+        };
+        self.ahead = Some(second);
+        Ok(Some(correct((first_ts, first.1))))
+    }
+
+    fn stamped(&mut self, cfg: &Config) -> Result<Option<(u64, Sighting)>, SourceError> {
+        Ok(self.stamped_judging(cfg)?.map(|(p, _)| p))
+    }
+
+    /// The next packet at its time on the followed clock, and the jump it showed, if one.
+    fn stamped_judging(
+        &mut self,
+        cfg: &Config,
+    ) -> Result<Option<(Timed, Option<Jump>)>, SourceError> {
+        let Some((ts, s)) = next_sighting(&mut *self.src, cfg)? else {
+            return Ok(None);
+        };
+        self.packets += 1;
+        let (at, jump) = self.clock.stamp(self.packets, ts);
+        Ok(Some(((at, s), jump)))
+    }
+}
+
+/// A point's next RoCE packet, at its stamp.
 fn next_sighting(
     src: &mut dyn PacketSource,
-    offset: impl Fn(u64) -> i64,
     cfg: &Config,
 ) -> Result<Option<(u64, Sighting)>, SourceError> {
     loop {
@@ -128,16 +201,7 @@ fn next_sighting(
                     &cfg.pipeline.parse,
                 );
                 let s = f.roce.as_ref().and_then(|r| Sighting::of(&f, r));
-                (
-                    s.map(|s| {
-                        (
-                            p.ts_nanos
-                                .saturating_add_signed(offset(p.ts_nanos).saturating_neg()),
-                            s,
-                        )
-                    }),
-                    end,
-                )
+                (s.map(|s| (p.ts_nanos, s)), end)
             }
             Next::Idle | Next::End => return Ok(None),
         };
@@ -158,13 +222,13 @@ fn merge(
     matcher: &mut Matcher,
     lost: &mut impl FnMut(Lost),
 ) -> Result<(), String> {
-    let mut sources = files
+    let mut streams = files
         .iter()
-        .map(|f| open(f))
+        .map(|f| Stream::open(f))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut heads = Vec::with_capacity(sources.len());
-    for (i, s) in sources.iter_mut().enumerate() {
-        heads.push(next_sighting(&mut **s, |t| offset(i, t), cfg).map_err(|e| e.to_string())?);
+    let mut heads = Vec::with_capacity(streams.len());
+    for (i, s) in streams.iter_mut().enumerate() {
+        heads.push(s.next(|t| offset(i, t), cfg).map_err(|e| e.to_string())?);
     }
     while let Some(i) = (0..heads.len())
         .filter(|&i| heads[i].is_some())
@@ -173,8 +237,9 @@ fn merge(
         if let Some((ts, s)) = heads[i] {
             matcher.see(i, ts, s, lost);
         }
-        heads[i] =
-            next_sighting(&mut *sources[i], |t| offset(i, t), cfg).map_err(|e| e.to_string())?;
+        heads[i] = streams[i]
+            .next(|t| offset(i, t), cfg)
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -243,7 +308,9 @@ fn document(o: &Outcome) -> Value {
                    "clock_offset_at_end_us": c.offset_at_end(i).map(|e| e as f64 / 1e3),
                    "clock_marks": c.tracks.get(i).map_or(0, |t| t.marks.len()),
                    "offset_from": off.map(|x| offset_from(i, x)),
-                   "offset_matched": off.map(|x| x.matched), "missed": m.missed.get(i),
+                   "offset_matched": off.map(|x| x.matched),
+                   "offset_rejected": off.map(|x| x.rejected),
+                   "missed": m.missed.get(i), "late": m.late.get(i),
                    "report": serde_json::to_value(r).unwrap_or(Value::Null)})
         })
         .collect();
@@ -277,8 +344,18 @@ fn text(o: &Outcome, doc: &Value) -> String {
             (Some(d), Some(end)) => format!(", {end} µs at the end (drift {d:.1} ppm)"),
             _ => String::new(),
         };
+        let rejected = match p["offset_rejected"].as_u64() {
+            Some(n) if n > 0 => format!(
+                ", {n} offset samples left out (their bounds contradicted the others': stamped wrong)"
+            ),
+            _ => String::new(),
+        };
+        let late = match p["late"].as_u64() {
+            Some(n) if n > 0 => format!(", {n} stamped late (after their packet was judged)"),
+            _ => String::new(),
+        };
         s += &format!(
-            "  {}: {} RoCE frames, clock offset {}{bound} µs ({}){drift}, {} missed\n",
+            "  {}: {} RoCE frames, clock offset {}{bound} µs ({}){drift}{rejected}, {} missed{late}\n",
             p["file"].as_str().unwrap_or("?"),
             c["roce_frames"],
             p["clock_offset_us"],
