@@ -62,6 +62,8 @@ pub struct Unread {
     pub port: Option<u32>,
     pub path: String,
     pub error: ReadError,
+    /// Read on the running system (false: a recorded tree, where a missing file is one it does not record).
+    pub live: bool,
 }
 
 /// A pass over the root that remembers what it could not read.
@@ -93,6 +95,7 @@ impl<'r> Scan<'r> {
             port,
             path: self.root.show(rel),
             error,
+            live: self.root.live,
         });
     }
 

@@ -61,6 +61,14 @@ pub struct Port {
     /// `hw_counters/` (the driver's) and `counters/` (the IB port counters), by the kernel's names.
     pub hw_counters: std::collections::BTreeMap<String, u64>,
     pub counters: std::collections::BTreeMap<String, u64>,
+    /// A file of the GID table (its directory, an entry, an entry's type) gave no value: `gids` may lack
+    /// entries, and nothing is concluded from what it lacks (the `file_unreadable` or `not_recorded` finding
+    /// says which file).
+    #[serde(skip)]
+    pub gids_incomplete: bool,
+    /// The netdev of a GID entry of an Ethernet port gave no value: `netdevs` may lack one.
+    #[serde(skip)]
+    pub ndevs_incomplete: bool,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -179,7 +187,7 @@ fn port(scan: &mut Scan, dev: &str, n: u32) -> Port {
     let state = value("state");
     let phys_state = value("phys_state");
     let link_layer = value("link_layer");
-    let gids = gids(scan, dev, n);
+    let (gids, gids_incomplete, ndevs_incomplete) = gids(scan, dev, n);
     Port {
         port: n,
         state: state.as_deref().and_then(State::parse),
@@ -193,12 +201,16 @@ fn port(scan: &mut Scan, dev: &str, n: u32) -> Port {
         netdevs: Vec::new(),
         hw_counters: scan.counters(&format!("{p}/hw_counters"), dev, n),
         counters: scan.counters(&format!("{p}/counters"), dev, n),
+        gids_incomplete,
+        ndevs_incomplete,
     }
 }
 
-/// The port's GID table: every non-empty entry with its type and netdev. The attributes of an empty
-/// entry cannot be read (EINVAL), so they are read only for entries that hold a GID.
-fn gids(scan: &mut Scan, dev: &str, n: u32) -> Vec<Gid> {
+/// The port's GID table: every non-empty entry with its type and netdev, and whether an entry or its type
+/// (first flag) or an Ethernet entry's netdev (second) gave no value. The attributes of an empty entry cannot
+/// be read (EINVAL), so they are read only for entries that hold a GID; an InfiniBand port's entries have no
+/// netdev (EINVAL too).
+fn gids(scan: &mut Scan, dev: &str, n: u32) -> (Vec<Gid>, bool, bool) {
     let p = format!("{CLASS}/{dev}/ports/{n}");
     let ethernet = scan
         .root
@@ -208,12 +220,14 @@ fn gids(scan: &mut Scan, dev: &str, n: u32) -> Vec<Gid> {
         Ok(v) => v,
         Err(e) => {
             scan.unread(&format!("{p}/gids"), e, Layer::Gid, Some(dev), Some(n));
-            return Vec::new();
+            return (Vec::new(), true, false);
         }
     };
+    let (mut incomplete, mut ndevs_incomplete) = (false, false);
     let mut out = Vec::new();
     for i in indices.iter().filter_map(|i| i.parse::<u32>().ok()) {
         let Some(raw) = scan.value(&format!("{p}/gids/{i}"), Layer::Gid, Some(dev), Some(n)) else {
+            incomplete = true;
             continue;
         };
         let Some(a) = parse_gid(&raw) else { continue };
@@ -228,19 +242,31 @@ fn gids(scan: &mut Scan, dev: &str, n: u32) -> Vec<Gid> {
                 "IB/RoCE v1" if ethernet => "RoCE v1".to_string(),
                 "IB/RoCE v1" => "IB".to_string(),
                 _ => t,
-            })
-            .unwrap_or_else(|| "unknown".to_string());
-        let netdev = scan.root.text(&format!("{p}/gid_attrs/ndevs/{i}")).ok();
+            });
+        incomplete |= kind.is_none();
+        let ndev = format!("{p}/gid_attrs/ndevs/{i}");
+        let netdev = match scan.root.text(&ndev) {
+            Ok(d) => Some(d),
+            Err(e) if ethernet => {
+                scan.unread(&ndev, e, Layer::Gid, Some(dev), Some(n));
+                ndevs_incomplete = true;
+                None
+            }
+            Err(_) => None,
+        };
         out.push(Gid {
             index: i,
             gid: a.to_string(),
-            kind,
+            kind: kind.unwrap_or_else(|| UNKNOWN_TYPE.to_string()),
             netdev: netdev.filter(|d| !d.is_empty()),
             address: gid_address(&a).to_string(),
         });
     }
-    out
+    (out, incomplete, ndevs_incomplete)
 }
+
+/// The type of an entry whose `gid_attrs/types` file gave no value.
+pub const UNKNOWN_TYPE: &str = "unknown";
 
 /// The GID indices to use for RoCE v2: over IPv4 (an IPv4-mapped GID) and over IPv6 (a global, not
 /// link-local, address).

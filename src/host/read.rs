@@ -53,9 +53,16 @@ impl Root {
         }
     }
 
-    /// A recorded tree; an error line when `dir` is not a directory.
+    /// A recorded tree; an error line when `dir` is not a directory or records no `sys/class` (a tree
+    /// without it holds nothing doctor or counters could examine: most likely the wrong directory).
     pub fn recorded(dir: &Path) -> Result<Root, String> {
         match fs::metadata(dir) {
+            Ok(m) if m.is_dir() && !dir.join("sys/class").is_dir() => Err(format!(
+                "--root {}: no sys/class in it: not a recorded host tree (one holds the host's \
+                 /sys/class/infiniband, /sys/class/net, /proc/... under the same paths: \
+                 testdata/host/README.md)",
+                dir.display()
+            )),
             Ok(m) if m.is_dir() => Ok(Root {
                 dir: dir.to_path_buf(),
                 live: false,
