@@ -486,3 +486,90 @@ fn other_frames_read_as_tshark_reads_them() {
         );
     }
 }
+
+/// How a set may be written, against tshark 4.0 itself (`tshark -v` of the test machine: 4.0.17): commas
+/// between members, ranges `a..b` with or without spaces around `..`, ranges and single values mixed. tshark
+/// 4.0 refuses whitespace between members (wireshark-filter(4) 4.0: "set elements must be separated using a
+/// comma"; 3.x took it), an empty set, an empty member and a range of a range: rocescope refuses each too
+/// (exit 2, one line), and shows the same frames for each that both take.
+#[test]
+fn sets_are_written_as_tshark_writes_them() {
+    let file = root().join("testdata/public/rdma_write_bw.pcap");
+    let file = file.to_str().unwrap();
+    let accepted = [
+        "infiniband.bth.opcode in {6,7,8}",
+        "infiniband.bth.opcode in {6, 7, 8}",
+        "infiniband.bth.opcode in { 6 }",
+        "infiniband.bth.opcode in {6..8}",
+        "infiniband.bth.opcode in {6 .. 8}",
+        "infiniband.bth.opcode in {6 ..8}",
+        "infiniband.bth.opcode in {6.. 8}",
+        "infiniband.bth.opcode in {6..8, 17}",
+        "infiniband.bth.opcode in {0x11,6..7}",
+        "infiniband.bth.opcode in {8..6}",
+        "infiniband.bth.opcode not in {6..8, 17}",
+        "ip.src in {10.1.16.62, 10.1.16.0/24}",
+    ];
+    let refused = [
+        "infiniband.bth.opcode in {6 7 8}",
+        "infiniband.bth.opcode in {6\t7}",
+        "infiniband.bth.opcode in {6, 7 8}",
+        "infiniband.bth.opcode in {6..8 17}",
+        "infiniband.bth.opcode not in {6 7 8}",
+        "ip.src in {10.1.16.62 10.1.16.61}",
+        "ip.src in {\"10.1.16.62\" \"10.1.16.61\"}",
+        "infiniband.bth.opcode in {6,,7}",
+        "infiniband.bth.opcode in {6,}",
+        "infiniband.bth.opcode in {,6}",
+        "infiniband.bth.opcode in {}",
+        "infiniband.bth.opcode in {6..8..9}",
+    ];
+    let frames = |program: &str, pre: &[&str], filter: &str| {
+        let out = Command::new(program)
+            .args(pre)
+            .args([
+                "-r",
+                file,
+                "-Y",
+                filter,
+                "-T",
+                "fields",
+                "-e",
+                "frame.number",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (
+            out.status.code(),
+            text,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for f in accepted {
+        let (tc, theirs, terr) = frames("tshark", &[], f);
+        let (rc, ours, rerr) = frames(env!("CARGO_BIN_EXE_rocescope"), &["dissect"], f);
+        assert_eq!(tc, Some(0), "tshark refuses {f}: {terr}");
+        assert_eq!(rc, Some(0), "rocescope refuses {f}: {rerr}");
+        assert_eq!(numbers(&ours), numbers(&theirs), "{f}");
+    }
+    for f in refused {
+        let (tc, _, terr) = frames("tshark", &[], f);
+        let (rc, ours, rerr) = frames(env!("CARGO_BIN_EXE_rocescope"), &["dissect"], f);
+        assert_ne!(tc, Some(0), "tshark takes {f}");
+        assert!(
+            terr.contains("was unexpected in this context"),
+            "{f}: {terr}"
+        );
+        assert_eq!((rc, ours.as_str()), (Some(2), ""), "rocescope takes {f}");
+        assert!(rerr.starts_with("rocescope: -Y: column "), "{f}: {rerr}");
+        assert_eq!(rerr.lines().count(), 1, "{f}: {rerr}");
+    }
+    // the frames: 6..8 is WRITE FIRST, MIDDLE, LAST (the capture's 15), 17 its ACKs (5)
+    let (_, ours, _) = frames(
+        env!("CARGO_BIN_EXE_rocescope"),
+        &["dissect"],
+        "infiniband.bth.opcode in {6..8, 17}",
+    );
+    assert_eq!(numbers(&ours), (22..=41).collect::<Vec<u64>>());
+}

@@ -103,6 +103,21 @@ fn syntax(text: &str, e: &Error<Rule>) -> String {
         }
         ErrorVariant::CustomError { message } => message.clone(),
     };
+    // A second value where a set wants "," or "}": whitespace-separated members, which Wireshark 3 took
+    // and 4.0 refuses as this does.
+    let in_set = matches!(&e.variant, ErrorVariant::ParsingError { positives, .. }
+        if positives.contains(&Rule::comma) && positives.contains(&Rule::rbrace));
+    let value_next = text
+        .get(at..)
+        .and_then(|r| r.chars().next())
+        .is_some_and(|c| c == '"' || c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '-');
+    if in_set && value_next {
+        return format!(
+            "{} expected \",\" or \"}}\": set members are separated by commas, as in tshark 4.0, which \
+             refuses whitespace too: {{6, 7, 8}}, {{6..8, 17}}",
+            place(text, at)
+        );
+    }
     format!("{} {what}", place(text, at))
 }
 

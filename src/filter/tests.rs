@@ -137,7 +137,32 @@ fn bad_filters_say_where_and_what() {
             "column 30 (at the end): expected a field name",
         ),
         ("(frame.number == 1", "column 19 (at the end): expected"),
-        ("udp.port in {4791 53}", "column 19 (at \"53}\"): expected"),
+        (
+            "udp.port in {4791 53}",
+            "column 19 (at \"53}\"): expected \",\" or \"}\": set members are separated by commas, as in \
+             tshark 4.0, which refuses whitespace too: {6, 7, 8}, {6..8, 17}",
+        ),
+        (
+            "infiniband.bth.opcode in {6..8 17}",
+            "column 32 (at \"17}\"): expected \",\" or \"}\": set members",
+        ),
+        (
+            "ip.src in {\"10.0.0.1\" \"10.0.0.2\"}",
+            "column 23 (at \"\"10.0.0.2\"}\"): expected \",\" or \"}\": set members",
+        ),
+        (
+            "udp.port in {4791,,53}",
+            "column 19 (at \",53}\"): expected a value",
+        ),
+        (
+            "udp.port in {4791,}",
+            "column 19 (at \"}\"): expected a value",
+        ),
+        ("udp.port in {}", "column 14 (at \"}\"): expected a value"),
+        (
+            "udp.port in {1..2..3}",
+            "column 18 (at \"..3}\"): expected \"}\" or \",\"",
+        ),
         (
             "infiniband.bth.psnn == 3",
             "column 1 (at \"infiniband.bth.psnn\"): \"infiniband.bth.psnn\" is neither a field nor a protocol",
