@@ -264,6 +264,22 @@ impl FileSource {
                 };
                 Ok(Some((packet, end)))
             }
+            // A file that shrank ends where it ends now: said so, not taken for its end or a cut.
+            Ok(None) | Err(Fail::Truncated(_)) if self.input.shrank().is_some() => {
+                self.done = true;
+                let s = self.input.shrank().unwrap_or(input::Shrank {
+                    at_open: 0,
+                    now: 0,
+                    read: 0,
+                });
+                Err(SourceError::Shrank {
+                    name: self.name.clone(),
+                    packets: self.packets,
+                    at_open: s.at_open,
+                    now: s.now,
+                    read: s.read,
+                })
+            }
             Ok(None) => {
                 self.done = true;
                 Ok(None)
