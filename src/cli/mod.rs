@@ -634,8 +634,8 @@ pub struct CaptureArgs {
     pub fail_on: FailOnFlag,
     #[command(flatten)]
     pub listing: ListingFlags,
-    /// Write the report so far every SECS seconds, one JSON line each, to --reports FILE.
-    #[arg(long, value_name = "SECS", requires = "reports", value_parser = parse_secs)]
+    /// Write the report so far every SECS seconds (at least 0.01), one JSON line each, to --reports FILE.
+    #[arg(long, value_name = "SECS", requires = "reports", value_parser = parse_interval)]
     pub report_every: Option<f64>,
     /// Where --report-every writes (`-`: standard error).
     #[arg(long, value_name = "FILE", requires = "report_every")]
