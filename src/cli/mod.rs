@@ -588,7 +588,12 @@ impl ExpectFlag {
     fn announced(&self) -> Result<Arc<[printout::Exchange]>, String> {
         let mut all = Vec::new();
         for log in &self.expect {
-            let text = std::fs::read(log).map_err(|e| format!("{}: {e}", log.display()))?;
+            let text = printout::read_regular(log, printout::MAX_LOG).map_err(|e| {
+                format!(
+                    "--expect {}: {e} (--expect reads a saved output of perftest or ibv_*_pingpong)",
+                    log.display()
+                )
+            })?;
             let found = printout::exchanges(&String::from_utf8_lossy(&text));
             if found.is_empty() {
                 return Err(format!(
