@@ -285,19 +285,31 @@ fn run(t: &Tree, args: &[&str], json: bool) -> (i32, String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Read as it writes: a report larger than a pipe's buffer would block it.
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = r.read_to_end(&mut b);
+            b
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
     let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
         if t0.elapsed() > Duration::from_secs(20) {
             let _ = child.kill();
             panic!("rocescope doctor --root {} hung", t.path().display());
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-    let o = child.wait_with_output().unwrap();
+    };
     (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.join().unwrap()).into_owned(),
+        String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
     )
 }
 
@@ -1343,4 +1355,129 @@ fn counter_snapshots_of_a_tree_move_as_the_files_do() {
     t.file(&format!("{c}/sent_pkts"), "5\n");
     let d = Deltas::between(&b, &Snapshot::take(&root, &layout), false);
     assert_eq!(d.port("rxe0", 1, "sent_pkts"), Some(Delta::Reset("reset")));
+}
+
+/// What cannot be read is not a claim about the host (issue 27): sys/class/infiniband as a symbolic link
+/// loop, or as a regular file, is `file_unreadable` (an error: nothing could be examined), never "no RDMA
+/// subsystem" or "no device: load the NIC's RDMA driver" (exit 4).
+#[test]
+fn an_unreadable_class_directory_concludes_nothing() {
+    for (name, make) in [("class_loop", 0), ("class_file", 1)] {
+        let t = healthy_rxe(name);
+        let class = t.path().join("sys/class/infiniband");
+        fs::remove_dir_all(&class).unwrap();
+        let why = if make == 0 {
+            symlink("infiniband", &class).unwrap();
+            "Too many levels of symbolic links (os error 40)"
+        } else {
+            fs::write(&class, "").unwrap();
+            "not a directory (a regular file where the class directory should be)"
+        };
+        let (code, v) = doctor(&t, &[]);
+        assert_eq!(code, 1, "{:#}", v["findings"]);
+        assert_eq!(codes(&v), ["file_unreadable"], "{name}");
+        let f = one(&v, "file_unreadable");
+        assert_eq!(
+            (f["severity"].as_str(), f["layer"].as_str()),
+            (Some("error"), Some("kernel"))
+        );
+        assert_eq!(
+            f["evidence"],
+            format!("{}: unreadable: {why}", class.display())
+        );
+        let (_, text, _) = run(&t, &[], false);
+        assert!(text.contains("RDMA subsystem unreadable;"), "{text}");
+        assert!(
+            text.ends_with("doctor: 1 error(s) (exit status 1)\n"),
+            "{text}"
+        );
+    }
+}
+
+/// 200 names of one device, each with 200 names of one port (symbolic links: 3,500 inodes, the recipe
+/// that ran about 50 minutes): each device and port is read once, the duplicates said in one note, and the
+/// rest is what the healthy pair gives.
+#[test]
+fn many_names_of_one_device_and_port_are_read_once() {
+    let t = healthy_rxe("many_names");
+    let class = t.path().join("sys/class/infiniband");
+    for i in 2..=200 {
+        symlink("rxe0", class.join(format!("rxe{i}"))).unwrap();
+        symlink("1", class.join(format!("rxe0/ports/{i}"))).unwrap();
+    }
+    let t0 = Instant::now();
+    let (code, v) = doctor(&t, &[]);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert_eq!(code, 0, "{:#}", v["findings"]);
+    let names: Vec<&str> = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rxe0", "rxe1"]);
+    assert_eq!(v["devices"][0]["ports"].as_array().unwrap().len(), 1);
+    let at = |rel: &str| class.join(rel).display().to_string();
+    assert_eq!(
+        one(&v, "duplicate_paths")["evidence"],
+        format!(
+            "398 name(s) lead to a device or port read already (the first: {}, the same as {}); 397 more",
+            at("rxe0/ports/2"),
+            at("rxe0/ports/1")
+        )
+    );
+    let mut c = codes(&v);
+    c.sort();
+    assert_eq!(
+        c,
+        [
+            "duplicate_paths",
+            "gid0_link_local",
+            "gid0_link_local",
+            "no_dcqcn",
+            "no_dcqcn",
+            "speed_unknown",
+            "speed_unknown"
+        ]
+    );
+}
+
+/// More devices than doctor reads (256), and more ports in all (1024): the rest is not read, one warning
+/// says what, and nothing is concluded from it.
+#[test]
+fn the_work_is_bounded_in_total() {
+    let t = healthy_rxe("bounded_devices");
+    // 300 devices more, each only its node type (its ports not recorded: a note each)
+    for i in 100..400 {
+        t.file(&format!("sys/class/infiniband/rxe{i}/node_type"), "1: CA\n");
+    }
+    let t0 = Instant::now();
+    let (code, v) = doctor(&t, &[]);
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    assert_eq!(code, 0, "{:?}", codes(&v));
+    assert_eq!(v["devices"].as_array().unwrap().len(), 256);
+    // natural order: rxe0, rxe1 (4 characters), then rxe100 ... by name: the 257th is rxe354
+    assert_eq!(v["devices"][255]["name"], "rxe353");
+    assert_eq!(
+        one(&v, "examination_cut")["evidence"],
+        "not read: 46 device(s) (from rxe354 on): past the 256 read in all"
+    );
+    assert_eq!(one(&v, "examination_cut")["severity"], "warning");
+
+    let t = healthy_rxe("bounded_ports");
+    let ports = t.path().join("sys/class/infiniband/rxe0/ports");
+    for p in 2..=1030 {
+        t.file(
+            &format!("sys/class/infiniband/rxe0/ports/{p}/link_layer"),
+            "InfiniBand\n",
+        );
+    }
+    let (_, v) = doctor(&t, &[]);
+    assert_eq!(v["devices"][0]["ports"].as_array().unwrap().len(), 1024);
+    assert_eq!(
+        one(&v, "examination_cut")["evidence"],
+        "not read: 6 port(s) of rxe0 (from port 1025 on): past the 1024 ports read in all; 1 port(s) of rxe1 \
+         (from port 1 on): past the 1024 ports read in all"
+    );
+    assert!(ports.join("1030").is_dir());
 }

@@ -57,7 +57,12 @@ fn text(out: &mut dyn Write, e: &Examination) -> io::Result<()> {
         "Host {}: kernel {}; RDMA subsystem {}; libibverbs {}; net.ipv4.tcp_ecn {}; kernel log {}",
         h.root,
         h.kernel.as_deref().unwrap_or("unknown"),
-        if h.rdma_subsystem {
+        if e.findings
+            .iter()
+            .any(|f| f.code == "file_unreadable" && f.layer == rocescope::host::Layer::Kernel)
+        {
+            "unreadable"
+        } else if h.rdma_subsystem {
             "present"
         } else {
             "absent"

@@ -159,15 +159,43 @@ pub fn device(scan: &mut Scan, name: &str) -> Device {
             if iwarp { "siw" } else { "rdma_rxe" }.to_string()
         })
     });
-    let ports = scan
+    let numbers: Vec<u32> = scan
         .root
         .list(&at("ports"))
         .map_err(|e| scan.unread(&at("ports"), e, Layer::Device, Some(name), None))
         .unwrap_or_default()
         .iter()
         .filter_map(|p| p.parse::<u32>().ok())
-        .map(|p| port(scan, name, p))
         .collect();
+    // Each port once, however many names lead to it, and no more than the pass's bound in all.
+    let mut seen: Vec<(std::path::PathBuf, String)> = Vec::new();
+    let mut ports = Vec::new();
+    for (i, &p) in numbers.iter().enumerate() {
+        let rel = at(&format!("ports/{p}"));
+        let canonical = match scan.root.canonical(&rel) {
+            Ok(c) => c,
+            Err(e) => {
+                scan.unread(&rel, e, Layer::Port, Some(name), Some(p));
+                continue;
+            }
+        };
+        if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
+            let first = first.clone();
+            scan.duplicates.push((scan.root.show(&rel), first));
+            continue;
+        }
+        if scan.ports_left == 0 {
+            scan.cut.push(format!(
+                "{} port(s) of {name} (from port {p} on): past the {} ports read in all",
+                numbers.len() - i,
+                super::MAX_PORTS
+            ));
+            break;
+        }
+        scan.ports_left -= 1;
+        seen.push((canonical, scan.root.show(&rel)));
+        ports.push(port(scan, name, p));
+    }
     Device {
         name: name.to_string(),
         provider: driver.as_deref().and_then(provider_of).map(str::to_string),
@@ -225,7 +253,21 @@ fn gids(scan: &mut Scan, dev: &str, n: u32) -> (Vec<Gid>, bool, bool) {
     };
     let (mut incomplete, mut ndevs_incomplete) = (false, false);
     let mut out = Vec::new();
-    for i in indices.iter().filter_map(|i| i.parse::<u32>().ok()) {
+    for (at, i) in indices
+        .iter()
+        .filter_map(|i| i.parse::<u32>().ok())
+        .enumerate()
+    {
+        if scan.gid_entries_left == 0 {
+            scan.cut.push(format!(
+                "{} GID entries of {dev}/{n} (from index {i} on): past the {} read in all",
+                indices.len() - at,
+                super::MAX_GID_ENTRIES
+            ));
+            incomplete = true;
+            break;
+        }
+        scan.gid_entries_left -= 1;
         let Some(raw) = scan.value(&format!("{p}/gids/{i}"), Layer::Gid, Some(dev), Some(n)) else {
             incomplete = true;
             continue;

@@ -91,6 +91,17 @@ impl Root {
         fs::symlink_metadata(self.path(rel)).is_ok()
     }
 
+    /// What `rel` is (symbolic links followed): a loop or a denied search is `Unreadable`.
+    pub fn metadata(&self, rel: &str) -> Result<fs::Metadata, ReadError> {
+        fs::metadata(self.path(rel)).map_err(|e| io_error(&e))
+    }
+
+    /// The path `rel` leads to, every symbolic link followed (two names of one device or port lead to the
+    /// same place): a loop or a dangling link is `Unreadable` or `Missing`.
+    pub fn canonical(&self, rel: &str) -> Result<PathBuf, ReadError> {
+        fs::canonicalize(self.path(rel)).map_err(|e| io_error(&e))
+    }
+
     pub fn is_dir(&self, rel: &str) -> bool {
         fs::metadata(self.path(rel)).is_ok_and(|m| m.is_dir())
     }

@@ -1,15 +1,57 @@
 //! Is there RDMA here at all: the kernel's subsystem, its devices, libibverbs and each device's provider.
 use super::super::calls::{Listed, PortMtus};
+use super::super::read::ReadError;
 use super::super::{Layer, rdma};
 use super::{At, Finding, HostFacts, Root, Severity};
 
 /// The device names, or `None` after the finding that says why there are none.
 pub fn devices(root: &Root, host: &HostFacts, findings: &mut Vec<Finding>) -> Option<Vec<String>> {
-    if !host.rdma_subsystem {
-        findings.push(no_subsystem(root, host));
-        return None;
+    // What cannot be read says nothing about the devices: no "no subsystem", no "no device".
+    let unreadable = |why: String| {
+        At::HOST.finding(
+            Severity::Error,
+            Layer::Kernel,
+            "file_unreadable",
+            format!("{}: unreadable: {why}", root.show(rdma::CLASS)),
+            "the RDMA devices cannot be listed: nothing is concluded about them (not that there is none)",
+            if root.live {
+                "run as root; check that /sys is sysfs (mount -t sysfs sysfs /sys)"
+            } else {
+                "record DIR/sys/class/infiniband as the directory the host has (testdata/host/README.md)"
+            },
+        )
+    };
+    match root.metadata(rdma::CLASS) {
+        Err(ReadError::Missing) => {
+            findings.push(no_subsystem(root, host));
+            return None;
+        }
+        Err(ReadError::Unreadable(why)) => {
+            findings.push(unreadable(why));
+            return None;
+        }
+        Err(e) => {
+            findings.push(unreadable(e.to_string()));
+            return None;
+        }
+        Ok(m) if !m.is_dir() => {
+            findings.push(unreadable(
+                "not a directory (a regular file where the class directory should be)".to_string(),
+            ));
+            return None;
+        }
+        Ok(_) => {}
     }
-    let names = rdma::device_names(root).unwrap_or_default();
+    let names = match rdma::device_names(root) {
+        Ok(n) => n,
+        Err(e) => {
+            findings.push(unreadable(match e {
+                ReadError::Unreadable(why) => why,
+                e => e.to_string(),
+            }));
+            return None;
+        }
+    };
     if names.is_empty() {
         findings.push(At::HOST.finding(
             Severity::Error,
