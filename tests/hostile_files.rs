@@ -244,3 +244,62 @@ fn the_lab_state_file_is_read_to_a_bound() {
     }
     let _ = fs::remove_file(sparse);
 }
+
+/// A directory of pieces whose last is only a magic number (a rotating tcpdump's new file): left out with a
+/// warning, the rest analysed as the good piece alone (it failed the whole directory).
+#[test]
+fn a_partial_piece_is_left_out_of_its_directory() {
+    let dir = tmp("pieces");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    let good = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/lab/write.pcap");
+    fs::copy(&good, dir.join("trace0")).unwrap();
+    fs::write(dir.join("trace1"), [0xd4, 0xc3, 0xb2, 0xa1]).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, out, err, _) = rocescope(&["analyze", "--json", d], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "rocescope: warning: '{}' ends in the middle of the file header (file truncated?): left out (it \
+             holds no whole packet); the other files are analysed\n",
+            dir.join("trace1").display()
+        )
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let (_, alone, _, _) = rocescope(&["analyze", "--json", good.to_str().unwrap()], &[]);
+    let w: Value = serde_json::from_str(&alone).unwrap();
+    assert_eq!(v["capture"]["frames"], w["capture"]["frames"]);
+    for k in ["flows", "events", "verdict"] {
+        assert_eq!(v[k], w[k], "{k}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Standard input cannot be read twice: `--points -` and `--plot` from standard input say so in one line
+/// (they said "standard input is empty" and "-: No such file or directory").
+#[test]
+fn inputs_read_twice_are_not_standard_input() {
+    let cap = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/lab/write.pcap");
+    for (args, want) in [
+        (
+            vec!["analyze", "--points", "-", cap.to_str().unwrap()],
+            "rocescope: --points reads each capture more than once (the clocks, then the matching), so not from \
+             standard input: save it to a file and give that\n",
+        ),
+        (
+            vec!["analyze", "-", "--plot", tmp("plots").to_str().unwrap()],
+            "rocescope: --plot reads the capture twice (the plotted flows' frames once more), so not from \
+             standard input: save it to a file and give that\n",
+        ),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+            .args(&args)
+            .stdin(File::open(&cap).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stderr), want, "{args:?}");
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(o.stdout.is_empty());
+    }
+}
