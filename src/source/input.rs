@@ -249,7 +249,6 @@ impl Input {
         if upto < self.released + RELEASE_STEP {
             return;
         }
-        let end = self.end;
         self.released = match &mut self.backing {
             #[cfg(unix)]
             Backing::Region {
@@ -257,7 +256,7 @@ impl Input {
                 filled,
                 spare,
                 ..
-            } => release(region, self.released, upto, *filled, end, spare),
+            } => release(region, self.released, upto, *filled, self.end, spare),
             #[cfg(not(unix))]
             Backing::Mapped(map) => {
                 release(map, self.released, upto);
