@@ -51,7 +51,7 @@ pub(super) struct Input {
 
 /// A file that shrank while it was read: its size at opening, when its new end was met, and how far it
 /// had been read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Shrank {
     pub(super) at_open: u64,
     pub(super) now: u64,
