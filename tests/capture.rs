@@ -978,3 +978,86 @@ fn snaplen_keeps_headers_and_marks_icrc_unverifiable() {
     assert_eq!(f["psn"]["missing"], 2);
     assert_eq!(f["icrc_unverifiable"], 4);
 }
+
+/// `--report-every 0` (and 1e-10) spun in a catch-up loop at 100 % CPU, deaf to --duration, SIGINT and
+/// SIGTERM (issue 27): an interval under 0.01 s is refused in one line before anything is captured.
+#[test]
+fn a_zero_report_interval_is_refused() {
+    for every in ["0", "1e-10", "0.001"] {
+        let o = Command::new(bin())
+            .args([
+                "capture",
+                "-i",
+                "lo",
+                "--duration",
+                "1",
+                "-q",
+                "--report-every",
+                every,
+            ])
+            .args(["--reports", "-"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{every}: {err}");
+        assert!(
+            err.contains(&format!(
+                "'{every}': the interval must be at least 0.01 seconds"
+            )),
+            "{every}: {err}"
+        );
+        assert!(o.stdout.is_empty());
+    }
+}
+
+/// The smallest interval taken: `--duration 2` still ends the capture on time, the reports go on at the
+/// status line's pace (one a second), each one JSON document; and SIGTERM stops the same capture without a
+/// duration at once.
+#[test]
+fn reports_every_10_ms_honour_duration_and_sigterm() {
+    require_root();
+    let p = Pair::new(10, true);
+    let t = Instant::now();
+    let o = p
+        .capture(&[
+            "--duration",
+            "2",
+            "-q",
+            "--json",
+            "--report-every",
+            "0.01",
+            "--reports",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+    let reports: Vec<Value> = err
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        (1..=3).contains(&reports.len()),
+        "one a second over 2 s: {}",
+        reports.len()
+    );
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["capture_stats"]["stopped_by"], "duration");
+
+    let run = Running::start(p.capture(&["--json", "--report-every", "0.01", "--reports", "-"]));
+    std::thread::sleep(Duration::from_millis(1500));
+    let t = Instant::now();
+    // SAFETY: kill(2) on our own child (`ip netns exec` execs rocescope in its place).
+    unsafe { libc::kill(run.child.id() as libc::pid_t, libc::SIGTERM) };
+    let (status, out, stderr) = run.finish(Duration::from_secs(5));
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(status.success(), "{status}: {stderr:?}");
+    assert_eq!(json(&out, &stderr)["capture_stats"]["stopped_by"], "signal");
+    assert!(
+        stderr.iter().any(|l| l.starts_with('{')),
+        "a report line by 1.5 s: {stderr:?}"
+    );
+}

@@ -285,19 +285,31 @@ fn run(t: &Tree, args: &[&str], json: bool) -> (i32, String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Read as it writes: a report larger than a pipe's buffer would block it.
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = r.read_to_end(&mut b);
+            b
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
     let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
         if t0.elapsed() > Duration::from_secs(20) {
             let _ = child.kill();
             panic!("rocescope doctor --root {} hung", t.path().display());
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-    let o = child.wait_with_output().unwrap();
+    };
     (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.join().unwrap()).into_owned(),
+        String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
     )
 }
 
@@ -331,7 +343,7 @@ fn one<'a>(v: &'a Value, code: &str) -> &'a Value {
 }
 
 /// The codes of the failures: none may appear on a healthy tree.
-const FAILURES: [&str; 22] = [
+const FAILURES: [&str; 23] = [
     "no_rdma_subsystem",
     "no_devices",
     "no_libibverbs",
@@ -351,6 +363,7 @@ const FAILURES: [&str; 22] = [
     "pfc_disabled",
     "kernel_log_error",
     "file_missing",
+    "not_recorded",
     "file_unreadable",
     "not_a_number",
     "counter_sequence_errors",
@@ -662,36 +675,223 @@ fn a_netdev_mtu_below_what_ib_mtu_1024_needs_is_an_error() {
     );
 }
 
+/// A recorded tree's missing file is one the tree does not record: a note, never a claim about the host.
 #[test]
-fn missing_files_are_findings_and_the_rest_is_checked() {
+fn missing_files_are_not_recorded_notes_and_the_rest_is_checked() {
     let t = healthy_rxe("missing");
     t.remove("sys/class/infiniband/rxe0/ports/1/state")
         .remove("sys/class/net/eth1/mtu")
         .remove("dev/kmsg");
     let (code, v) = doctor(&t, &[]);
     assert_eq!(code, 0, "{:#}", v["findings"]);
-    let missing: Vec<String> = findings(&v, "file_missing")
+    let at = |rel: &str| t.path().join(rel).display().to_string();
+    let notes: Vec<(String, String)> = findings(&v, "not_recorded")
         .iter()
-        .map(|f| f["evidence"].as_str().unwrap().to_string())
+        .map(|f| {
+            (
+                f["severity"].as_str().unwrap().to_string(),
+                f["evidence"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
-    let state = t
-        .path()
-        .join("sys/class/infiniband/rxe0/ports/1/state")
-        .display()
-        .to_string();
-    let mtu = t
-        .path()
-        .join("sys/class/net/eth1/mtu")
-        .display()
-        .to_string();
+    let note = |e: String| ("note".to_string(), e);
+    // rxe derives its active MTU from the netdev's: without eth1's MTU (and no ibv_devinfo), rxe1's is unknown
     assert_eq!(
-        missing,
-        [format!("{state}: missing"), format!("{mtu}: missing")]
+        notes,
+        [
+            note(format!(
+                "{}: not recorded; active MTU unknown for rxe1/1",
+                at("ibv_devinfo")
+            )),
+            note(format!("{}: not recorded", at("dev/kmsg"))),
+            note(format!(
+                "{}: missing",
+                at("sys/class/infiniband/rxe0/ports/1/state")
+            )),
+            note(format!("{}: missing", at("sys/class/net/eth1/mtu"))),
+        ]
     );
-    assert_eq!(one(&v, "kernel_log_unreadable")["severity"], "note");
+    assert!(findings(&v, "file_missing").is_empty());
+    assert!(findings(&v, "kernel_log_unreadable").is_empty());
+    assert_eq!(v["host"]["kernel_log"], "not recorded");
     assert_eq!(
         v["gid_index"]["rxe0/1"]["roce_v2_ipv4"], 1,
         "the GIDs are still read"
+    );
+}
+
+/// A tree of sysfs and procfs alone (no /usr/lib, no /etc: what a recording of /sys and /proc holds) of the
+/// lab's healthy pair: libibverbs and the providers are not recorded, a note; no `no_libibverbs`, no exit 4.
+#[test]
+fn a_recorded_tree_without_libraries_is_healthy_with_a_note() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/host/rxe");
+    let t = Tree::new("lab_tree_no_libraries");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", src.display()))
+        .arg(t.path())
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    t.remove("usr").remove("etc");
+    let (code, v) = doctor(&t, &[]);
+    assert_eq!(code, 0, "{:#}", v["findings"]);
+    let f = one(&v, "not_recorded");
+    let shown = |d: &str| t.path().join(d).display().to_string();
+    assert_eq!(
+        (
+            f["severity"].as_str(),
+            f["layer"].as_str(),
+            f["evidence"].as_str()
+        ),
+        (
+            Some("note"),
+            Some("provider"),
+            Some(
+                format!(
+                    "{}, {}, {}, {}: not recorded",
+                    shown("usr/lib64"),
+                    shown("lib64"),
+                    shown("usr/lib"),
+                    shown("lib")
+                )
+                .as_str()
+            )
+        )
+    );
+    assert!(findings(&v, "no_libibverbs").is_empty() && findings(&v, "no_provider").is_empty());
+    assert_eq!(
+        (&v["host"]["libibverbs"], &v["host"]["libraries_recorded"]),
+        (&Value::Null, &Value::Bool(false))
+    );
+    // The rest is what the lab tree says of its two rxe devices (the_recorded_lab_tree_is_healthy reads
+    // them): a note each that rxe has no DCQCN, that GID 0 is the link-local one while the IPv4 one is at 1,
+    // that virtio's speed is -1.
+    for dev in ["rxe0", "rxe1"] {
+        let mut c: Vec<String> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["device"] == dev)
+            .map(|f| f["code"].as_str().unwrap().to_string())
+            .collect();
+        c.sort();
+        assert_eq!(c, ["gid0_link_local", "no_dcqcn", "speed_unknown"], "{dev}");
+    }
+    assert_eq!(v["findings"].as_array().unwrap().len(), 7);
+    let (_, text, _) = run(&t, &[], false);
+    assert!(text.contains("libibverbs not recorded;"), "{text}");
+    assert!(
+        text.contains("provider rxe (library not recorded)"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("doctor: no error (exit status 0)\n"),
+        "{text}"
+    );
+    // libibverbs recorded, the providers' list not: the providers are not recorded, libibverbs is found
+    t.file("usr/lib/x86_64-linux-gnu/libibverbs.so.1", "");
+    let (code, v) = doctor(&t, &[]);
+    assert_eq!(code, 0, "{:#}", v["findings"]);
+    assert_eq!(
+        one(&v, "not_recorded")["evidence"],
+        format!("{}: not recorded", shown("etc/libibverbs.d"))
+    );
+    assert_eq!(
+        v["host"]["libibverbs"],
+        shown("usr/lib/x86_64-linux-gnu/libibverbs.so.1")
+    );
+}
+
+/// What a layer's files do not record concludes nothing: GID types and netdevs, ECN knobs, the speed, the
+/// active MTU (ibv_devinfo) absent from an otherwise healthy ConnectX tree.
+#[test]
+fn what_a_tree_does_not_record_concludes_nothing() {
+    let t = healthy_mlx5("unrecorded_gid_attrs", 1024);
+    let p = "sys/class/infiniband/mlx5_0/ports/1";
+    t.remove(&format!("{p}/gid_attrs"));
+    let (code, v) = doctor(&t, &[]);
+    assert_eq!(code, 0, "{:#}", v["findings"]);
+    // 6 GID entries, each with its type and its netdev not recorded; nothing about the table or a netdev
+    let mut expected: Vec<String> = Vec::new();
+    for kind in ["types", "ndevs"] {
+        for i in 0..6 {
+            expected.push(format!(
+                "{}: missing",
+                t.path().join(format!("{p}/gid_attrs/{kind}/{i}")).display()
+            ));
+        }
+    }
+    expected.sort();
+    let mut got: Vec<String> = findings(&v, "not_recorded")
+        .iter()
+        .map(|f| f["evidence"].as_str().unwrap().to_string())
+        .collect();
+    got.sort();
+    assert_eq!(got, expected);
+    assert_eq!(codes(&v).len(), 12, "{:?}", codes(&v));
+    assert_eq!(
+        v["devices"][0]["ports"][0]["gids"][3]["type"], "unknown",
+        "the entry is read, its type is not"
+    );
+
+    let t = healthy_mlx5("unrecorded_knobs", 1024);
+    for p in 0..8 {
+        t.file(
+            &format!("sys/class/net/ens1f0/ecn/roce_np/enable/{p}"),
+            "0\n",
+        )
+        .file(
+            &format!("sys/class/net/ens1f0/ecn/roce_rp/enable/{p}"),
+            "0\n",
+        );
+    }
+    t.remove("sys/class/net/ens1f0/ecn/roce_rp/enable/5")
+        .remove("sys/class/net/ens1f0/speed")
+        .remove("ibv_devinfo");
+    let (code, v) = doctor(&t, &[]);
+    assert_eq!(code, 0, "{:#}", v["findings"]);
+    let mut c = codes(&v);
+    c.sort();
+    assert_eq!(
+        c,
+        [
+            "gid0_not_roce_v2",
+            "not_recorded",
+            "not_recorded",
+            "not_recorded"
+        ]
+    );
+    let ev: Vec<&str> = findings(&v, "not_recorded")
+        .iter()
+        .map(|f| f["evidence"].as_str().unwrap())
+        .collect();
+    let at = |rel: &str| t.path().join(rel).display().to_string();
+    assert_eq!(
+        ev,
+        [
+            format!(
+                "{}: not recorded; active MTU unknown for mlx5_0/1",
+                at("ibv_devinfo")
+            ),
+            format!("{}: missing", at("sys/class/net/ens1f0/speed")),
+            format!(
+                "{}: missing",
+                at("sys/class/net/ens1f0/ecn/roce_rp/enable/5")
+            ),
+        ]
+    );
+    assert_eq!(
+        v["devices"][0]["ports"][0]["netdevs"][0]["ecn"],
+        Value::Null,
+        "15 of 16 knobs read: no conclusion"
+    );
+    let (_, text, _) = run(&t, &[], false);
+    assert!(
+        text.contains(
+            "MTU: active unknown (not in sysfs; not recorded: no ibv_devinfo in the tree)"
+        ),
+        "{text}"
     );
 }
 
@@ -722,7 +922,16 @@ fn unreadable_files_and_fifos_are_findings_not_hangs() {
         Value::Null,
         "the FIFO's GID is not read"
     );
-    assert_eq!(one(&v, "no_ipv4_gid")["device"], "rxe1");
+    // what the entry might have held is not concluded: no no_ipv4_gid, no note about index 0
+    let mut rxe1: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["device"] == "rxe1")
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    rxe1.sort();
+    assert_eq!(rxe1, ["file_unreadable", "no_dcqcn", "speed_unknown"]);
 }
 
 #[test]
@@ -898,10 +1107,44 @@ fn netdev_vlan_neighbours_congestion_and_pauses() {
 #[test]
 fn no_rdma_here_says_which_and_exits_4() {
     let t = Tree::new("no_rdma");
-    t.file("proc/sys/kernel/osrelease", "6.1.0-57-amd64\n");
+    t.file("proc/sys/kernel/osrelease", "6.1.0-57-amd64\n")
+        .file("sys/class/net/eth0/mtu", "1500\n");
+    // a tree of sysfs without /sys/module and /lib/modules: ib_core was not loaded, the modules not recorded
     let (code, v) = doctor(&t, &[]);
     assert_eq!(code, 4);
     let f = one(&v, "no_rdma_subsystem");
+    let at = |rel: &str| t.path().join(rel).display().to_string();
+    assert_eq!(
+        f["evidence"],
+        format!(
+            "{}: missing; {}: not recorded; {}: not recorded",
+            at("sys/class/infiniband"),
+            at("sys/module/ib_core"),
+            at("lib/modules/6.1.0-57-amd64/kernel/drivers/infiniband")
+        )
+    );
+    assert!(
+        f["meaning"]
+            .as_str()
+            .unwrap()
+            .starts_with("ib_core was not loaded when the tree was recorded"),
+        "{f}"
+    );
+    // the modules recorded, none of them RDMA's: no RDMA in this kernel
+    t.file("sys/module/e1000/refcnt", "0\n")
+        .file("lib/modules/6.1.0-57-amd64/kernel/drivers/net/e1000.ko", "");
+    let (code, v) = doctor(&t, &[]);
+    assert_eq!(code, 4);
+    let f = one(&v, "no_rdma_subsystem");
+    assert_eq!(
+        f["evidence"],
+        format!(
+            "{}: missing; {}: missing; {}: missing",
+            at("sys/class/infiniband"),
+            at("sys/module/ib_core"),
+            at("lib/modules/6.1.0-57-amd64/kernel/drivers/infiniband")
+        )
+    );
     assert!(
         f["meaning"]
             .as_str()
@@ -966,6 +1209,19 @@ fn a_device_that_is_not_there_is_one_line() {
     assert!(
         err.starts_with("rocescope: doctor: --root /nonexistent/tree: "),
         "{err}"
+    );
+    // a directory that records no sys/class (the wrong directory, most likely): one line, nothing examined
+    let t = Tree::new("not_a_tree");
+    t.file("proc/sys/kernel/osrelease", "6.1.0-57-amd64\n");
+    let (code, out, err) = run(&t, &[], true);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        format!(
+            "rocescope: doctor: --root {}: no sys/class in it: not a recorded host tree (one holds the host's \
+             /sys/class/infiniband, /sys/class/net, /proc/... under the same paths: testdata/host/README.md)\n",
+            t.path().display()
+        )
     );
 }
 
@@ -1099,4 +1355,129 @@ fn counter_snapshots_of_a_tree_move_as_the_files_do() {
     t.file(&format!("{c}/sent_pkts"), "5\n");
     let d = Deltas::between(&b, &Snapshot::take(&root, &layout), false);
     assert_eq!(d.port("rxe0", 1, "sent_pkts"), Some(Delta::Reset("reset")));
+}
+
+/// What cannot be read is not a claim about the host (issue 27): sys/class/infiniband as a symbolic link
+/// loop, or as a regular file, is `file_unreadable` (an error: nothing could be examined), never "no RDMA
+/// subsystem" or "no device: load the NIC's RDMA driver" (exit 4).
+#[test]
+fn an_unreadable_class_directory_concludes_nothing() {
+    for (name, make) in [("class_loop", 0), ("class_file", 1)] {
+        let t = healthy_rxe(name);
+        let class = t.path().join("sys/class/infiniband");
+        fs::remove_dir_all(&class).unwrap();
+        let why = if make == 0 {
+            symlink("infiniband", &class).unwrap();
+            "Too many levels of symbolic links (os error 40)"
+        } else {
+            fs::write(&class, "").unwrap();
+            "not a directory (a regular file where the class directory should be)"
+        };
+        let (code, v) = doctor(&t, &[]);
+        assert_eq!(code, 1, "{:#}", v["findings"]);
+        assert_eq!(codes(&v), ["file_unreadable"], "{name}");
+        let f = one(&v, "file_unreadable");
+        assert_eq!(
+            (f["severity"].as_str(), f["layer"].as_str()),
+            (Some("error"), Some("kernel"))
+        );
+        assert_eq!(
+            f["evidence"],
+            format!("{}: unreadable: {why}", class.display())
+        );
+        let (_, text, _) = run(&t, &[], false);
+        assert!(text.contains("RDMA subsystem unreadable;"), "{text}");
+        assert!(
+            text.ends_with("doctor: 1 error(s) (exit status 1)\n"),
+            "{text}"
+        );
+    }
+}
+
+/// 200 names of one device, each with 200 names of one port (symbolic links: 3,500 inodes, the recipe
+/// that ran about 50 minutes): each device and port is read once, the duplicates said in one note, and the
+/// rest is what the healthy pair gives.
+#[test]
+fn many_names_of_one_device_and_port_are_read_once() {
+    let t = healthy_rxe("many_names");
+    let class = t.path().join("sys/class/infiniband");
+    for i in 2..=200 {
+        symlink("rxe0", class.join(format!("rxe{i}"))).unwrap();
+        symlink("1", class.join(format!("rxe0/ports/{i}"))).unwrap();
+    }
+    let t0 = Instant::now();
+    let (code, v) = doctor(&t, &[]);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert_eq!(code, 0, "{:#}", v["findings"]);
+    let names: Vec<&str> = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rxe0", "rxe1"]);
+    assert_eq!(v["devices"][0]["ports"].as_array().unwrap().len(), 1);
+    let at = |rel: &str| class.join(rel).display().to_string();
+    assert_eq!(
+        one(&v, "duplicate_paths")["evidence"],
+        format!(
+            "398 name(s) lead to a device or port read already (the first: {}, the same as {}); 397 more",
+            at("rxe0/ports/2"),
+            at("rxe0/ports/1")
+        )
+    );
+    let mut c = codes(&v);
+    c.sort();
+    assert_eq!(
+        c,
+        [
+            "duplicate_paths",
+            "gid0_link_local",
+            "gid0_link_local",
+            "no_dcqcn",
+            "no_dcqcn",
+            "speed_unknown",
+            "speed_unknown"
+        ]
+    );
+}
+
+/// More devices than doctor reads (256), and more ports in all (1024): the rest is not read, one warning
+/// says what, and nothing is concluded from it.
+#[test]
+fn the_work_is_bounded_in_total() {
+    let t = healthy_rxe("bounded_devices");
+    // 300 devices more, each only its node type (its ports not recorded: a note each)
+    for i in 100..400 {
+        t.file(&format!("sys/class/infiniband/rxe{i}/node_type"), "1: CA\n");
+    }
+    let t0 = Instant::now();
+    let (code, v) = doctor(&t, &[]);
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    assert_eq!(code, 0, "{:?}", codes(&v));
+    assert_eq!(v["devices"].as_array().unwrap().len(), 256);
+    // natural order: rxe0, rxe1 (4 characters), then rxe100 ... by name: the 257th is rxe354
+    assert_eq!(v["devices"][255]["name"], "rxe353");
+    assert_eq!(
+        one(&v, "examination_cut")["evidence"],
+        "not read: 46 device(s) (from rxe354 on): past the 256 read in all"
+    );
+    assert_eq!(one(&v, "examination_cut")["severity"], "warning");
+
+    let t = healthy_rxe("bounded_ports");
+    let ports = t.path().join("sys/class/infiniband/rxe0/ports");
+    for p in 2..=1030 {
+        t.file(
+            &format!("sys/class/infiniband/rxe0/ports/{p}/link_layer"),
+            "InfiniBand\n",
+        );
+    }
+    let (_, v) = doctor(&t, &[]);
+    assert_eq!(v["devices"][0]["ports"].as_array().unwrap().len(), 1024);
+    assert_eq!(
+        one(&v, "examination_cut")["evidence"],
+        "not read: 6 port(s) of rxe0 (from port 1025 on): past the 1024 ports read in all; 1 port(s) of rxe1 \
+         (from port 1 on): past the 1024 ports read in all"
+    );
+    assert!(ports.join("1030").is_dir());
 }

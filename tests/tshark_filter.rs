@@ -486,3 +486,264 @@ fn other_frames_read_as_tshark_reads_them() {
         );
     }
 }
+
+/// How a set may be written, against tshark 4.0 itself (`tshark -v` of the test machine: 4.0.17): commas
+/// between members, ranges `a..b` with or without spaces around `..`, ranges and single values mixed. tshark
+/// 4.0 refuses whitespace between members (wireshark-filter(4) 4.0: "set elements must be separated using a
+/// comma"; 3.x took it), an empty set, an empty member and a range of a range: rocescope refuses each too
+/// (exit 2, one line), and shows the same frames for each that both take.
+#[test]
+fn sets_are_written_as_tshark_writes_them() {
+    let file = root().join("testdata/public/rdma_write_bw.pcap");
+    let file = file.to_str().unwrap();
+    let accepted = [
+        "infiniband.bth.opcode in {6,7,8}",
+        "infiniband.bth.opcode in {6, 7, 8}",
+        "infiniband.bth.opcode in { 6 }",
+        "infiniband.bth.opcode in {6..8}",
+        "infiniband.bth.opcode in {6 .. 8}",
+        "infiniband.bth.opcode in {6 ..8}",
+        "infiniband.bth.opcode in {6.. 8}",
+        "infiniband.bth.opcode in {6..8, 17}",
+        "infiniband.bth.opcode in {0x11,6..7}",
+        "infiniband.bth.opcode in {8..6}",
+        "infiniband.bth.opcode not in {6..8, 17}",
+        "ip.src in {10.1.16.62, 10.1.16.0/24}",
+    ];
+    let refused = [
+        "infiniband.bth.opcode in {6 7 8}",
+        "infiniband.bth.opcode in {6\t7}",
+        "infiniband.bth.opcode in {6, 7 8}",
+        "infiniband.bth.opcode in {6..8 17}",
+        "infiniband.bth.opcode not in {6 7 8}",
+        "ip.src in {10.1.16.62 10.1.16.61}",
+        "ip.src in {\"10.1.16.62\" \"10.1.16.61\"}",
+        "infiniband.bth.opcode in {6,,7}",
+        "infiniband.bth.opcode in {6,}",
+        "infiniband.bth.opcode in {,6}",
+        "infiniband.bth.opcode in {}",
+        "infiniband.bth.opcode in {6..8..9}",
+    ];
+    let frames = |program: &str, pre: &[&str], filter: &str| {
+        let out = Command::new(program)
+            .args(pre)
+            .args([
+                "-r",
+                file,
+                "-Y",
+                filter,
+                "-T",
+                "fields",
+                "-e",
+                "frame.number",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (
+            out.status.code(),
+            text,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for f in accepted {
+        let (tc, theirs, terr) = frames("tshark", &[], f);
+        let (rc, ours, rerr) = frames(env!("CARGO_BIN_EXE_rocescope"), &["dissect"], f);
+        assert_eq!(tc, Some(0), "tshark refuses {f}: {terr}");
+        assert_eq!(rc, Some(0), "rocescope refuses {f}: {rerr}");
+        assert_eq!(numbers(&ours), numbers(&theirs), "{f}");
+    }
+    for f in refused {
+        let (tc, _, terr) = frames("tshark", &[], f);
+        let (rc, ours, rerr) = frames(env!("CARGO_BIN_EXE_rocescope"), &["dissect"], f);
+        assert_ne!(tc, Some(0), "tshark takes {f}");
+        assert!(
+            terr.contains("was unexpected in this context"),
+            "{f}: {terr}"
+        );
+        assert_eq!((rc, ours.as_str()), (Some(2), ""), "rocescope takes {f}");
+        assert!(rerr.starts_with("rocescope: -Y: column "), "{f}: {rerr}");
+        assert_eq!(rerr.lines().count(), 1, "{f}: {rerr}");
+    }
+    // the frames: 6..8 is WRITE FIRST, MIDDLE, LAST (the capture's 15), 17 its ACKs (5)
+    let (_, ours, _) = frames(
+        env!("CARGO_BIN_EXE_rocescope"),
+        &["dissect"],
+        "infiniband.bth.opcode in {6..8, 17}",
+    );
+    assert_eq!(numbers(&ours), (22..=41).collect::<Vec<u64>>());
+}
+
+/// How wide each numeric field is, as `tshark -G fields` types it: filter::widths holds every field of
+/// rocescope's that tshark types FT_UINT8, 16, 24 or 32, at that width, and nothing else.
+#[test]
+fn field_widths_are_tshark_s() {
+    let out = run("tshark", &["-G", "fields"]);
+    let bits = |t: &str| match t {
+        "FT_UINT8" => Some(8),
+        "FT_UINT16" => Some(16),
+        "FT_UINT24" => Some(24),
+        "FT_UINT32" => Some(32),
+        _ => None,
+    };
+    let tshark: std::collections::BTreeMap<&str, u8> = out
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f.first() == Some(&"F") && f.len() > 3).then(|| (f[2], bits(f[3])))
+        })
+        .filter_map(|(n, b)| Some((n, b?)))
+        .collect();
+    let ours: Vec<(&str, u8)> = rocescope::filter::widths::WIDTHS.to_vec();
+    let mut names: Vec<&str> = parsers::fields::FIELDS
+        .iter()
+        .filter(|(_, k)| *k == parsers::fields::Kind::Uint)
+        .map(|(n, _)| *n)
+        .chain([
+            "frame.cap_len",
+            "frame.interface_id",
+            "frame.len",
+            "frame.number",
+        ])
+        .chain([
+            "udp.port",
+            "vlan.dei",
+            "vlan.etype",
+            "vlan.id",
+            "vlan.priority",
+        ])
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let expected: Vec<(&str, u8)> = names
+        .iter()
+        .filter_map(|n| Some((*n, *tshark.get(n)?)))
+        .collect();
+    assert_eq!(ours, expected);
+    assert!(ours.len() > 150, "{}", ours.len());
+}
+
+/// Values wider than their field, and strings for a MAC field's `contains`, which tshark refuses: refused
+/// (exit 2, one line); the widest values both take show the same frames.
+#[test]
+fn values_are_refused_where_tshark_refuses_them() {
+    let file = root().join("testdata/public/rdma_write_bw.pcap");
+    let file = file.to_str().unwrap();
+    let outcome = |program: &str, pre: &[&str], filter: &str| {
+        let out = Command::new(program)
+            .args(pre)
+            .args([
+                "-r",
+                file,
+                "-Y",
+                filter,
+                "-T",
+                "fields",
+                "-e",
+                "frame.number",
+            ])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let refused = [
+        "infiniband.bth.opcode == 256",
+        "infiniband.bth.opcode in {6, 300}",
+        "infiniband.bth.psn == 0x1000000",
+        "infiniband.bth.destqp in {1..0x1000000}",
+        "udp.port == 65536",
+        "udp.srcport & 0x10000",
+        "ip.ttl > 300",
+        "vlan.id == 70000",
+        "frame.len == 4294967296",
+        "infiniband.bth.padcnt == 256",
+        "eth.addr contains \"\"",
+        "eth.src contains \"a\"",
+    ];
+    for f in refused {
+        let (tc, _, terr) = outcome("tshark", &[], f);
+        let (rc, out, err) = outcome(env!("CARGO_BIN_EXE_rocescope"), &["dissect"], f);
+        assert_eq!(tc, Some(2), "tshark takes {f}: {terr}");
+        assert_eq!((rc, out.as_str()), (Some(2), ""), "rocescope takes {f}");
+        assert!(err.starts_with("rocescope: -Y: column "), "{f}: {err}");
+        assert_eq!(err.lines().count(), 1, "{f}: {err}");
+    }
+    for f in [
+        "infiniband.bth.opcode <= 255",
+        "infiniband.bth.psn < 0xffffff",
+        "udp.port in {4791, 65535}",
+        "frame.len < 4294967295",
+        "infiniband.bth.padcnt != 255",
+        "eth.addr contains 00",
+    ] {
+        let (tc, theirs, terr) = outcome("tshark", &[], f);
+        let (rc, ours, err) = outcome(env!("CARGO_BIN_EXE_rocescope"), &["dissect"], f);
+        assert_eq!((tc, rc), (Some(0), Some(0)), "{f}: {terr} {err}");
+        assert_eq!(numbers(&ours), numbers(&theirs), "{f}");
+    }
+}
+
+/// `-E separator=` and `-E aggregator=` take one character, as tshark does: `ab` is `a`, `/t` a tab (for the
+/// separator; the aggregator's `/t` is a backslash), `/s` a space, `/` before anything else a backslash;
+/// the bytes written equal tshark's.
+#[test]
+fn separators_are_one_character_as_tshark_s() {
+    let file = root().join("testdata/public/rdma_write_bw.pcap");
+    let file = file.to_str().unwrap();
+    for (option, value) in [
+        ("separator", "ab"),
+        ("separator", "/t/s"),
+        ("separator", "/tx"),
+        ("separator", "/sx"),
+        ("separator", "/"),
+        ("separator", "/x"),
+        ("separator", ",,"),
+        ("aggregator", "ab"),
+        ("aggregator", "/t"),
+        ("aggregator", "/s"),
+        ("aggregator", "/x"),
+        ("aggregator", ";;"),
+    ] {
+        let e = format!("{option}={value}");
+        let args = [
+            "-r",
+            file,
+            "-c",
+            "3",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+            "-e",
+            "ip.addr",
+            "-e",
+            "frame.len",
+            "-E",
+            &e,
+        ];
+        let theirs = run("tshark", &args);
+        let ours = rocescope(&[&["dissect", "--all"][..], &args].concat());
+        assert_eq!(ours, theirs, "-E {e}");
+    }
+    let ours = rocescope(&[
+        "dissect",
+        "--all",
+        "-r",
+        file,
+        "-c",
+        "1",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+        "-e",
+        "frame.len",
+        "-E",
+        "separator=ab",
+    ]);
+    assert_eq!(ours, "1a74\n", "one character, not two");
+}

@@ -514,13 +514,47 @@ impl<W: Watcher> EngineSide for Looking<W> {
         if self.watcher.look(engine, &stats, &nic).is_break() {
             lock(&self.shared).quit = true;
         }
-        let every = self.watcher.every();
-        while self.next_look <= now {
-            self.next_look += every;
-        }
+        self.next_look = next_on_grid(self.next_look, self.watcher.every(), now);
     }
 
     fn ending(&mut self, engine: &mut Engine) {
         self.watcher.ending(engine);
+    }
+}
+
+/// The first time after `now` of `next + k × every` (k ≥ 1), in one step however far behind `now` is: a
+/// loop adding `every` until past `now` never ends for a zero interval (`--report-every 0` spun at 100 %
+/// CPU, deaf to --duration and to signals). An interval under 1 ms counts as 1 ms.
+pub fn next_on_grid(next: Instant, every: Duration, now: Instant) -> Instant {
+    let every = every.max(Duration::from_millis(1));
+    let behind = now.saturating_duration_since(next).as_nanos();
+    let steps = behind / every.as_nanos() + 1;
+    let ahead = every.saturating_mul(u32::try_from(steps).unwrap_or(u32::MAX));
+    next.checked_add(ahead).unwrap_or(now + every)
+}
+
+#[cfg(test)]
+mod grid_tests {
+    use super::*;
+
+    #[test]
+    fn the_next_look_is_one_step_past_now() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        assert_eq!(next_on_grid(t0, s, t0), t0 + s);
+        assert_eq!(
+            next_on_grid(t0, s, t0 + Duration::from_millis(2500)),
+            t0 + 3 * s
+        );
+        // behind by a day at 1 ms: one step, not 86 million
+        let day = Duration::from_secs(86_400);
+        let ms = Duration::from_millis(1);
+        assert_eq!(next_on_grid(t0, ms, t0 + day), t0 + day + ms);
+        // zero and 1e-10 s count as 1 ms
+        assert_eq!(next_on_grid(t0, Duration::ZERO, t0), t0 + ms);
+        assert_eq!(
+            next_on_grid(t0, Duration::from_secs_f64(1e-10), t0 + s),
+            t0 + s + ms
+        );
     }
 }

@@ -588,7 +588,12 @@ impl ExpectFlag {
     fn announced(&self) -> Result<Arc<[printout::Exchange]>, String> {
         let mut all = Vec::new();
         for log in &self.expect {
-            let text = std::fs::read(log).map_err(|e| format!("{}: {e}", log.display()))?;
+            let text = printout::read_regular(log, printout::MAX_LOG).map_err(|e| {
+                format!(
+                    "--expect {}: {e} (--expect reads a saved output of perftest or ibv_*_pingpong)",
+                    log.display()
+                )
+            })?;
             let found = printout::exchanges(&String::from_utf8_lossy(&text));
             if found.is_empty() {
                 return Err(format!(
@@ -634,8 +639,8 @@ pub struct CaptureArgs {
     pub fail_on: FailOnFlag,
     #[command(flatten)]
     pub listing: ListingFlags,
-    /// Write the report so far every SECS seconds, one JSON line each, to --reports FILE.
-    #[arg(long, value_name = "SECS", requires = "reports", value_parser = parse_secs)]
+    /// Write the report so far every SECS seconds (at least 0.01), one JSON line each, to --reports FILE.
+    #[arg(long, value_name = "SECS", requires = "reports", value_parser = parse_interval)]
     pub report_every: Option<f64>,
     /// Where --report-every writes (`-`: standard error).
     #[arg(long, value_name = "FILE", requires = "report_every")]

@@ -41,6 +41,11 @@ pub fn run(cfg: &Config) -> ExitCode {
     // plotted flows' frames once more.
     let analysed = match (&cfg.plot, single(&cfg.files)) {
         (Some(_), None) => Err("--plot reads one capture file".to_string()),
+        (Some(_), Some(file)) if file.as_os_str() == "-" => Err(
+            "--plot reads the capture twice (the plotted flows' frames once more), so not from standard \
+             input: save it to a file and give that"
+                .to_string(),
+        ),
         (Some(_), Some(file)) => data::analyze(file, &cfg.pipeline, |_, _| true)
             .map(|(r, i)| (r, Some(i)))
             .map_err(|e| e.to_string()),
@@ -87,6 +92,11 @@ pub(super) fn analyze(cfg: &Config, paths: &[PathBuf]) -> Result<Report, String>
         .collect::<Vec<_>>()
         .join(", ");
     let mut source = MergeSource::open(&files).map_err(|e| e.to_string())?;
+    for e in &source.skipped {
+        eprintln!(
+            "rocescope: warning: {e}: left out (it holds no whole packet); the other files are analysed"
+        );
+    }
     analyze_source(cfg, &mut source, &files, &name)
 }
 

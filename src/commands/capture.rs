@@ -357,12 +357,10 @@ mod live {
 
         fn look(&mut self, engine: &Engine, stats: &CaptureStats) {
             let now = Instant::now();
-            if now < self.next {
+            if now < self.next || self.every.is_zero() {
                 return;
             }
-            while self.next <= now {
-                self.next += self.every;
-            }
+            self.next = rocescope::capture::session::next_on_grid(self.next, self.every, now);
             let mut report = Report::build_listing(engine, &self.source, self.listing);
             report.capture_stats = Some(stats.clone());
             self.written += 1;

@@ -57,12 +57,21 @@ fn text(out: &mut dyn Write, e: &Examination) -> io::Result<()> {
         "Host {}: kernel {}; RDMA subsystem {}; libibverbs {}; net.ipv4.tcp_ecn {}; kernel log {}",
         h.root,
         h.kernel.as_deref().unwrap_or("unknown"),
-        if h.rdma_subsystem {
+        if e.findings
+            .iter()
+            .any(|f| f.code == "file_unreadable" && f.layer == rocescope::host::Layer::Kernel)
+        {
+            "unreadable"
+        } else if h.rdma_subsystem {
             "present"
         } else {
             "absent"
         },
-        h.libibverbs.as_deref().unwrap_or("not found"),
+        h.libibverbs.as_deref().unwrap_or(if h.libraries_recorded {
+            "not found"
+        } else {
+            "not recorded"
+        }),
         h.tcp_ecn.map_or("unknown".to_string(), |v| v.to_string()),
         h.kernel_log
     )?;
@@ -88,7 +97,13 @@ fn device(out: &mut dyn Write, e: &Examination, d: &Device) -> io::Result<()> {
             .as_ref()
             .map_or(String::new(), |p| format!(" on {p}")),
         d.provider.as_deref().unwrap_or("unknown"),
-        d.provider_library.as_deref().unwrap_or("library not found"),
+        d.provider_library
+            .as_deref()
+            .unwrap_or(if e.host.libraries_recorded {
+                "library not found"
+            } else {
+                "library not recorded"
+            }),
         d.node_type.as_deref().unwrap_or("?"),
         d.node_guid.as_deref().unwrap_or("?"),
         d.fw_ver.as_deref().unwrap_or("not exposed")
@@ -117,6 +132,8 @@ fn port(out: &mut dyn Write, e: &Examination, d: &Device, p: &Port) -> io::Resul
             .map_or("unknown".to_string(), |m| m.to_string()),
         match (p.max_mtu, p.mtu_source) {
             (Some(m), Some(s)) => format!(" (max {m}; from {s})"),
+            _ if !e.host.live =>
+                " (not in sysfs; not recorded: no ibv_devinfo in the tree)".to_string(),
             _ => " (not in sysfs; libibverbs not asked)".to_string(),
         }
     )?;

@@ -52,6 +52,13 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
             points::MAX_POINTS
         ));
     }
+    if files.iter().any(|f| f.as_os_str() == "-") {
+        return Err(
+            "--points reads each capture more than once (the clocks, then the matching), so not from \
+             standard input: save it to a file and give that"
+                .to_string(),
+        );
+    }
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     let reports = files
         .iter()

@@ -82,10 +82,16 @@ impl FieldsOption {
         let (key, value) = s.split_once('=').ok_or_else(|| {
             format!("'{s}' is not OPTION=VALUE (header=y, separator=, quote=d ...)")
         })?;
-        let sep = |v: &str| match v {
-            "/t" => "\t".to_string(),
-            "/s" => " ".to_string(),
-            v => v.to_string(),
+        // One character, as tshark takes it: `/t` a tab (the separator only), `/s` a space, `/` before
+        // anything else a backslash, else the value's first character (tshark takes its first byte:
+        // the same for ASCII, half a character otherwise); `separator=ab` is `a`.
+        let sep = |v: &str, tab: bool| match v.strip_prefix('/') {
+            Some(rest) => match rest.chars().next() {
+                Some('t') if tab => "\t".to_string(),
+                Some('s') => " ".to_string(),
+                _ => "\\".to_string(),
+            },
+            None => v.chars().take(1).collect(),
         };
         let bad = || {
             format!(
@@ -95,8 +101,8 @@ impl FieldsOption {
         Ok(match (key, value) {
             ("header", "y") => FieldsOption::Header(true),
             ("header", "n") => FieldsOption::Header(false),
-            ("separator", v) if !v.is_empty() => FieldsOption::Separator(sep(v)),
-            ("aggregator", v) if !v.is_empty() => FieldsOption::Aggregator(sep(v)),
+            ("separator", v) if !v.is_empty() => FieldsOption::Separator(sep(v, true)),
+            ("aggregator", v) if !v.is_empty() => FieldsOption::Aggregator(sep(v, false)),
             ("quote", "d") => FieldsOption::Quote(Quote::Double),
             ("quote", "s") => FieldsOption::Quote(Quote::Single),
             ("quote", "n") => FieldsOption::Quote(Quote::None),

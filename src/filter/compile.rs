@@ -7,7 +7,8 @@ use pest::iterators::Pair;
 
 use super::literal::{self, kind_words};
 use super::names::{self, Resolved};
-use super::{Cmp, Filter, Keys, Leaf, Lit, Node, Test};
+use super::set::Set;
+use super::{Cmp, Filter, Keys, Leaf, Lit, Node, Test, widths};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "filter/grammar.pest"]
@@ -103,6 +104,21 @@ fn syntax(text: &str, e: &Error<Rule>) -> String {
         }
         ErrorVariant::CustomError { message } => message.clone(),
     };
+    // A second value where a set wants "," or "}": whitespace-separated members, which Wireshark 3 took
+    // and 4.0 refuses as this does.
+    let in_set = matches!(&e.variant, ErrorVariant::ParsingError { positives, .. }
+        if positives.contains(&Rule::comma) && positives.contains(&Rule::rbrace));
+    let value_next = text
+        .get(at..)
+        .and_then(|r| r.chars().next())
+        .is_some_and(|c| c == '"' || c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '-');
+    if in_set && value_next {
+        return format!(
+            "{} expected \",\" or \"}}\": set members are separated by commas, as in tshark 4.0, which \
+             refuses whitespace too: {{6, 7, 8}}, {{6..8, 17}}",
+            place(text, at)
+        );
+    }
     format!("{} {what}", place(text, at))
 }
 
@@ -228,7 +244,7 @@ impl Compiler<'_> {
     ) -> Result<Test, String> {
         let op_at = op.as_span().start();
         Ok(match op.as_rule() {
-            Rule::set_op => self.set(kind, rhs)?,
+            Rule::set_op => self.set(name, kind, rhs)?,
             Rule::contains_op => {
                 if !matches!(kind, Kind::Bytes | Kind::Mac | Kind::Text) {
                     return Err(self.error(
@@ -239,10 +255,19 @@ impl Compiler<'_> {
                         ),
                     ));
                 }
+                // tshark reads a MAC field's `contains` operand as bytes only: a string, even "", is refused.
+                if kind == Kind::Mac && rhs.as_rule() == Rule::string {
+                    return Err(self.error(
+                        rhs.as_span().start(),
+                        format_args!(
+                            "{name} holds a MAC address: \"contains\" takes bytes (50:56), not a string"
+                        ),
+                    ));
+                }
                 let as_kind = if kind == Kind::Mac { Kind::Bytes } else { kind };
-                Test::Contains(self.literal(as_kind, rhs)?)
+                Test::Contains(self.literal(name, as_kind, rhs)?)
             }
-            Rule::bitand_op => match self.literal(kind, rhs)? {
+            Rule::bitand_op => match self.literal(name, kind, rhs)? {
                 Lit::Uint(mask) if kind == Kind::Uint => Test::BitAnd(mask),
                 _ => {
                     return Err(self.error(
@@ -254,7 +279,7 @@ impl Compiler<'_> {
             _ => {
                 let (cmp, all) = cmp_op(&op.as_str().to_ascii_lowercase());
                 let rhs_at = rhs.as_span().start();
-                let lit = self.literal(kind, rhs)?;
+                let lit = self.literal(name, kind, rhs)?;
                 if !matches!(cmp, Cmp::Eq | Cmp::Ne) && !ordered(&lit) {
                     return Err(self.error(
                         rhs_at,
@@ -270,29 +295,46 @@ impl Compiler<'_> {
         })
     }
 
-    fn set(&self, kind: Kind, set: Pair<Rule>) -> Result<Test, String> {
+    fn set(&self, name: &str, kind: Kind, set: Pair<Rule>) -> Result<Test, String> {
         let mut members = Vec::new();
         for m in set.into_inner().filter(|m| m.as_rule() == Rule::member) {
             let at = m.as_span().start();
             let mut values = m.into_inner().filter(|v| v.as_rule() != Rule::range);
             let Some(lo) = values.next() else { continue };
-            let lo = self.literal(kind, lo)?;
-            let hi = values.next().map(|v| self.literal(kind, v)).transpose()?;
+            let lo = self.literal(name, kind, lo)?;
+            let hi = values
+                .next()
+                .map(|v| self.literal(name, kind, v))
+                .transpose()?;
             if hi.is_some() && !ordered(&lo) {
                 return Err(self.error(at, "a range needs two single values"));
             }
             members.push((lo, hi));
         }
-        Ok(Test::In(members))
+        Ok(Test::In(Set::new(members)))
     }
 
-    fn literal(&self, kind: Kind, p: Pair<Rule>) -> Result<Lit, String> {
+    /// A literal of `kind` for the field `name`: a number wider than tshark holds the field is refused
+    /// (`infiniband.bth.opcode == 256`), as tshark refuses it.
+    fn literal(&self, name: &str, kind: Kind, p: Pair<Rule>) -> Result<Lit, String> {
         let at = p.as_span().start();
         let (text, quoted) = match p.as_rule() {
             Rule::string => (p.into_inner().next().map_or("", |t| t.as_str()), true),
             _ => (p.as_str(), false),
         };
-        literal::read(kind, text, quoted).map_err(|e| self.error(at, e))
+        let lit = literal::read(kind, text, quoted).map_err(|e| self.error(at, e))?;
+        if let (Lit::Uint(n), Some(max)) = (&lit, widths::max(name))
+            && *n > max
+        {
+            return Err(self.error(
+                at,
+                format_args!(
+                    "\"{text}\" is too big for {name}, which tshark holds in {} bits: at most {max}",
+                    max.count_ones()
+                ),
+            ));
+        }
+        Ok(lit)
     }
 
     fn leaf(&mut self, keys: Keys, test: Test) -> Node {

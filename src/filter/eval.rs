@@ -100,13 +100,7 @@ impl Test {
         Some(match self {
             Test::Exists => return None,
             Test::Compare { op, rhs, .. } => order(v, rhs).is_some_and(|o| op.holds(o)),
-            Test::In(members) => members.iter().any(|(lo, hi)| match hi {
-                None => order(v, lo) == Some(Ordering::Equal),
-                Some(hi) => {
-                    order(v, lo).is_some_and(Ordering::is_ge)
-                        && order(v, hi).is_some_and(Ordering::is_le)
-                }
-            }),
+            Test::In(set) => set.holds(v),
             Test::Contains(needle) => contains(v, needle),
             Test::BitAnd(mask) => uint(v).is_some_and(|n| n & mask != 0),
         })

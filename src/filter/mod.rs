@@ -6,6 +6,8 @@ mod compile;
 mod eval;
 mod literal;
 mod names;
+mod set;
+pub mod widths;
 
 use std::fmt;
 
@@ -83,7 +85,7 @@ enum Test {
         all: bool,
         rhs: Lit,
     },
-    In(Vec<(Lit, Option<Lit>)>),
+    In(set::Set),
     Contains(Lit),
     BitAnd(u64),
 }

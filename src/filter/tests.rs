@@ -137,7 +137,32 @@ fn bad_filters_say_where_and_what() {
             "column 30 (at the end): expected a field name",
         ),
         ("(frame.number == 1", "column 19 (at the end): expected"),
-        ("udp.port in {4791 53}", "column 19 (at \"53}\"): expected"),
+        (
+            "udp.port in {4791 53}",
+            "column 19 (at \"53}\"): expected \",\" or \"}\": set members are separated by commas, as in \
+             tshark 4.0, which refuses whitespace too: {6, 7, 8}, {6..8, 17}",
+        ),
+        (
+            "infiniband.bth.opcode in {6..8 17}",
+            "column 32 (at \"17}\"): expected \",\" or \"}\": set members",
+        ),
+        (
+            "ip.src in {\"10.0.0.1\" \"10.0.0.2\"}",
+            "column 23 (at \"\"10.0.0.2\"}\"): expected \",\" or \"}\": set members",
+        ),
+        (
+            "udp.port in {4791,,53}",
+            "column 19 (at \",53}\"): expected a value",
+        ),
+        (
+            "udp.port in {4791,}",
+            "column 19 (at \"}\"): expected a value",
+        ),
+        ("udp.port in {}", "column 14 (at \"}\"): expected a value"),
+        (
+            "udp.port in {1..2..3}",
+            "column 18 (at \"..3}\"): expected \"}\" or \",\"",
+        ),
         (
             "infiniband.bth.psnn == 3",
             "column 1 (at \"infiniband.bth.psnn\"): \"infiniband.bth.psnn\" is neither a field nor a protocol",
@@ -163,6 +188,42 @@ fn bad_filters_say_where_and_what() {
             "column 19 (at \"xor\"): expected",
         ),
         ("udp.port contains 3", "\"contains\" needs bytes or text"),
+        // Numbers wider than the field tshark holds (tshark -G fields: FT_UINT8, FT_UINT24, FT_UINT16)
+        (
+            "infiniband.bth.opcode == 256",
+            "column 26 (at \"256\"): \"256\" is too big for infiniband.bth.opcode, which tshark holds in 8 \
+             bits: at most 255",
+        ),
+        (
+            "infiniband.bth.psn in {1, 0x1000000}",
+            "column 27 (at \"0x1000000}\"): \"0x1000000\" is too big for infiniband.bth.psn, which tshark \
+             holds in 24 bits: at most 16777215",
+        ),
+        (
+            "infiniband.bth.destqp in {1..0x1000000}",
+            "is too big for infiniband.bth.destqp, which tshark holds in 24 bits",
+        ),
+        (
+            "udp.port & 0x10000",
+            "is too big for udp.port, which tshark holds in 16 bits: at most 65535",
+        ),
+        (
+            "ip.ttl > 300",
+            "is too big for ip.ttl, which tshark holds in 8 bits: at most 255",
+        ),
+        (
+            "frame.len == 4294967296",
+            "is too big for frame.len, which tshark holds in 32 bits",
+        ),
+        // tshark reads a MAC field's contains operand as bytes only
+        (
+            "eth.addr contains \"\"",
+            "column 19 (at \"\"\"\"): eth.addr holds a MAC address: \"contains\" takes bytes (50:56), not a string",
+        ),
+        (
+            "eth.src contains \"ab\"",
+            "eth.src holds a MAC address: \"contains\" takes bytes",
+        ),
         ("", "column 1 (at the end): expected a field name"),
     ] {
         let e = Filter::new(filter)
@@ -190,4 +251,88 @@ fn bad_filters_say_where_and_what() {
     ] {
         assert!(Filter::new(junk).is_err(), "{junk}");
     }
+}
+
+/// Values as wide as the field are taken, and a set is the same whether its members are few or many, in
+/// order or not, overlapping or not.
+#[test]
+fn the_widest_values_and_large_sets() {
+    let f = write_first();
+    for yes in [
+        "infiniband.bth.opcode != 255",
+        "infiniband.bth.psn != 0xffffff",
+        "infiniband.bth.destqp in {0x11, 0xffffff}",
+        "infiniband.reth.va < 0xffffffffffffffff",
+        "rocescope.opcode_name contains \"\"",
+        "eth.src contains 02:00",
+        "infiniband.bth.opcode in {8..6, 6}",
+        "ip.src in {10.0.0.2, 10.0.0.0/31, 11.0.0.0/8}",
+        "ip.src in {10.0.0.1..10.0.0.1}",
+        "rocescope.opcode_name in {\"RC_SEND_ONLY\", \"RC_WRITE_FIRST\"}",
+        "rocescope.opcode_name in {RC_A..RC_X}",
+        "eth.dst in {02:00:00:00:00:02, ff:ff:ff:ff:ff:ff}",
+        "infiniband.bth.a in {True}",
+    ] {
+        assert!(passes(yes, &f, None), "{yes} should pass");
+    }
+    for no in [
+        "infiniband.bth.opcode in {8..6}",
+        "ip.src in {10.0.0.2, 10.0.0.4/30}",
+        "rocescope.opcode_name in {RC_A..RC_W}",
+        "eth.dst in {02:00:00:00:00:01}",
+        "infiniband.bth.a in {False}",
+    ] {
+        assert!(!passes(no, &f, None), "{no} should not pass");
+    }
+    // 14,000 frame numbers (every other one from 2, so none adjacent) and the frame's 7 among them or not
+    let even: Vec<String> = (1..=14_000).map(|i| (2 * i).to_string()).collect();
+    let odd: Vec<String> = (0..14_000).map(|i| (2 * i + 3).to_string()).collect();
+    assert!(!passes(
+        &format!("frame.number in {{{}}}", even.join(", ")),
+        &f,
+        None
+    ));
+    assert!(passes(
+        &format!("frame.number in {{{}}}", odd.join(", ")),
+        &f,
+        None
+    ));
+    let mut shuffled = odd.clone();
+    shuffled.reverse();
+    assert!(passes(
+        &format!("frame.number in {{{}}}", shuffled.join(",")),
+        &f,
+        None
+    ));
+}
+
+/// Members merge into the fewest intervals: adjacent and overlapping ranges become one, reversed ones none.
+#[test]
+fn set_members_merge() {
+    use super::Lit;
+    use super::set::Set;
+    let u = |lo: u64, hi: Option<u64>| (Lit::Uint(lo), hi.map(Lit::Uint));
+    let s = Set::new(vec![
+        u(5, Some(9)),
+        u(1, None),
+        u(2, None),
+        u(10, Some(12)),
+        u(8, Some(11)),
+        u(20, Some(19)),
+        u(30, None),
+    ]);
+    assert_eq!(
+        s.intervals(),
+        3,
+        "1..2, 5..12 and 30: 1 and 2 adjacent, 5..9, 8..11 and 10..12 overlapping"
+    );
+    use parsers::fields::Value;
+    let holds: Vec<u64> = (0..35).filter(|n| s.holds(&Value::Uint(*n))).collect();
+    assert_eq!(holds, [1, 2, 5, 6, 7, 8, 9, 10, 11, 12, 30]);
+    let all = Set::new(vec![
+        (Lit::Ipv6(0, 0), None),
+        (Lit::Ipv6(u128::MAX, 128), None),
+    ]);
+    assert_eq!(all.intervals(), 1);
+    assert!(all.holds(&Value::Ipv6([0xff; 16])));
 }

@@ -2,8 +2,8 @@
 //! `/sys/class/net/IF/ecn/roce_np|roce_rp/enable/P`), PFC from netlink DCB.
 use serde::Serialize;
 
-use super::calls;
 use super::read::Root;
+use super::{Layer, Scan, calls};
 
 /// mlx5's ECN knobs: the priorities on which the device reacts to CE as notification point (sends CNPs)
 /// and as reaction point (slows down on CNPs).
@@ -25,23 +25,33 @@ pub enum Pfc {
     NotRead,
 }
 
-/// The ECN knobs of `name`, when its driver has them.
-pub fn ecn(root: &Root, name: &str) -> Option<Ecn> {
+/// The ECN knobs of `name`, when its driver has them; none (and the files' findings) when one of the 16
+/// gave no value: "off on every priority" is concluded only from all of them.
+pub fn ecn(scan: &mut Scan, name: &str, dev: &str, port: u32) -> Option<Ecn> {
     let d = format!("sys/class/net/{name}/ecn");
-    if !root.is_dir(&d) {
+    if !scan.root.is_dir(&d) {
         return None;
     }
-    let enabled = |point: &str| -> Vec<u8> {
+    let mut all = true;
+    let mut enabled = |point: &str| -> Vec<u8> {
         (0..8u8)
             .filter(|p| {
-                root.text(&format!("{d}/{point}/enable/{p}"))
-                    .is_ok_and(|v| v == "1")
+                let f = format!("{d}/{point}/enable/{p}");
+                match scan.value(&f, Layer::Congestion, Some(dev), Some(port)) {
+                    Some(v) => v == "1",
+                    None => {
+                        all = false;
+                        false
+                    }
+                }
             })
             .collect()
     };
-    Some(Ecn {
-        np_enabled: enabled("roce_np"),
-        rp_enabled: enabled("roce_rp"),
+    let np_enabled = enabled("roce_np");
+    let rp_enabled = enabled("roce_rp");
+    all.then_some(Ecn {
+        np_enabled,
+        rp_enabled,
     })
 }
 

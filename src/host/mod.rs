@@ -62,12 +62,26 @@ pub struct Unread {
     pub port: Option<u32>,
     pub path: String,
     pub error: ReadError,
+    /// Read on the running system (false: a recorded tree, where a missing file is one it does not record).
+    pub live: bool,
 }
 
-/// A pass over the root that remembers what it could not read.
+/// The most ports read in one pass, over every device.
+pub const MAX_PORTS: usize = 1024;
+/// The most GID entries read in one pass, over every port (rxe's table has 1024, mlx5's 256).
+pub const MAX_GID_ENTRIES: usize = 131_072;
+
+/// A pass over the root that remembers what it could not read, what it read once for two names, and what
+/// it did not read past its bounds: the work is bounded in total (ports, GID entries), not per directory.
 pub struct Scan<'r> {
     pub root: &'r Root,
     pub unread: Vec<Unread>,
+    /// (a name, the name read before that leads to the same place), as evidence shows them.
+    pub duplicates: Vec<(String, String)>,
+    /// What was left unread past a bound, in words.
+    pub cut: Vec<String>,
+    pub ports_left: usize,
+    pub gid_entries_left: usize,
 }
 
 impl<'r> Scan<'r> {
@@ -75,6 +89,10 @@ impl<'r> Scan<'r> {
         Scan {
             root,
             unread: Vec::new(),
+            duplicates: Vec::new(),
+            cut: Vec::new(),
+            ports_left: MAX_PORTS,
+            gid_entries_left: MAX_GID_ENTRIES,
         }
     }
 
@@ -93,6 +111,7 @@ impl<'r> Scan<'r> {
             port,
             path: self.root.show(rel),
             error,
+            live: self.root.live,
         });
     }
 

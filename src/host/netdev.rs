@@ -19,6 +19,9 @@ pub struct Netdev {
     pub mtu: Option<u32>,
     /// Mb/s; null when the driver reports none (-1: virtio, a link that is down).
     pub speed_mbps: Option<u64>,
+    /// The speed file gave a value (-1 or a speed): `speed_mbps` null without it says nothing of the driver.
+    #[serde(skip)]
+    pub speed_read: bool,
     /// The largest IB MTU this MTU carries (after the driver's header bytes).
     pub ib_mtu_allowed: Option<u32>,
     pub vlan: Option<Vlan>,
@@ -72,6 +75,23 @@ pub fn read(
         .number(&format!("{d}/mtu"), Layer::Netdev, Some(dev), Some(port))
         .and_then(|m| u32::try_from(m).ok());
     let stats = calls::ethtool_stats(root, name).unwrap_or_default();
+    // The kernel answers EINVAL for the speed of a link that is down: unread only matters for one that is up.
+    let speed = match root.signed(&format!("{d}/speed")) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            if operstate.as_deref() == Some("up") {
+                scan.unread(
+                    &format!("{d}/speed"),
+                    e,
+                    Layer::Netdev,
+                    Some(dev),
+                    Some(port),
+                );
+            }
+            None
+        }
+    };
+    let ecn = congestion::ecn(scan, name, dev, port);
     Netdev {
         name: name.to_string(),
         operstate,
@@ -81,16 +101,14 @@ pub fn read(
             .and_then(|f| u32::from_str_radix(f.trim_start_matches("0x"), 16).ok())
             .map(|f| f & 1 != 0),
         carrier: root.text(&format!("{d}/carrier")).ok().map(|c| c == "1"),
-        speed_mbps: root
-            .signed(&format!("{d}/speed"))
-            .ok()
-            .and_then(|s| u64::try_from(s).ok()),
+        speed_mbps: speed.and_then(|s| u64::try_from(s).ok()),
+        speed_read: speed.is_some(),
         ib_mtu_allowed: mtu.and_then(|m| super::rdma::ib_mtu_for(m, headers)),
         mtu,
         vlan: vlan(root, name),
         addresses: addresses(root, name, gid_addresses),
         neighbours: neighbours(root, name),
-        ecn: congestion::ecn(root, name),
+        ecn,
         pfc: congestion::pfc(root, name),
         pause: pause_counters(&stats),
     }

@@ -61,6 +61,14 @@ pub struct Port {
     /// `hw_counters/` (the driver's) and `counters/` (the IB port counters), by the kernel's names.
     pub hw_counters: std::collections::BTreeMap<String, u64>,
     pub counters: std::collections::BTreeMap<String, u64>,
+    /// A file of the GID table (its directory, an entry, an entry's type) gave no value: `gids` may lack
+    /// entries, and nothing is concluded from what it lacks (the `file_unreadable` or `not_recorded` finding
+    /// says which file).
+    #[serde(skip)]
+    pub gids_incomplete: bool,
+    /// The netdev of a GID entry of an Ethernet port gave no value: `netdevs` may lack one.
+    #[serde(skip)]
+    pub ndevs_incomplete: bool,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -151,15 +159,43 @@ pub fn device(scan: &mut Scan, name: &str) -> Device {
             if iwarp { "siw" } else { "rdma_rxe" }.to_string()
         })
     });
-    let ports = scan
+    let numbers: Vec<u32> = scan
         .root
         .list(&at("ports"))
         .map_err(|e| scan.unread(&at("ports"), e, Layer::Device, Some(name), None))
         .unwrap_or_default()
         .iter()
         .filter_map(|p| p.parse::<u32>().ok())
-        .map(|p| port(scan, name, p))
         .collect();
+    // Each port once, however many names lead to it, and no more than the pass's bound in all.
+    let mut seen: Vec<(std::path::PathBuf, String)> = Vec::new();
+    let mut ports = Vec::new();
+    for (i, &p) in numbers.iter().enumerate() {
+        let rel = at(&format!("ports/{p}"));
+        let canonical = match scan.root.canonical(&rel) {
+            Ok(c) => c,
+            Err(e) => {
+                scan.unread(&rel, e, Layer::Port, Some(name), Some(p));
+                continue;
+            }
+        };
+        if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
+            let first = first.clone();
+            scan.duplicates.push((scan.root.show(&rel), first));
+            continue;
+        }
+        if scan.ports_left == 0 {
+            scan.cut.push(format!(
+                "{} port(s) of {name} (from port {p} on): past the {} ports read in all",
+                numbers.len() - i,
+                super::MAX_PORTS
+            ));
+            break;
+        }
+        scan.ports_left -= 1;
+        seen.push((canonical, scan.root.show(&rel)));
+        ports.push(port(scan, name, p));
+    }
     Device {
         name: name.to_string(),
         provider: driver.as_deref().and_then(provider_of).map(str::to_string),
@@ -179,7 +215,7 @@ fn port(scan: &mut Scan, dev: &str, n: u32) -> Port {
     let state = value("state");
     let phys_state = value("phys_state");
     let link_layer = value("link_layer");
-    let gids = gids(scan, dev, n);
+    let (gids, gids_incomplete, ndevs_incomplete) = gids(scan, dev, n);
     Port {
         port: n,
         state: state.as_deref().and_then(State::parse),
@@ -193,12 +229,16 @@ fn port(scan: &mut Scan, dev: &str, n: u32) -> Port {
         netdevs: Vec::new(),
         hw_counters: scan.counters(&format!("{p}/hw_counters"), dev, n),
         counters: scan.counters(&format!("{p}/counters"), dev, n),
+        gids_incomplete,
+        ndevs_incomplete,
     }
 }
 
-/// The port's GID table: every non-empty entry with its type and netdev. The attributes of an empty
-/// entry cannot be read (EINVAL), so they are read only for entries that hold a GID.
-fn gids(scan: &mut Scan, dev: &str, n: u32) -> Vec<Gid> {
+/// The port's GID table: every non-empty entry with its type and netdev, and whether an entry or its type
+/// (first flag) or an Ethernet entry's netdev (second) gave no value. The attributes of an empty entry cannot
+/// be read (EINVAL), so they are read only for entries that hold a GID; an InfiniBand port's entries have no
+/// netdev (EINVAL too).
+fn gids(scan: &mut Scan, dev: &str, n: u32) -> (Vec<Gid>, bool, bool) {
     let p = format!("{CLASS}/{dev}/ports/{n}");
     let ethernet = scan
         .root
@@ -208,12 +248,28 @@ fn gids(scan: &mut Scan, dev: &str, n: u32) -> Vec<Gid> {
         Ok(v) => v,
         Err(e) => {
             scan.unread(&format!("{p}/gids"), e, Layer::Gid, Some(dev), Some(n));
-            return Vec::new();
+            return (Vec::new(), true, false);
         }
     };
+    let (mut incomplete, mut ndevs_incomplete) = (false, false);
     let mut out = Vec::new();
-    for i in indices.iter().filter_map(|i| i.parse::<u32>().ok()) {
+    for (at, i) in indices
+        .iter()
+        .filter_map(|i| i.parse::<u32>().ok())
+        .enumerate()
+    {
+        if scan.gid_entries_left == 0 {
+            scan.cut.push(format!(
+                "{} GID entries of {dev}/{n} (from index {i} on): past the {} read in all",
+                indices.len() - at,
+                super::MAX_GID_ENTRIES
+            ));
+            incomplete = true;
+            break;
+        }
+        scan.gid_entries_left -= 1;
         let Some(raw) = scan.value(&format!("{p}/gids/{i}"), Layer::Gid, Some(dev), Some(n)) else {
+            incomplete = true;
             continue;
         };
         let Some(a) = parse_gid(&raw) else { continue };
@@ -228,19 +284,31 @@ fn gids(scan: &mut Scan, dev: &str, n: u32) -> Vec<Gid> {
                 "IB/RoCE v1" if ethernet => "RoCE v1".to_string(),
                 "IB/RoCE v1" => "IB".to_string(),
                 _ => t,
-            })
-            .unwrap_or_else(|| "unknown".to_string());
-        let netdev = scan.root.text(&format!("{p}/gid_attrs/ndevs/{i}")).ok();
+            });
+        incomplete |= kind.is_none();
+        let ndev = format!("{p}/gid_attrs/ndevs/{i}");
+        let netdev = match scan.root.text(&ndev) {
+            Ok(d) => Some(d),
+            Err(e) if ethernet => {
+                scan.unread(&ndev, e, Layer::Gid, Some(dev), Some(n));
+                ndevs_incomplete = true;
+                None
+            }
+            Err(_) => None,
+        };
         out.push(Gid {
             index: i,
             gid: a.to_string(),
-            kind,
+            kind: kind.unwrap_or_else(|| UNKNOWN_TYPE.to_string()),
             netdev: netdev.filter(|d| !d.is_empty()),
             address: gid_address(&a).to_string(),
         });
     }
-    out
+    (out, incomplete, ndevs_incomplete)
 }
+
+/// The type of an entry whose `gid_attrs/types` file gave no value.
+pub const UNKNOWN_TYPE: &str = "unknown";
 
 /// The GID indices to use for RoCE v2: over IPv4 (an IPv4-mapped GID) and over IPv6 (a global, not
 /// link-local, address).

@@ -53,9 +53,16 @@ impl Root {
         }
     }
 
-    /// A recorded tree; an error line when `dir` is not a directory.
+    /// A recorded tree; an error line when `dir` is not a directory or records no `sys/class` (a tree
+    /// without it holds nothing doctor or counters could examine: most likely the wrong directory).
     pub fn recorded(dir: &Path) -> Result<Root, String> {
         match fs::metadata(dir) {
+            Ok(m) if m.is_dir() && !dir.join("sys/class").is_dir() => Err(format!(
+                "--root {}: no sys/class in it: not a recorded host tree (one holds the host's \
+                 /sys/class/infiniband, /sys/class/net, /proc/... under the same paths: \
+                 testdata/host/README.md)",
+                dir.display()
+            )),
             Ok(m) if m.is_dir() => Ok(Root {
                 dir: dir.to_path_buf(),
                 live: false,
@@ -82,6 +89,17 @@ impl Root {
 
     pub fn exists(&self, rel: &str) -> bool {
         fs::symlink_metadata(self.path(rel)).is_ok()
+    }
+
+    /// What `rel` is (symbolic links followed): a loop or a denied search is `Unreadable`.
+    pub fn metadata(&self, rel: &str) -> Result<fs::Metadata, ReadError> {
+        fs::metadata(self.path(rel)).map_err(|e| io_error(&e))
+    }
+
+    /// The path `rel` leads to, every symbolic link followed (two names of one device or port lead to the
+    /// same place): a loop or a dangling link is `Unreadable` or `Missing`.
+    pub fn canonical(&self, rel: &str) -> Result<PathBuf, ReadError> {
+        fs::canonicalize(self.path(rel)).map_err(|e| io_error(&e))
     }
 
     pub fn is_dir(&self, rel: &str) -> bool {

@@ -107,15 +107,23 @@ pub fn state_path() -> PathBuf {
     }
 }
 
+/// The most a state file is read: `lab up` writes a few KB.
+pub const MAX_STATE: u64 = 1 << 20;
+
 pub fn load_state(path: &Path) -> Result<Option<State>, String> {
-    match fs::read(path) {
+    use rocescope::source::printout::{ReadFailure, read_regular};
+    match read_regular(path, MAX_STATE) {
         Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| {
             format!(
                 "the state file {} is not lab up's ({e}): move it away if no lab is up",
                 path.display()
             )
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(ReadFailure::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e @ (ReadFailure::NotRegular(_) | ReadFailure::TooLarge(..))) => Err(format!(
+            "the state file {} is {e}: not lab up's; move it away if no lab is up",
+            path.display()
+        )),
         Err(e) => Err(format!(
             "cannot read the state file {}: {e}",
             path.display()

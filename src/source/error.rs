@@ -64,6 +64,15 @@ pub enum SourceError {
     Capture { name: String, reason: String },
     /// A directory given as the pieces of one capture point holds no capture file.
     NoCaptureIn { name: String },
+    /// The file was shorter than at opening when it was read (truncated, as a restarted `tcpdump -w`
+    /// does): `read` bytes of it were, `packets` complete packets in them.
+    Shrank {
+        name: String,
+        packets: u64,
+        at_open: u64,
+        now: u64,
+        read: u64,
+    },
 }
 
 impl SourceError {
@@ -79,7 +88,8 @@ impl SourceError {
             | SourceError::TooLarge { name, .. }
             | SourceError::Malformed { name, .. }
             | SourceError::Capture { name, .. }
-            | SourceError::NoCaptureIn { name } => name,
+            | SourceError::NoCaptureIn { name }
+            | SourceError::Shrank { name, .. } => name,
         }
     }
 }
@@ -232,6 +242,19 @@ impl fmt::Display for SourceError {
             SourceError::Capture { name, reason } => {
                 write!(f, "capture on '{name}' failed: {reason}")
             }
+            SourceError::Shrank {
+                name,
+                packets,
+                at_open,
+                now,
+                read,
+            } => write!(
+                f,
+                "{} shrank from {at_open} to {now} bytes while it was read (truncated by another program, \
+                 as a restarted tcpdump -w does): {read} bytes read, {}",
+                Quoted(name),
+                complete_packets(*packets)
+            ),
             SourceError::NoCaptureIn { name } => write!(
                 f,
                 "no capture file in the directory '{name}' (none starts with a pcap or pcapng magic)"

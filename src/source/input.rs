@@ -1,7 +1,15 @@
-//! The bytes of a [`FileSource`](super::FileSource): a regular file is memory-mapped (no copy from the page
-//! cache, the pages already read are given back as reading moves on); standard input, a pipe or a file that
-//! cannot be mapped goes through one read buffer, refilled as the records and blocks are consumed, grown for
-//! one oversized block and shrunk back after it.
+//! The bytes of a [`FileSource`](super::FileSource): a regular file is read into a region of memory of its
+//! size (on Unix; mapped elsewhere) whose bytes stay in place while the reader lives, so that frames are
+//! parsed and checked where they are, with no copy for the engine thread; the pages already read are given
+//! back as reading moves on. Standard input, a pipe or a file that cannot be held so goes through one read
+//! buffer, refilled as the records and blocks are consumed, grown for one oversized block and shrunk back
+//! after it.
+//!
+//! A file is not memory-mapped on Unix: a file that shrinks while it is read (a restarted `tcpdump -w`
+//! truncates its file) would make every touch of a mapped page past the new end a SIGBUS, in the reading
+//! thread or in the engine's, and no report. Read with `pread` into memory of the process's own, a file
+//! that shrinks ends where it ends now, with [`Input::shrank`] saying so, and the frames read before keep
+//! their bytes.
 use std::fs::File;
 use std::io::{self, Read};
 
@@ -13,6 +21,17 @@ enum Backing {
         reader: Box<dyn Read + Send>,
         buf: Vec<u8>,
     },
+    /// Anonymous memory of the file's size at opening, filled by `pread` up to `filled`.
+    #[cfg(unix)]
+    Region {
+        region: memmap2::MmapMut,
+        file: File,
+        filled: usize,
+        /// Pages given back behind the reader were moved here, ahead of it (Linux): up to this offset the
+        /// region ahead holds pages already, so reading into it faults and zeroes nothing.
+        spare: usize,
+    },
+    #[cfg(not(unix))]
     Mapped(memmap2::Mmap),
 }
 
@@ -26,7 +45,22 @@ pub(super) struct Input {
     pub(super) offset: u64,
     /// Mapped: bytes before this have been given back to the kernel.
     released: usize,
+    /// The file was shorter than at opening when it was read.
+    shrank: Option<Shrank>,
 }
+
+/// A file that shrank while it was read: its size at opening, when its new end was met, and how far it
+/// had been read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Shrank {
+    pub(super) at_open: u64,
+    pub(super) now: u64,
+    pub(super) read: u64,
+}
+
+/// A regular file is read into its region in steps of at least this many bytes.
+#[cfg(unix)]
+const READ_STEP: usize = 1 << 20;
 
 /// A mapped file gives back what its reader is done with in steps of at least this many bytes.
 const RELEASE_STEP: usize = 1 << 20;
@@ -43,52 +77,119 @@ impl Input {
             eof: false,
             offset: 0,
             released: 0,
+            shrank: None,
         }
     }
 
-    /// A regular file, mapped; `None` when it cannot be (then it is read).
+    /// A regular file, held in place (read into a region of its size on Unix, mapped elsewhere); `None`
+    /// when it cannot be (then it is read through the buffer).
     pub(super) fn mapped(file: &File) -> Option<Input> {
-        if !file.metadata().ok()?.is_file() {
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.len() == 0 {
             return None;
         }
-        // SAFETY: the map is read-only and private to this reader. A file truncated by another process while
-        // it is read would fault; capture files are appended to, not cut, while they are analysed.
-        let map = unsafe { memmap2::Mmap::map(file) }.ok()?;
+        let len = usize::try_from(meta.len()).ok()?;
         #[cfg(unix)]
-        let _ = map.advise(memmap2::Advice::Sequential);
-        let end = map.len();
+        let backing = {
+            // Address space only: pages exist once read into, and go again once given back.
+            let region = memmap2::MmapOptions::new()
+                .len(len)
+                .no_reserve_swap()
+                .map_anon()
+                .ok()?;
+            Backing::Region {
+                region,
+                file: file.try_clone().ok()?,
+                filled: 0,
+                spare: 0,
+            }
+        };
+        #[cfg(not(unix))]
+        let backing = {
+            // SAFETY: read-only and private to this reader; off Unix a mapped file cannot be truncated.
+            let map = unsafe { memmap2::Mmap::map(file) }.ok()?;
+            Backing::Mapped(map)
+        };
         Some(Input {
-            backing: Backing::Mapped(map),
+            backing,
             start: 0,
-            end,
+            end: len,
             eof: true,
             offset: 0,
             released: 0,
+            shrank: None,
         })
     }
 
-    /// True for a mapped file: the bytes stay in place, unchanged, while the input lives (pages given back
-    /// are read again from the file when touched).
+    /// True for a file held in place: the bytes stay where they are, unchanged, while the input lives.
     pub(super) fn is_mapped(&self) -> bool {
-        matches!(self.backing, Backing::Mapped(_))
+        !matches!(self.backing, Backing::Reader { .. })
     }
 
-    /// Every byte held: the read buffer, or the whole mapped file.
+    /// The file shrank while it was read.
+    pub(super) fn shrank(&self) -> Option<Shrank> {
+        self.shrank
+    }
+
+    /// Every byte held: the read buffer, or the whole file's region (read up to what `fill` asked for).
     pub(super) fn bytes(&self) -> &[u8] {
         match &self.backing {
             Backing::Reader { buf, .. } => buf,
+            #[cfg(unix)]
+            Backing::Region { region, .. } => region,
+            #[cfg(not(unix))]
             Backing::Mapped(map) => map,
         }
     }
 
+    /// The unconsumed bytes read so far (in a region, only what `fill` read: past it nothing is read yet).
     pub(super) fn available(&self) -> &[u8] {
-        &self.bytes()[self.start..self.end]
+        let end = match &self.backing {
+            #[cfg(unix)]
+            Backing::Region { filled, .. } => self.end.min(*filled),
+            _ => self.end,
+        };
+        &self.bytes()[self.start..end]
     }
 
     /// Reads until at least `n` (at most [`MAX_BLOCK_SIZE`]) bytes are available.
     /// Returns false if the input ends first.
     pub(super) fn fill(&mut self, n: usize) -> io::Result<bool> {
         debug_assert!(n <= MAX_BLOCK_SIZE);
+        #[cfg(unix)]
+        if let Backing::Region {
+            region,
+            file,
+            filled,
+            ..
+        } = &mut self.backing
+        {
+            let want = self.start.saturating_add(n).min(self.end);
+            while *filled < want {
+                let to = (*filled + READ_STEP.max(want - *filled)).min(self.end);
+                match std::os::unix::fs::FileExt::read_at(
+                    &*file,
+                    &mut region[*filled..to],
+                    *filled as u64,
+                ) {
+                    Ok(0) => {
+                        // Shorter than at opening: the end is here now.
+                        let now = file.metadata().map_or(*filled as u64, |m| m.len());
+                        self.shrank = Some(Shrank {
+                            at_open: self.end as u64,
+                            now,
+                            read: *filled as u64,
+                        });
+                        self.end = *filled;
+                        break;
+                    }
+                    Ok(k) => *filled += k.min(to - *filled),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            return Ok(self.end - self.start >= n);
+        }
         let Backing::Reader { reader, buf } = &mut self.backing else {
             return Ok(self.end - self.start >= n);
         };
@@ -145,12 +246,24 @@ impl Input {
         let upto = usize::try_from(offset)
             .unwrap_or(usize::MAX)
             .min(self.start);
-        if let Backing::Mapped(map) = &self.backing
-            && upto >= self.released + RELEASE_STEP
-        {
-            release(map, self.released, upto);
-            self.released = upto;
+        if upto < self.released + RELEASE_STEP {
+            return;
         }
+        self.released = match &mut self.backing {
+            #[cfg(unix)]
+            Backing::Region {
+                region,
+                filled,
+                spare,
+                ..
+            } => release(region, self.released, upto, *filled, self.end, spare),
+            #[cfg(not(unix))]
+            Backing::Mapped(map) => {
+                release(map, self.released, upto);
+                upto
+            }
+            Backing::Reader { .. } => return,
+        };
     }
 }
 
@@ -161,19 +274,67 @@ fn compact(buf: &mut [u8], start: &mut usize, end: &mut usize) {
     *start = 0;
 }
 
-/// Drops the pages of `map[from..to]` from the process (they stay in the page cache, and would be read
-/// again from it): the resident set does not grow with the file.
+/// Gives back the pages of `region[from..to]`, whose frames have all been analysed, in whole steps of
+/// [`RELEASE_STEP`]; returns how far they are given back. On Linux each step's pages are moved ahead of
+/// the reader (past `filled` and every page moved before: `spare`), where the next reads go, and the
+/// step behind gets fresh, empty memory (touched again it would read zeros; nothing touches it again):
+/// the resident set stays the frames in flight, and reading faults in and zeroes no new page. Elsewhere,
+/// or when a move fails, the pages are freed.
 #[cfg(unix)]
-fn release(map: &memmap2::Mmap, from: usize, to: usize) {
-    let page = 4096;
-    let from = from.div_ceil(page) * page;
-    let to = to / page * page;
-    if to > from {
-        // SAFETY: a read-only file mapping: pages given back are read again from the file if touched.
-        let _ = unsafe {
-            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
-        };
+fn release(
+    region: &mut memmap2::MmapMut,
+    from: usize,
+    to: usize,
+    filled: usize,
+    end: usize,
+    spare: &mut usize,
+) -> usize {
+    let step = RELEASE_STEP;
+    let from = from.div_ceil(step) * step;
+    let to = to / step * step;
+    let base = region.as_mut_ptr();
+    for at in (from..to).step_by(step) {
+        let ahead = (*spare).max(filled.div_ceil(step) * step);
+        #[cfg(target_os = "linux")]
+        if ahead + step <= end / step * step {
+            // SAFETY: both steps lie within the region, which this reader owns: `at..at + step` holds only
+            // frames every consumer is done with, `ahead..ahead + step` lies past every byte read (so no
+            // frame points into it). mremap moves the pages and unmaps `at..`, which mmap fills again with
+            // empty memory, so that the region stays one mapping of its length.
+            let moved = unsafe {
+                let src = base.add(at).cast::<libc::c_void>();
+                let dst = base.add(ahead).cast::<libc::c_void>();
+                let r = libc::mremap(
+                    src,
+                    step,
+                    step,
+                    libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                    dst,
+                );
+                r == dst
+                    && libc::mmap(
+                        src,
+                        step,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE
+                            | libc::MAP_ANONYMOUS
+                            | libc::MAP_FIXED
+                            | libc::MAP_NORESERVE,
+                        -1,
+                        0,
+                    ) == src
+            };
+            if moved {
+                *spare = ahead + step;
+                continue;
+            }
+        }
+        let _ = (ahead, end, base);
+        // SAFETY: anonymous memory of this reader's own, every frame in which is done with.
+        let _ =
+            unsafe { region.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, step) };
     }
+    to.max(from)
 }
 
 #[cfg(not(unix))]

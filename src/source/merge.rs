@@ -55,16 +55,32 @@ pub struct MergeSource {
     consumed: u64,
     /// A file's error, returned after the packet before it.
     error: Option<SourceError>,
+    /// The files left out: cut before their first whole packet (the piece a rotating tcpdump has just
+    /// begun: its magic, part of its header or of its first record). They hold no packet, so nothing of
+    /// the capture is lost by leaving them out; the caller says so.
+    pub skipped: Vec<SourceError>,
 }
 
 impl MergeSource {
-    /// Opens each file long enough to read its first packet's time.
+    /// Opens each file long enough to read its first packet's time; a file cut before its first whole
+    /// packet is left out ([`MergeSource::skipped`]), any other error fails the whole.
     pub fn open(paths: &[PathBuf]) -> Result<MergeSource, SourceError> {
         let mut pending = Vec::with_capacity(paths.len());
+        let mut skipped = Vec::new();
         for (order, path) in paths.iter().enumerate() {
-            let mut src = FileSource::open(path)?;
-            if let Some(p) = src.next_packet()? {
-                pending.push((p.ts_nanos, order, path.clone()));
+            let mut src = match FileSource::open(path) {
+                Ok(s) => s,
+                Err(e @ SourceError::Truncated { .. }) => {
+                    skipped.push(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            match src.next_packet() {
+                Ok(Some(p)) => pending.push((p.ts_nanos, order, path.clone())),
+                Ok(None) => {}
+                Err(e @ SourceError::Truncated { packets: 0, .. }) => skipped.push(e),
+                Err(e) => return Err(e),
             }
         }
         pending.sort_by_key(|p| std::cmp::Reverse((p.0, p.1)));
@@ -74,6 +90,7 @@ impl MergeSource {
             current: Owned::default(),
             consumed: 0,
             error: None,
+            skipped,
         })
     }
 
@@ -273,6 +290,38 @@ mod tests {
         assert!(found.windows(2).all(|w| w[0] < w[1]));
         std::fs::write(d.join("notes.txt"), "not a capture").unwrap();
         assert_eq!(expand(&[d]).unwrap().len(), 50);
+    }
+
+    /// A piece holding only its magic (or a header and part of a first record) holds no packet: left out,
+    /// said in `skipped`, and the others are read; a piece cut after a packet still ends the stream.
+    #[test]
+    fn a_piece_cut_before_its_first_packet_is_left_out() {
+        let d = dir("partial");
+        let a = pcap(&d, "a.pcap", &[1, 3, 5]);
+        let b = d.join("b.pcap");
+        std::fs::write(&b, [0xd4, 0xc3, 0xb2, 0xa1]).unwrap();
+        let c = pcap(&d, "c.pcap", &[7]);
+        let whole = std::fs::read(&c).unwrap();
+        std::fs::write(&c, &whole[..whole.len() - 1]).unwrap();
+        let e = pcap(&d, "e.pcap", &[2, 6]);
+        let found = expand(std::slice::from_ref(&d)).unwrap();
+        assert_eq!(found, [a, b, c, e]);
+        let mut m = MergeSource::open(&found).unwrap();
+        let skipped: Vec<String> = m.skipped.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            skipped,
+            [
+                format!(
+                    "'{}' ends in the middle of the file header (file truncated?)",
+                    d.join("b.pcap").display()
+                ),
+                format!(
+                    "'{}' ends in the middle of a packet after 0 complete packets (file truncated?)",
+                    d.join("c.pcap").display()
+                ),
+            ]
+        );
+        assert_eq!(drain(&mut m).0, [1, 2, 3, 5, 6]);
     }
 
     #[test]

@@ -251,7 +251,20 @@ impl FileSource {
             State::Pcap(st) => next_pcap(&mut self.input, st),
             State::PcapNg(st) => next_pcapng(&mut self.input, st, self.packets),
         };
+        // A file that shrank ends where it ends now: said so, not taken for its end or a cut.
+        let shrank = self.input.shrank();
         match found {
+            Ok(None) | Err(Fail::Truncated(_)) if shrank.is_some() => {
+                self.done = true;
+                let s = shrank.unwrap_or_default();
+                Err(SourceError::Shrank {
+                    name: self.name.clone(),
+                    packets: self.packets,
+                    at_open: s.at_open,
+                    now: s.now,
+                    read: s.read,
+                })
+            }
             Ok(Some(p)) => {
                 self.packets += 1;
                 let end = self.input.offset;

@@ -20,6 +20,9 @@
 //! ```
 //!
 //! In both, the PSN a side prints as its own is the first PSN it sends with (the peer's expected PSN).
+use std::io::Read;
+use std::path::Path;
+
 use parsers::frame::Addr;
 
 /// One side's address as a tool printed it.
@@ -40,6 +43,82 @@ pub struct Exchange {
     pub remote: QpAddress,
     /// The path MTU the tool printed (perftest's `Mtu` line).
     pub mtu: Option<u32>,
+}
+
+/// The most of one tool's output `--expect` reads: perftest's largest run (`--qp` 65,536, about 400 bytes of
+/// output a QP) prints less than half of it.
+pub const MAX_LOG: u64 = 64 << 20;
+
+/// The bytes of the saved file `path`, at most `limit`: a regular file only (a device such as /dev/zero has
+/// no end, a FIFO may block), refused when larger than `limit`; never more than `limit` + 1 bytes read, even
+/// from a file that grows while it is read. The error is one line, without the path (the caller says what
+/// the file is for).
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadFailure> {
+    let meta = std::fs::metadata(path).map_err(ReadFailure::Io)?;
+    if !meta.is_file() {
+        return Err(ReadFailure::NotRegular(kind_of(&meta)));
+    }
+    if meta.len() > limit {
+        return Err(ReadFailure::TooLarge(meta.len(), limit));
+    }
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut buf))
+        .map_err(ReadFailure::Io)?;
+    if buf.len() as u64 > limit {
+        return Err(ReadFailure::TooLarge(buf.len() as u64, limit));
+    }
+    Ok(buf)
+}
+
+/// Why [`read_regular`] gave nothing.
+#[derive(Debug)]
+pub enum ReadFailure {
+    Io(std::io::Error),
+    /// What it is instead: `a directory`, `a character device`, ...
+    NotRegular(&'static str),
+    /// Its size (or what was read of it), and the bound.
+    TooLarge(u64, u64),
+}
+
+impl std::fmt::Display for ReadFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadFailure::Io(e) => write!(f, "{e}"),
+            ReadFailure::NotRegular(what) => write!(f, "{what}, not a regular file"),
+            ReadFailure::TooLarge(n, limit) => {
+                write!(
+                    f,
+                    "{n} bytes, more than the {} MiB read at most",
+                    limit >> 20
+                )
+            }
+        }
+    }
+}
+
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    if meta.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a file"
 }
 
 /// Exchanges kept from one output at most: perftest's `--qp` goes to a few thousand; memory stays bounded

@@ -1,15 +1,57 @@
 //! Is there RDMA here at all: the kernel's subsystem, its devices, libibverbs and each device's provider.
 use super::super::calls::{Listed, PortMtus};
+use super::super::read::ReadError;
 use super::super::{Layer, rdma};
 use super::{At, Finding, HostFacts, Root, Severity};
 
 /// The device names, or `None` after the finding that says why there are none.
 pub fn devices(root: &Root, host: &HostFacts, findings: &mut Vec<Finding>) -> Option<Vec<String>> {
-    if !host.rdma_subsystem {
-        findings.push(no_subsystem(root, host));
-        return None;
+    // What cannot be read says nothing about the devices: no "no subsystem", no "no device".
+    let unreadable = |why: String| {
+        At::HOST.finding(
+            Severity::Error,
+            Layer::Kernel,
+            "file_unreadable",
+            format!("{}: unreadable: {why}", root.show(rdma::CLASS)),
+            "the RDMA devices cannot be listed: nothing is concluded about them (not that there is none)",
+            if root.live {
+                "run as root; check that /sys is sysfs (mount -t sysfs sysfs /sys)"
+            } else {
+                "record DIR/sys/class/infiniband as the directory the host has (testdata/host/README.md)"
+            },
+        )
+    };
+    match root.metadata(rdma::CLASS) {
+        Err(ReadError::Missing) => {
+            findings.push(no_subsystem(root, host));
+            return None;
+        }
+        Err(ReadError::Unreadable(why)) => {
+            findings.push(unreadable(why));
+            return None;
+        }
+        Err(e) => {
+            findings.push(unreadable(e.to_string()));
+            return None;
+        }
+        Ok(m) if !m.is_dir() => {
+            findings.push(unreadable(
+                "not a directory (a regular file where the class directory should be)".to_string(),
+            ));
+            return None;
+        }
+        Ok(_) => {}
     }
-    let names = rdma::device_names(root).unwrap_or_default();
+    let names = match rdma::device_names(root) {
+        Ok(n) => n,
+        Err(e) => {
+            findings.push(unreadable(match e {
+                ReadError::Unreadable(why) => why,
+                e => e.to_string(),
+            }));
+            return None;
+        }
+    };
     if names.is_empty() {
         findings.push(At::HOST.finding(
             Severity::Error,
@@ -25,27 +67,35 @@ pub fn devices(root: &Root, host: &HostFacts, findings: &mut Vec<Finding>) -> Op
     Some(names)
 }
 
-/// No /sys/class/infiniband: ib_core not loaded (its module is there) or not in this kernel at all.
+/// No /sys/class/infiniband: ib_core not loaded (its module is there) or not in this kernel at all. A
+/// recorded tree that records no `lib/modules` says nothing of the modules.
 fn no_subsystem(root: &Root, host: &HostFacts) -> Finding {
     let modules = host
         .kernel
         .as_ref()
         .map(|k| format!("lib/modules/{k}/kernel/drivers/infiniband"));
     let has_modules = modules.as_deref().is_some_and(|m| root.is_dir(m));
+    let modules_recorded = root.live || root.exists("lib/modules");
     let evidence = format!(
         "{}: missing; {}: {}{}",
         root.show(rdma::CLASS),
         root.show("sys/module/ib_core"),
         if root.exists("sys/module/ib_core") {
             "present"
-        } else {
+        } else if root.live || root.exists("sys/module") {
             "missing"
+        } else {
+            "not recorded"
         },
         match &modules {
             Some(m) => format!(
                 "; {}: {}",
                 root.show(m),
-                if has_modules { "present" } else { "missing" }
+                match (has_modules, modules_recorded) {
+                    (true, _) => "present",
+                    (false, true) => "missing",
+                    (false, false) => "not recorded",
+                }
             ),
             None => String::new(),
         }
@@ -54,6 +104,13 @@ fn no_subsystem(root: &Root, host: &HostFacts) -> Finding {
         (
             "this kernel has RDMA modules but ib_core is not loaded: no RDMA device can exist",
             "modprobe ib_core, then the NIC's RDMA driver (mlx5_ib, bnxt_re, ...) or rdma_rxe for Soft-RoCE",
+        )
+    } else if !modules_recorded {
+        (
+            "ib_core was not loaded when the tree was recorded: no RDMA device could exist (the tree records no \
+             /lib/modules: whether the kernel has RDMA modules is not recorded)",
+            "on the host: modprobe ib_core, then the NIC's RDMA driver (mlx5_ib, bnxt_re, ...) or rdma_rxe for \
+             Soft-RoCE; if modprobe finds no module, boot a kernel with CONFIG_INFINIBAND",
         )
     } else {
         (
@@ -78,6 +135,10 @@ fn no_subsystem(root: &Root, host: &HostFacts) -> Finding {
 pub struct Libraries {
     dirs: Vec<String>,
     pub libibverbs: Option<String>,
+    /// The library directories are there (always on the running system; a recorded tree may hold none).
+    pub recorded: bool,
+    /// `etc/libibverbs.d` is there (the same).
+    pub drivers_recorded: bool,
     root: Root,
 }
 
@@ -98,9 +159,12 @@ impl Libraries {
             .map(|d| format!("{d}/libibverbs.so.1"))
             .find(|f| root.exists(f))
             .map(|f| root.show(&f));
+        let recorded = root.live || dirs.iter().any(|d| root.is_dir(d));
         Libraries {
             dirs,
             libibverbs,
+            recorded,
+            drivers_recorded: root.live || root.exists("etc/libibverbs.d"),
             root: root.clone(),
         }
     }
@@ -131,17 +195,45 @@ pub fn provider_findings(
     devices: &[rdma::Device],
     out: &mut Vec<Finding>,
 ) {
+    let shown = |dirs: &[String]| {
+        dirs.iter()
+            .map(|d| libs.root.show(d))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !libs.recorded {
+        out.push(At::HOST.finding(
+            Severity::Note,
+            Layer::Provider,
+            "not_recorded",
+            format!("{}: not recorded", shown(&libs.dirs)),
+            "the tree records no library directory: whether libibverbs and the devices' providers are \
+             installed is not known, and is not checked",
+            "record them with the tree (DIR/usr/lib/*/libibverbs.so.1, DIR/usr/lib/*/libibverbs/, \
+             DIR/etc/libibverbs.d: testdata/host/README.md), or run doctor on the host",
+        ));
+        return;
+    }
     if libs.libibverbs.is_none() || mtus.listed == Some(Listed::NoLibrary) {
         out.push(At::HOST.finding(
             Severity::Error,
             Layer::Provider,
             "no_libibverbs",
-            format!(
-                "libibverbs.so.1 in none of {}",
-                libs.dirs.iter().map(|d| libs.root.show(d)).collect::<Vec<_>>().join(", ")
-            ),
+            format!("libibverbs.so.1 in none of {}", shown(&libs.dirs)),
             "no verbs library: no application (perftest, rdma_cm users, rocescope gen) can open an RDMA device",
             "install rdma-core's libibverbs1 and ibverbs-providers (apt-get install libibverbs1 ibverbs-providers)",
+        ));
+        return;
+    }
+    if !libs.drivers_recorded {
+        out.push(At::HOST.finding(
+            Severity::Note,
+            Layer::Provider,
+            "not_recorded",
+            format!("{}: not recorded", libs.root.show("etc/libibverbs.d")),
+            "the tree records no provider list: whether libibverbs has a provider for each device is not \
+             known, and is not checked",
+            "record DIR/etc/libibverbs.d with the tree (testdata/host/README.md), or run doctor on the host",
         ));
         return;
     }

@@ -97,10 +97,16 @@ pub struct HostFacts {
     pub rdma_subsystem: bool,
     /// Where libibverbs.so.1 is, if anywhere.
     pub libibverbs: Option<String>,
+    /// The library directories and `etc/libibverbs.d` are there to be checked (always on the running
+    /// system; false for a recorded tree without them: libibverbs and the providers are not recorded).
+    pub libraries_recorded: bool,
     /// `net.ipv4.tcp_ecn` (TCP's: RoCE's ECN is the NIC's DCQCN).
     pub tcp_ecn: Option<u64>,
     /// How many kernel log lines were read, or why none.
     pub kernel_log: String,
+    /// The running system (false: a recorded tree).
+    #[serde(skip)]
+    pub live: bool,
 }
 
 /// The whole examination: `doctor --json` writes it.
@@ -155,9 +161,14 @@ pub fn examine(root: &Root, only: Option<&str>) -> Result<Examination, String> {
         kernel: root.text("proc/sys/kernel/osrelease").ok(),
         rdma_subsystem: root.is_dir(rdma::CLASS),
         libibverbs: None,
+        libraries_recorded: root.live,
         tcp_ecn: root.number("proc/sys/net/ipv4/tcp_ecn").ok(),
         kernel_log: "not read".to_string(),
+        live: root.live,
     };
+    let libs = environment::Libraries::find(root);
+    host.libibverbs = libs.libibverbs.clone();
+    host.libraries_recorded = libs.recorded && libs.drivers_recorded;
     let mut findings = Vec::new();
     let names = match environment::devices(root, &host, &mut findings) {
         Some(n) => n,
@@ -175,16 +186,42 @@ pub fn examine(root: &Root, only: Option<&str>) -> Result<Examination, String> {
     {
         return Err(super::no_such_device(d, &names));
     }
-    let libs = environment::Libraries::find(root);
-    host.libibverbs = libs.libibverbs.clone();
     let mtus = calls::port_mtus(root);
     let mut scan = Scan::new(root);
-    let devices: Vec<rdma::Device> = names
+    let chosen: Vec<&String> = names
         .iter()
         .filter(|n| only.is_none_or(|d| d == n.as_str()))
-        .map(|n| read_device(&mut scan, n, &libs, &mtus))
         .collect();
+    let mut devices: Vec<rdma::Device> = Vec::new();
+    // Each device once, however many names lead to it, and no more than MAX_DEVICES.
+    let mut seen: Vec<(std::path::PathBuf, String)> = Vec::new();
+    for (i, n) in chosen.iter().enumerate() {
+        let rel = format!("{}/{n}", rdma::CLASS);
+        let canonical = match root.canonical(&rel) {
+            Ok(c) => c,
+            Err(e) => {
+                scan.unread(&rel, e, Layer::Device, Some(n), None);
+                continue;
+            }
+        };
+        if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
+            scan.duplicates.push((root.show(&rel), first.clone()));
+            continue;
+        }
+        if devices.len() == MAX_DEVICES {
+            scan.cut.push(format!(
+                "{} device(s) (from {n} on): past the {MAX_DEVICES} read in all",
+                chosen.len() - i
+            ));
+            break;
+        }
+        seen.push((canonical, root.show(&rel)));
+        devices.push(read_device(&mut scan, n, &libs, &mtus));
+    }
     environment::provider_findings(&libs, &mtus, &devices, &mut findings);
+    if let Some(f) = mtus_not_recorded(root, &mtus, &devices) {
+        findings.push(f);
+    }
     for d in &devices {
         for p in &d.ports {
             port::findings(root, d, p, &mut findings);
@@ -194,6 +231,7 @@ pub fn examine(root: &Root, only: Option<&str>) -> Result<Examination, String> {
     }
     host.kernel_log = signals::kernel_log(root, &devices, &mut findings);
     findings.extend(scan.unread.iter().map(signals::unread));
+    findings.extend(bounds(&scan));
     findings.sort_by_key(|f| f.severity);
     let gid_index = gid_index(&devices);
     Ok(Examination {
@@ -201,6 +239,78 @@ pub fn examine(root: &Root, only: Option<&str>) -> Result<Examination, String> {
         devices,
         findings,
         gid_index,
+    })
+}
+
+/// The most devices examined in one pass.
+pub const MAX_DEVICES: usize = 256;
+
+/// What was read once for several names, and what was left unread past a bound.
+fn bounds(scan: &Scan) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some((name, first)) = scan.duplicates.first() {
+        let more = scan.duplicates.len() - 1;
+        out.push(At::HOST.finding(
+            Severity::Note,
+            Layer::Device,
+            "duplicate_paths",
+            format!(
+                "{} name(s) lead to a device or port read already (the first: {name}, the same as {first}){}",
+                scan.duplicates.len(),
+                if more > 0 {
+                    format!("; {more} more")
+                } else {
+                    String::new()
+                }
+            ),
+            "several names of one device or port (symbolic links to one place): each is examined once",
+            "none on a running system (sysfs has one name each); in a recorded tree, record each device once",
+        ));
+    }
+    if !scan.cut.is_empty() {
+        out.push(At::HOST.finding(
+            Severity::Warning,
+            Layer::Device,
+            "examination_cut",
+            format!("not read: {}", scan.cut.join("; ")),
+            "doctor's work is bounded in total: what lies past a bound is not examined, and nothing is \
+             concluded from it (the GID table of a port cut short concludes nothing from what it lacks)",
+            "examine one device at a time (-d DEV)",
+        ));
+    }
+    out
+}
+
+/// A recorded tree without `ibv_devinfo`: the active MTU of the ports whose driver does not derive it from
+/// the netdev's (every driver but rxe) is not recorded, and the MTU check against the netdev is skipped.
+fn mtus_not_recorded(
+    root: &Root,
+    mtus: &calls::PortMtus,
+    devices: &[rdma::Device],
+) -> Option<Finding> {
+    if root.live || mtus.source.is_some() {
+        return None;
+    }
+    let unknown: Vec<String> = devices
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .filter(|(_, p)| p.active_mtu.is_none() && p.link_layer.as_deref() == Some("Ethernet"))
+        .map(|(d, p)| format!("{}/{}", d.name, p.port))
+        .collect();
+    (!unknown.is_empty()).then(|| {
+        At::HOST.finding(
+            Severity::Note,
+            Layer::Mtu,
+            "not_recorded",
+            format!(
+                "{}: not recorded; active MTU unknown for {}",
+                root.show("ibv_devinfo"),
+                unknown.join(", ")
+            ),
+            "the tree records no ibv_devinfo: the ports' active IB MTU is not known, and is not held against \
+             the netdevs' MTU",
+            "record `ibv_devinfo -v` as DIR/ibv_devinfo (testdata/host/README.md), or run doctor on the host",
+        )
     })
 }
 

@@ -27,7 +27,8 @@ pub fn findings(root: &Root, d: &rdma::Device, p: &rdma::Port, out: &mut Vec<Fin
         }
         _ => return,
     }
-    if p.netdevs.is_empty() {
+    // A GID entry or its netdev that gave no value may name the netdev: no conclusion from its absence.
+    if p.netdevs.is_empty() && !p.gids_incomplete && !p.ndevs_incomplete {
         out.push(at.finding(
             Severity::Error,
             Layer::Netdev,
@@ -165,9 +166,11 @@ fn mtu(at: &At, root: &Root, d: &rdma::Device, p: &rdma::Port, n: &Netdev, out: 
     }
 }
 
-/// The GID table: a RoCE v2 entry, index 0, an IPv4 GID.
+/// The GID table: a RoCE v2 entry, index 0, an IPv4 GID. What the table lacks is concluded only when every
+/// entry was read (`gids_incomplete`: a file of it gave no value, and its finding says which).
 fn gids(at: &At, base: &str, p: &rdma::Port, out: &mut Vec<Finding>) {
-    if p.gids.is_empty() {
+    let complete = !p.gids_incomplete;
+    if p.gids.is_empty() && complete {
         out.push(at.finding(
             Severity::Error,
             Layer::Gid,
@@ -181,7 +184,10 @@ fn gids(at: &At, base: &str, p: &rdma::Port, out: &mut Vec<Finding>) {
     }
     let (v4, _) = rdma::roce_v2_indices(&p.gids);
     let listing = |g: &rdma::Gid| format!("GID {} {} {}", g.index, g.gid, g.kind);
-    if !p.gids.iter().any(rdma::Gid::is_v2) {
+    if p.gids.is_empty() {
+        return;
+    }
+    if !p.gids.iter().any(rdma::Gid::is_v2) && complete {
         out.push(at.finding(
             Severity::Error,
             Layer::Gid,
@@ -194,8 +200,8 @@ fn gids(at: &At, base: &str, p: &rdma::Port, out: &mut Vec<Finding>) {
         ));
         return;
     }
-    index0(at, base, p, v4, out);
-    if v4.is_none() {
+    index0(at, base, p, v4, complete, out);
+    if v4.is_none() && complete {
         let n = p.netdevs.first().map_or("the netdev", |n| n.name.as_str());
         out.push(at.finding(
             Severity::Warning,
@@ -213,12 +219,19 @@ fn gids(at: &At, base: &str, p: &rdma::Port, out: &mut Vec<Finding>) {
 
 /// GID index 0, the tools' default: RoCE v1 or empty (a warning), or the IPv6 link-local GID while the
 /// IPv4 one (index `v4`) is elsewhere (a note).
-fn index0(at: &At, base: &str, p: &rdma::Port, v4: Option<u32>, out: &mut Vec<Finding>) {
+fn index0(
+    at: &At,
+    base: &str,
+    p: &rdma::Port,
+    v4: Option<u32>,
+    complete: bool,
+    out: &mut Vec<Finding>,
+) {
     let first = p.gids.iter().find(|g| g.index == 0);
     let use_v2 = v4.or_else(|| p.gids.iter().find(|g| g.is_v2()).map(|g| g.index));
     let idx = use_v2.map_or("N".to_string(), |i| i.to_string());
     match first {
-        Some(g) if !g.is_v2() => out.push(at.finding(
+        Some(g) if !g.is_v2() && g.kind != rdma::UNKNOWN_TYPE => out.push(at.finding(
             Severity::Warning,
             Layer::Gid,
             "gid0_not_roce_v2",
@@ -238,7 +251,7 @@ fn index0(at: &At, base: &str, p: &rdma::Port, v4: Option<u32>, out: &mut Vec<Fi
                 format!("for RoCE v2 over IPv4 give -x {idx} (perftest, rocescope gen), -g {idx} (ibv_rc_pingpong)"),
             ))
         }
-        None => out.push(at.finding(
+        None if complete => out.push(at.finding(
             Severity::Warning,
             Layer::Gid,
             "gid0_not_roce_v2",
@@ -344,7 +357,7 @@ fn link(at: &At, root: &Root, p: &rdma::Port, n: &Netdev, port_down: bool, out: 
             format!("ip link set {} up", v.parent),
         ));
     }
-    if op == "up" && n.speed_mbps.is_none() {
+    if op == "up" && n.speed_read && n.speed_mbps.is_none() {
         out.push(at.finding(
             Severity::Note,
             Layer::Netdev,
@@ -371,6 +384,7 @@ mod tests {
             carrier: Some(true),
             mtu: Some(1500),
             speed_mbps: Some(1000),
+            speed_read: true,
             ib_mtu_allowed: Some(1024),
             vlan: None,
             addresses: vec![
@@ -403,6 +417,8 @@ mod tests {
             netdevs: Vec::new(),
             hw_counters: Default::default(),
             counters: Default::default(),
+            gids_incomplete: false,
+            ndevs_incomplete: false,
         };
         let at = At {
             device: Some("rxe0"),

@@ -229,6 +229,17 @@ fn pfc(at: &At, rxe: bool, n: &super::super::netdev::Netdev, out: &mut Vec<Findi
 pub fn kernel_log(root: &Root, devices: &[rdma::Device], out: &mut Vec<Finding>) -> String {
     let lines = match klog::read(root) {
         Ok(l) => l,
+        Err(ReadError::Missing) if !root.live => {
+            out.push(At::HOST.finding(
+                Severity::Note,
+                Layer::KernelLog,
+                "not_recorded",
+                format!("{}: not recorded", root.show("dev/kmsg")),
+                "the tree records no kernel log: its RDMA errors and link-downs are not quoted",
+                "record `dmesg -r` as DIR/dev/kmsg (testdata/host/README.md), or run doctor on the host",
+            ));
+            return "not recorded".to_string();
+        }
         Err(e) => {
             let place = if root.live {
                 "/dev/kmsg".to_string()
@@ -241,7 +252,11 @@ pub fn kernel_log(root: &Root, devices: &[rdma::Device], out: &mut Vec<Finding>)
                 "kernel_log_unreadable",
                 format!("{place}: {e}"),
                 "the kernel log was not read: its RDMA errors and link-downs are not quoted",
-                "run as root (or sysctl kernel.dmesg_restrict=0)",
+                if root.live {
+                    "run as root (or sysctl kernel.dmesg_restrict=0)"
+                } else {
+                    "record `dmesg -r` as a regular file DIR/dev/kmsg (testdata/host/README.md)"
+                },
             ));
             return format!("not read ({place}: {e})");
         }
@@ -299,7 +314,18 @@ fn quote(q: &klog::Quoted, device: Option<&str>) -> Finding {
 
 /// A file that should have given a value and did not.
 pub fn unread(u: &Unread) -> Finding {
+    let mut severity = Severity::Warning;
     let (code, meaning, fix) = match &u.error {
+        ReadError::Missing if !u.live => {
+            severity = Severity::Note;
+            (
+                "not_recorded",
+                "the tree does not record this file: the checks that need it are skipped, and nothing is \
+                 concluded from its absence",
+                "record it with the tree (testdata/host/README.md lists what doctor reads), or run doctor on \
+                 the host",
+            )
+        }
         ReadError::Missing => (
             "file_missing",
             "an expected file is not there: the checks that need it are skipped (an older kernel, a driver \
@@ -322,7 +348,7 @@ pub fn unread(u: &Unread) -> Finding {
         port: u.port,
     }
     .finding(
-        Severity::Warning,
+        severity,
         u.layer,
         code,
         format!("{}: {}", u.path, u.error),
@@ -344,6 +370,7 @@ mod tests {
             carrier: Some(true),
             mtu: Some(1500),
             speed_mbps: Some(100_000),
+            speed_read: true,
             ib_mtu_allowed: Some(1024),
             vlan: None,
             addresses: Vec::new(),
