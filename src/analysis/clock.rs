@@ -1,6 +1,7 @@
-//! The capture's clock, as evidence with limits: a frame stamped before the one before it, or far after it,
-//! is not taken at its word. Each frame is analysed at a time that never goes back (a step back is held at
-//! the time before it), and a leap forward beyond [`LEAP_NANOS`] is held too until the next frame says
+//! The capture's clock, as evidence with limits: a frame stamped well before the one before it, or far after
+//! it, is not taken at its word. A step back of up to [`BACK_NANOS`] (merged interfaces, a NIC's timestamp
+//! queue) is taken as stamped, every judgment saturating; a longer one is held at the time before it; a leap
+//! forward beyond [`LEAP_NANOS`] is held too until the next frame says
 //! whether the clock moved (it follows the leap: a new clock, or a long silence, taken from there on) or one
 //! frame was stamped wrong (it follows the old clock: that frame is kept out of every timing judgment:
 //! stalls, timeouts, idle flows, rates). Steps back beyond [`BACK_NANOS`] and every leap are told
@@ -89,11 +90,14 @@ impl Clock {
         }
         if ts < last {
             self.steps_back += 1;
-            let by = signed(ts, last);
-            if last - ts > BACK_NANOS && told.is_none() {
+            if last - ts <= BACK_NANOS {
+                // Interfaces merged, a NIC's timestamp queue: taken as stamped (every judgment saturates).
+                return (ts, told);
+            }
+            if told.is_none() {
                 told = Some(Jump {
                     frame: number,
-                    by_nanos: by,
+                    by_nanos: signed(ts, last),
                     kept: false,
                     first: false,
                 });
@@ -181,12 +185,13 @@ mod tests {
         assert_eq!(c.stamp(2, 5 * S).0, 65 * S);
     }
 
-    /// Steps back are held at the time before; only those over a second are told.
+    /// Steps back of up to a second are taken as stamped; longer ones are held at the time before, and
+    /// told.
     #[test]
     fn steps_back_never_move_the_clock_back() {
         let mut c = Clock::default();
         c.stamp(1, 5 * S);
-        assert_eq!(c.stamp(2, 5 * S - 10), (5 * S, None));
+        assert_eq!(c.stamp(2, 5 * S - 10), (5 * S - 10, None));
         let (t, jump) = c.stamp(3, 2 * S);
         assert_eq!(t, 5 * S);
         assert_eq!(

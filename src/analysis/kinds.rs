@@ -643,7 +643,7 @@ event_kinds! {
         psn: None,
         detail: json!({"by_s": by_ms as f64 / 1e3, "kept": kept}),
         json: "`by_s` (the frame's stamp less the time before it, seconds; negative: back), `kept` (true: the frames after followed it, a new clock or a long silence; false: that frame was analysed at the time before it); `flow` is null",
-        fires: "a frame stamped more than a second before the frame before it, or more than an hour after it (the next frame tells whether the clock moved or that frame was stamped wrong); such a frame is analysed at the time before it, so that no stall, timeout, idle eviction or rate rests on it; every frame stamped before the one before it, however little, is held at that time (`capture.clock_steps_back`)",
+        fires: "a frame stamped more than a second before the frame before it, or more than an hour after it (the next frame tells whether the clock moved or that frame was stamped wrong); such a frame is analysed at the time before it, so that no stall, timeout, idle eviction or rate rests on it; a frame stamped up to a second before the one before it is taken as stamped and counted (`capture.clock_steps_back`)",
         frame: "the frame",
         message(f): {
             let s = by_ms.unsigned_abs() as f64 / 1e3;

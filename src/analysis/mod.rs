@@ -151,7 +151,7 @@ pub struct Totals {
     /// RoCE frames seen twice within the mirror window: counted once.
     pub mirror_duplicates: u64,
     /// Jumps of the capture's clock told (`clock_jump` events), and frames stamped before the one before
-    /// them, however little (each analysed at the time before it).
+    /// them, however little.
     pub clock_jumps: u64,
     pub clock_steps_back: u64,
     pub first_ts: Option<u64>,
@@ -332,22 +332,23 @@ impl Engine {
     /// Feeds one frame: `number` is its position in the capture (from 1), `ts` its time in nanoseconds.
     /// Returns how it was counted.
     pub fn ingest(&mut self, number: u64, ts: u64, frame: &Frame) -> Classified {
-        let (ts, jump) = self.clock.stamp(number, ts);
-        if let Some(j) = jump {
-            self.clock_jump(j, ts);
-        }
-        self.totals.clock_steps_back = self.clock.steps_back;
         self.count_frame(frame);
         if let Some(r) = &frame.roce
             && self.mirrored(frame, r, ts)
         {
-            // Not even its time counts: the capture is analysed as if it held one copy.
+            // Not even its time counts (not on the clock either): the capture is analysed as if it held
+            // one copy.
             self.totals.mirror_duplicates += 1;
             return Classified {
                 flow: None,
                 class: Class::MirrorDuplicate,
             };
         }
+        let (ts, jump) = self.clock.stamp(number, ts);
+        if let Some(j) = jump {
+            self.clock_jump(j, ts);
+        }
+        self.totals.clock_steps_back = self.clock.steps_back;
         if ts >= self.next_sweep {
             if self.next_sweep > 0 {
                 self.sweep(ts);

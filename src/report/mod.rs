@@ -82,7 +82,8 @@ pub struct Capture {
     pub mirror_duplicates: u64,
     /// Jumps of the capture's clock told (`clock_jump` events).
     pub clock_jumps: u64,
-    /// Frames stamped before the frame before them, however little (each analysed at the time before it).
+    /// Frames stamped before the frame before them, however little (up to a second taken as stamped, more
+    /// analysed at the time before them).
     pub clock_steps_back: u64,
     pub bytes: u64,
     /// Seconds since the Unix epoch, nanosecond precision.
