@@ -316,6 +316,72 @@ fn a_failed_export_keeps_the_tables_there_before() {
 
 const TABLES_WRITTEN: [&str; 3] = ["packets.parquet", "flows.parquet", "events.parquet"];
 
+/// Three flows over 600 s, as built here: X (10.0.0.1 to QP 0x11) a WRITE every second for 10 s, then idle;
+/// Y (10.0.0.2 to QP 0x12) one every 10 s from 0 to 600 s (61); Z (10.0.0.3 to QP 0x13) one a second from 500
+/// s to 519 s (20). X goes idle past the 300 s flow timeout and is evicted; with `--max-flows 2` (and no
+/// timeout) the least recently seen, X, goes when Z comes. Either way the DuckDB job's per-flow counts, joined on the
+/// packets' flow id, equal `flows.parquet` for every flow there (Y 61 packets, Z 20: flow ids are never
+/// reused), which they did not when an eviction renumbered the flows.
+#[test]
+fn per_flow_counts_join_their_flows_after_evictions() {
+    use parsers::builder::{Net, RoceFrame};
+    use parsers::savefile::{self, Resolution};
+    let write = |src: u8, qp: u32, psn: u32| {
+        let mut f = RoceFrame::new(0x0A);
+        if let Net::V4(ip) = &mut f.net {
+            ip.src = [10, 0, 0, src];
+            ip.dst = [10, 0, 0, 100];
+        }
+        f.bth.dest_qp = qp;
+        f.bth.psn = psn;
+        f.ext.reth = Some(parsers::reth::Reth {
+            va: 0x1000,
+            r_key: 7,
+            dma_len: 16,
+        });
+        f.payload = vec![psn as u8; 16];
+        f.build()
+    };
+    const S: u64 = 1_000_000_000;
+    let start = 1_767_225_600 * S;
+    let mut frames: Vec<(u64, Vec<u8>)> = Vec::new();
+    frames.extend((0..10u32).map(|i| (start + u64::from(i) * S, write(1, 0x11, i))));
+    frames.extend((0..=60u32).map(|i| (start + u64::from(i) * 10 * S + 1, write(2, 0x12, i))));
+    frames.extend((0..20u32).map(|i| (start + (500 + u64::from(i)) * S + 2, write(3, 0x13, i))));
+    frames.sort_by_key(|f| f.0);
+    let base = std::env::temp_dir().join(format!("rocescope-evicted-joins-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let capture = base.join("come_and_go.pcap");
+    let mut out = Vec::new();
+    savefile::pcap_file_header(&mut out, Resolution::Nanos, 262_144, 1);
+    for (t, d) in &frames {
+        savefile::pcap_record(&mut out, Resolution::Nanos, *t, d, d.len() as u32);
+    }
+    std::fs::write(&capture, out).unwrap();
+    let by_table = vec!["--max-flows", "2", "--flow-timeout", "0"];
+    for (name, args) in [("timeout", vec![]), ("max-flows", by_table)] {
+        let tree = base.join(name);
+        let dir = tree.join("export");
+        let o = Command::new(BIN)
+            .args(["export", "--parquet"])
+            .arg(&dir)
+            .arg(&capture)
+            .args(&args)
+            .output()
+            .expect("run rocescope export");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let rows = read_columns(&dir.join("flows.parquet"), &["src", "packets"]);
+        let packets = |src: &str| rows.iter().find(|r| r[0] == src).map(|r| r[1].clone());
+        assert_eq!(packets("10.0.0.1"), None, "{name}: X was evicted");
+        assert_eq!(packets("10.0.0.2").as_deref(), Some("61"), "{name}");
+        assert_eq!(packets("10.0.0.3").as_deref(), Some("20"), "{name}");
+        let said = python("per_flow_check.py", &[&tree]);
+        assert!(said.contains("compared 2 flows"), "{name}: {said}");
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
 /// The columns `names` of a table, each value as text (null as "").
 fn read_columns(path: &Path, names: &[&str]) -> Vec<Vec<String>> {
     use arrow_array::Array;
