@@ -88,10 +88,12 @@ fn tempdir(tag: &str) -> PathBuf {
 /// their titles do).
 fn flow_row(screen: &str, endpoints: &str) -> Option<Vec<(String, String)>> {
     let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
-    let header = lines
+    let at = lines
         .iter()
-        .find(|l| l.iter().collect::<String>().contains(" endpoints "))?;
-    let row = lines
+        .position(|l| l.iter().collect::<String>().contains(" endpoints "))?;
+    let header = &lines[at];
+    // below the column titles: the diagnosis lines above the table name the flow's endpoints too
+    let row = lines[at + 1..]
         .iter()
         .find(|l| l.iter().collect::<String>().contains(endpoints))?;
     let mut starts = Vec::new();

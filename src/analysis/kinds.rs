@@ -550,7 +550,7 @@ event_kinds! {
         json: "`psn`, `window_first`, `window_last`",
         fires: "an ACK, NAK, READ response or atomic ACK for a PSN the requester never sent (outside its first PSN, less a window for requests before the capture, to its highest; a NAK may name the next)",
         frame: "the response",
-        message(f): write!(f, "response for PSN {}, which was never sent (requests span {} to {})", Shown(psn), Shown(lo), Shown(hi)),
+        message(f): write!(f, "response for PSN {}, which was never sent (requests span {} to {}; a responder answers only the PSNs it was sent)", Shown(psn), Shown(lo), Shown(hi)),
     }
     /// A new request carrying a PSN that an earlier request (a READ of `read_psns` PSNs from `read_psn`) already consumed, and not resuming it.
     PsnReuse { psn: u32, read_psn: u32, read_psns: u32 } => {
@@ -576,7 +576,7 @@ event_kinds! {
         json: "`msn`, `previous`",
         fires: "the MSN of a responder's AETH went backwards on a response at or ahead of the highest PSN answered (behind it, the response was held up on the way or answers a resend)",
         frame: "the response",
-        message(f): write!(f, "MSN went backwards: {msn} after {previous}"),
+        message(f): write!(f, "MSN went backwards: {msn} after {previous} on a response for a later PSN (the MSN counts the messages completed: it never goes back as the PSNs go forward)"),
     }
     /// READ responses that do not match their READ.
     ReadResponseMismatch { read_psn: u32, what: ReadMismatch } => {
@@ -596,10 +596,11 @@ event_kinds! {
         message(f): {
             write!(f, "READ at PSN {}: ", Shown(read_psn))?;
             match what {
-                ReadMismatch::PsnOutside { psn, psns } => write!(f, "response PSN {} is outside its {psns} PSNs", Shown(psn)),
-                ReadMismatch::Length { got, dma_len } => write!(f, "responses carry {got} bytes for a DMA length of {dma_len}"),
-                ReadMismatch::Packets { got, expected, mtu } => write!(f, "{got} response packets where path MTU {mtu} implies {expected}"),
+                ReadMismatch::PsnOutside { psn, psns } => write!(f, "response PSN {} is outside its {psns} PSNs", Shown(psn))?,
+                ReadMismatch::Length { got, dma_len } => write!(f, "responses carry {got} bytes for a DMA length of {dma_len}")?,
+                ReadMismatch::Packets { got, expected, mtu } => write!(f, "{got} response packets where path MTU {mtu} implies {expected}")?,
             }
+            write!(f, " (a READ's responses take its PSNs, one per path MTU of its DMA length, and carry that length)")
         },
     }
     /// A packet that came `depth` PSNs behind the highest PSN its direction had carried (`highest`), with nothing a resend could answer: held up on the way (network reordering). A response (`response`), else a request, the first copy of its PSN.
