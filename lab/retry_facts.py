@@ -5,7 +5,7 @@ log, not from rocescope. Prints them as JSON (--markdown: the fact list make_tes
 
 usage: retry_facts.py FILE.pcap [FILE.log] [--markdown]
 
-From `tshark -r FILE -T fields -e frame.number -e frame.time_relative -e ip.src -e ip.dst -e udp.dstport
+From `tshark -r FILE -T fields -e frame.number -e frame.time_relative -e ip.src -e ip.dst -e ip.id -e udp.dstport
 -e udp.length -e infiniband.bth.opcode -e infiniband.bth.padcnt -e infiniband.bth.destqp -e infiniband.bth.psn
 -e infiniband.reth.va -e infiniband.reth.r_key -e infiniband.reth.dmalen -e infiniband.atomiceth.swapdt
 -e infiniband.atomiceth.cmpdt -e infiniband.aeth.syndrome -e infiniband.aeth.msn` (the AtomicETH's VA and R_Key
@@ -28,8 +28,15 @@ are in tshark's `infiniband.reth.va` / `.r_key` fields):
 - out of order, per direction: a frame whose PSN arrives for the first time (a READ request sees every PSN it
   consumes) after a higher PSN of the direction was seen (serial arithmetic mod 2^24); its depth = the highest
   PSN seen before it - its PSN. netem drops before the capture point, so the resend of a PSN netem dropped is
-  its first copy on the cable and counts here too: only where netem dropped nothing (its `dropped 0` in the log)
-  are these the frames reordered on the path;
+  its first copy on the cable and counts here too. Which of them were overtaken on the path says the IPv4
+  identification: the kernel numbers the packets of a source-destination pair in the order it sends them (rxe's
+  IDs go up by one a packet), so a frame whose ip.id is before (serial arithmetic mod 2^16) that of the frame that
+  carried the highest PSN was sent before it and arrived after it: `path` true (reordered on the path); false:
+  sent after it (a resend, or the sender's own order). `nak_between` (requests): a NAK or RNR NAK naming a PSN not
+  after this one was on the cable between that frame and this one, so that this first copy could be taken for a
+  go-back-N resend; `resend_between` (responses): a retransmitted request whose PSNs cover this one was, so that
+  it could be taken for an answer to it; `unambiguous`: `path`, neither of those, and within 0.1 s of that frame
+  (far below any retransmit timer): a frame any analysis must call reordered;
 - `retransmitted`: request frames whose PSN was seen before in the direction (the PSNs a READ consumed count as
   seen: a resumed READ is one);
 - MSN regressions, per direction: a frame with an AETH whose MSN is lower (serial arithmetic) than the highest
@@ -44,7 +51,7 @@ import re
 import subprocess
 import sys
 
-FIELDS = ["frame.number", "frame.time_relative", "ip.src", "ip.dst", "udp.dstport", "udp.length",
+FIELDS = ["frame.number", "frame.time_relative", "ip.src", "ip.dst", "ip.id", "udp.dstport", "udp.length",
           "infiniband.bth.opcode", "infiniband.bth.padcnt", "infiniband.bth.destqp", "infiniband.bth.psn",
           "infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen", "infiniband.atomiceth.swapdt",
           "infiniband.atomiceth.cmpdt", "infiniband.aeth.syndrome", "infiniband.aeth.msn"]
@@ -71,6 +78,7 @@ def tshark(path):
         if f["udp.dstport"] != "4791" or not f["infiniband.bth.opcode"]:
             continue
         rows.append({"frame": int(f["frame.number"]), "t": float(f["frame.time_relative"]), "src": f["ip.src"],
+                     "ipid": num(f["ip.id"]),
                      "dst": f["ip.dst"], "udp_len": num(f["udp.length"]), "op": num(f["infiniband.bth.opcode"]),
                      "pad": num(f["infiniband.bth.padcnt"]) or 0, "qp": num(f["infiniband.bth.destqp"]),
                      "psn": num(f["infiniband.bth.psn"]), "va": num(f["infiniband.reth.va"]),
@@ -119,7 +127,7 @@ def facts(pcap, log=None):
         d = {"src": src, "dst": dst, "dest_qp": qp, "kind": "requests" if reqs else "responses",
              "packets": len(fs), "first_psn": fs[0]["psn"], "out_of_order": [], "msn_regressions": [],
              "retransmitted": []}
-        seen, high, high_msn = set(), None, None
+        seen, high, high_msn, high_f = set(), None, None, None
         reads, atomics = [], []
         for f in fs:
             p = f["psn"]
@@ -155,14 +163,37 @@ def facts(pcap, log=None):
                                        "opcode": f["op"], "va": f["va"], "add_or_swap": f["swap"],
                                        "compare": f["cmp"], "class": cls, "of": of})
             if p not in seen and high is not None and diff(high, p) > 0:
+                path = f["ipid"] is not None and high_f["ipid"] is not None and \
+                    0 < (high_f["ipid"] - f["ipid"]) % 65536 < 32768
+                between = [g for g in rows if high_f["frame"] < g["frame"] < f["frame"]
+                           and (g["src"], g["dst"]) == (dst, src)]
+                nak = any(g["syn"] is not None and g["op"] == ACK and (0x20 <= g["syn"] <= 0x3F or g["syn"] >= 0x60)
+                          and diff(g["psn"], p) <= 0 for g in between) if reqs else False
+                resend = False
+                if not reqs:
+                    back = {}
+                    for g in rows:
+                        if g["frame"] >= f["frame"]:
+                            break
+                        if (g["src"], g["dst"]) != (dst, src) or g["op"] in RESPONSES:
+                            continue
+                        n = max(1, -(-g["len"] // mtu)) if g["op"] == READ_REQUEST and mtu and g["len"] else 1
+                        covers = 0 <= diff(p, g["psn"]) < n
+                        if covers and g["frame"] > high_f["frame"] and back.get("seen"):
+                            resend = True
+                        if covers:
+                            back["seen"] = True
                 d["out_of_order"].append({"frame": f["frame"], "psn": p, "highest": high, "depth": diff(high, p),
-                                          "opcode": f["op"]})
+                                          "opcode": f["op"], "highest_frame": high_f["frame"], "path": path,
+                                          "nak_between": nak, "resend_between": resend,
+                                          "unambiguous": path and not nak and not resend
+                                          and f["t"] - high_f["t"] < 0.1})
             if f["op"] not in RESPONSES and p in seen:
                 d["retransmitted"].append(f["frame"])
             for i in range(npsn):
                 seen.add((p + i) % PSN_MOD)
             if high is None or diff(p, high) > 0:
-                high = p
+                high, high_f = p, f
             if f["msn"] is not None and f["op"] in WITH_AETH:
                 if high_msn is not None and diff(high_msn, f["msn"]) > 0:
                     d["msn_regressions"].append({"frame": f["frame"], "psn": p, "msn": f["msn"],
@@ -179,6 +210,9 @@ def facts(pcap, log=None):
                     out[kind].append({"frame": f["frame"], "t": f["t"], "src": src, "dest_qp": qp, "psn": p,
                                       "syndrome": f["syn"]})
         d["depth_max"] = max((o["depth"] for o in d["out_of_order"]), default=0)
+        d["on_the_path"] = sum(1 for o in d["out_of_order"] if o["path"])
+        d["unambiguous"] = sum(1 for o in d["out_of_order"] if o["unambiguous"])
+        d["unambiguous_depth_max"] = max((o["depth"] for o in d["out_of_order"] if o["unambiguous"]), default=0)
         out["directions"].append(d)
     cnt = {}
     for rd in out["reads"]:
@@ -204,7 +238,8 @@ def markdown(r):
         ooo = d["out_of_order"]
         w(f"- {d['src']} -> {d['dst']} QP {d['dest_qp']:#x} ({d['kind']}): {d['packets']} frames, first PSN "
           f"{d['first_psn']}; {len(d['retransmitted'])} request frames with a PSN seen before; {len(ooo)} out of "
-          f"order (first copy of a PSN behind a higher one)"
+          f"order (first copy of a PSN behind a higher one; {d['on_the_path']} of them sent before it, by ip.id: "
+          f"reordered on the path; {d['unambiguous']} unambiguous)"
           + (f", depth up to {d['depth_max']}: " + ", ".join(
               f"frame {o['frame']} PSN {o['psn']} behind {o['highest']} ({o['depth']})" for o in ooo[:12])
              + (f", ... ({len(ooo) - 12} more)" if len(ooo) > 12 else "") if ooo else "")
