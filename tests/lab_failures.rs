@@ -694,10 +694,18 @@ fn check_no_receive(s: &Scenario) -> String {
     );
     told.fails_on_timeouts();
 
+    // rxe0 counts an RNR NAK as its completer takes it, and each one it takes uses up one RNR retry: it takes
+    // rnr-retry + 1, then completes with IBV_WC_RNR_RETRY_EXC_ERR and its QP goes to the error state. On a
+    // loaded machine its retransmit timer may also resend the SEND (the RNR retries do not count that), and
+    // the RNR NAK answering that transmission then comes after the QP's error and is dropped uncounted (a CI
+    // run: 5 RNR NAKs on the cable, rxe0 rcvd_rnr_err 4). Not a counter lag: the counters are read 1.6 s
+    // after the last frame, and rxe caches them for hw_counters/lifespan, 12 ms. rxe1 counts every RNR NAK it
+    // sends.
     assert_eq!(
         s.counter("rxe0", "rcvd_rnr_err"),
-        rnr.len() as i64,
-        "{name}: RNR NAKs rxe0 received"
+        least as i64,
+        "{name}: RNR NAKs rxe0 took ({} on the cable)",
+        rnr.len()
     );
     assert_eq!(s.counter("rxe0", "retry_rnr_exceeded_err"), 1, "{name}");
     assert_eq!(
