@@ -1313,10 +1313,17 @@ fn check_rc_pingpong(s: &Scenario) -> String {
         );
     }
     told_printed(s, &c, &sv);
+    let (resent, repeated) = s.copies();
     format!(
         "{name}: client QP {:#x} (PSN {:#x}) <-> server QP {:#x} (PSN {:#x}): {iters} SENDs each way from the \
-         printed PSNs",
-        c.qpn, c.psn, sv.qpn, sv.psn
+         printed PSNs; rxe's timer resends: {} (frames {:?}), answered again: {}",
+        c.qpn,
+        c.psn,
+        sv.qpn,
+        sv.psn,
+        resent.len(),
+        resent.iter().map(|f| f.no()).collect::<Vec<_>>(),
+        repeated.len()
     )
 }
 

@@ -190,7 +190,9 @@ sc_gen_no_receive() {
 # messages/s, at most 4 in flight, --retry-count 3, --qp-timeout 17 (~0.54 s). Once rxe1 has received
 # KILL_AFTER packets the server gets kill -9 (its QP goes with it: rxe1 drops what comes next without an
 # answer); the client resends the unacknowledged WRITEs on its timer, 3 times, then completes the oldest with
-# IBV_WC_RETRY_EXC_ERR. The log has the guest uptime of the begin marker (SC_T0) and of the kill. Returns
+# IBV_WC_RETRY_EXC_ERR. The log has the guest uptime of the begin marker (SC_T0), of the kill and of the
+# server's reaping (its QP destroyed by then: on a loaded machine the killed process may take 100 ms and more to
+# go, answering all the while). Returns
 # gen.json/gen.log (the client: its report and standard error, exit status last) and server.log.
 KILL_AFTER=40
 sc_gen_responder_killed() {
@@ -217,6 +219,10 @@ sc_gen_responder_killed() {
     echo "killed the server (kill -9) at guest uptime $t1..$t2 s, after rxe1 received $((v - p0)) packets; begin marker SC_T0=$SC_T0"
     wait $s
     echo "server: exit $? (137: killed)" >> $D/server.log
+    # a process's files (its QP with them) are closed before its parent's wait returns: rxe1 answers nothing
+    # generated after this
+    read -r t3 _ < /proc/uptime
+    echo "the server was reaped at guest uptime $t3 (its QP gone)"
     wait $c
     echo "exit $?" >> $D/gen.log
     read -r t1 _ < /proc/uptime
