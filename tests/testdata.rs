@@ -312,5 +312,5 @@ fn lab_captures_match_their_tshark_counts() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 15);
+    assert_eq!(checked, 22);
 }
