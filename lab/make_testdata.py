@@ -150,7 +150,7 @@ WHAT = {
                          "sequence error (NAK) and the requester goes back to it; the delayed ones arrive after "
                          "higher PSNs (reordered) and the go-back-N resends arrive as duplicates.",
     "write_reorder_resp": "RC RDMA WRITE (1024 bytes, one packet and one ACK each, 16 in flight) with netem "
-                          "reordering eth1's egress (the ACKs; `delay 1ms reorder 25% 50%`, nothing dropped): ACKs "
+                          "reordering eth1's egress (the ACKs; `delay 1ms reorder 25% 50%` for this capture, 5 ms in the scenario now; nothing dropped): ACKs "
                           "with a lower PSN and MSN arrive after higher ones (the requester takes them as the "
                           "duplicates they are); no NAK, no retransmission.",
     "read_reorder_resp": "RC RDMA READs of 4096 bytes (4 response packets each, 4 in flight) with netem reordering "
