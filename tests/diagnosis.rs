@@ -389,6 +389,10 @@ fn expected_leaders(name: &str) -> Vec<(u64, &'static str)> {
         "testdata/diagnosis/stall_across_the_psn_wrap.pcap"
         | "testdata/diagnosis/stall_at_end.pcap"
         | "testdata/diagnosis/stall_ends_before_the_capture.pcap" => vec![(0, "stalled")],
+        // Loss both ways (testdata/lab/README.md): PSN 3497101's FETCH_ADD first sent at frame 5 (0.0018 s),
+        // its ATOMIC ACKNOWLEDGE, after two resends on the timer, at frame 14 (1.134 s): unanswered longer
+        // than the stall time (1 s).
+        "testdata/lab/atomic_loss.pcap" => vec![(0, "stalled")],
         // The requesters that gave up (their responders' RNR NAKs make those lossy, not diagnosed).
         "testdata/diagnosis/rnr_retry_exhausted.pcap"
         | "testdata/diagnosis/timeouts_then_retry_exhausted.pcap"
