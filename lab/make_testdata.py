@@ -132,8 +132,8 @@ WHAT = {
                       "DMA length 8192 - k x 1024 (a READ resumed mid-message: a retransmission, not a new request "
                       "on a consumed PSN), then resends the READs behind it whole. It retries when a response of a "
                       "later READ arrives, or on its timer (QP timeout 17, about 0.5 s) when none does.",
-    "read_loss_req": "RC RDMA READs of 4096 bytes (4 PSNs each, 4 in flight) with netem dropping 10% of eth0's "
-                     "egress (the READ requests, before the cable): the responder answers the next READ with a NAK "
+    "read_loss_req": "RC RDMA READs of 4096 bytes (4 PSNs each, 4 in flight) with netem dropping 10% (15% in the "
+                     "scenario now) of eth0's egress (the READ requests, before the cable): the responder answers the next READ with a NAK "
                      "(PSN sequence error) naming the lost one, or the requester's timer fires; the READs are resent "
                      "whole.",
     "gen_read_loss": "The project's generator (`rocescope gen loopback --op read -s 8192 -n 32 --depth 4`) with netem "
