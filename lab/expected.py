@@ -5,8 +5,10 @@ usage: expected.py [--tsv] [--detail] FILE...
 
 --tsv     one row per file: file, frames, udp4791_frames, opcode histogram (opcode:count, decimal,
           ascending), naks (AETH syndrome 0x60-0x7f), rnr_naks (0x20-0x3f), ce_frames (ip.dsfield.ecn == 3),
-          retransmitted (request frames whose PSN is not greater than the highest PSN seen before on the
-          same (destination IP, destination QP), serial arithmetic mod 2^24)
+          retransmitted (request frames whose PSN is not greater than the highest PSN consumed before on the
+          same (destination IP, destination QP), serial arithmetic mod 2^24; a READ request consumes
+          ceil(DMA length / path MTU) PSNs from its own, the path MTU being the payload of the capture's full-size
+          READ responses (First and Middle), so that a READ resumed mid-message counts; one PSN without them)
 --detail  per file and per (destination IP, destination QP): frames, request/response frames, first and
           last PSN, NAKs by syndrome, retransmitted requests, PSN steps back
 Default: both.
@@ -17,9 +19,11 @@ import subprocess
 import sys
 
 FIELDS = ["frame.number", "ip.src", "ip.dst", "udp.dstport", "infiniband.bth.opcode", "infiniband.bth.destqp",
-          "infiniband.bth.psn", "infiniband.aeth.syndrome", "ip.dsfield.ecn"]
+          "infiniband.bth.psn", "infiniband.aeth.syndrome", "ip.dsfield.ecn", "udp.length", "infiniband.bth.padcnt",
+          "infiniband.reth.dmalen"]
 RESPONSES = {13, 14, 15, 16, 17, 18}   # RDMA READ response first/middle/last/only, ACKNOWLEDGE, ATOMIC ACK
 CNP = 0x81
+READ_REQUEST, READ_FIRST, READ_MIDDLE = 12, 13, 14
 
 
 def tshark_rows(path):
@@ -44,7 +48,14 @@ def analyse(path):
     r = {"file": os.path.basename(path), "frames": 0, "udp4791": 0, "ops": collections.Counter(), "naks": 0,
          "rnr_naks": 0, "ce": 0, "retx": 0, "syndromes": collections.Counter(), "qps": {}}
     high = {}
-    for f in tshark_rows(path):
+    rows = list(tshark_rows(path))
+    # the path MTU: the payload of a full-size READ response (UDP length - UDP 8 - BTH 12 - AETH 4 on First -
+    # ICRC 4 - pad)
+    full = [num(f["udp.length"]) - 8 - 12 - (4 if num(f["infiniband.bth.opcode"]) == READ_FIRST else 0) - 4
+            - (num(f["infiniband.bth.padcnt"]) or 0) for f in rows
+            if f["udp.dstport"] == "4791" and num(f["infiniband.bth.opcode"]) in (READ_FIRST, READ_MIDDLE)]
+    mtu = max(full) if full else None
+    for f in rows:
         r["frames"] += 1
         if f["ip.dsfield.ecn"] and int(f["ip.dsfield.ecn"], 0) == 3:
             r["ce"] += 1
@@ -77,7 +88,10 @@ def analyse(path):
                 r["retx"] += 1
                 q["retx"] += 1
             else:
-                high[key] = psn
+                span = 1
+                if op == READ_REQUEST and mtu and num(f["infiniband.reth.dmalen"]):
+                    span = -(-num(f["infiniband.reth.dmalen"]) // mtu)
+                high[key] = (psn + span - 1) % (1 << 24)
         else:
             q["responses"] += 1
     return r

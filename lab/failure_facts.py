@@ -105,6 +105,11 @@ def log_facts(log):
             # the guest's uptime from the begin marker on, on the host's clock, relative to the first frame
             off = r["begin_marker"] - r["first_frame"] - t0
             r["kill"]["capture_time"] = (k0 + off, k1 + off)
+    m = re.search(r"^the server was reaped at guest uptime ([\d.]+)", log, re.M)
+    if m and "kill" in r:
+        r["kill"]["reaped"] = float(m.group(1))
+        if "capture_time" in r["kill"]:
+            r["kill"]["reaped_capture_time"] = float(m.group(1)) + off
     m = re.search(r"^server: exit (\d+)", log, re.M)
     if m:
         r["server_exit"] = int(m.group(1))
@@ -247,7 +252,10 @@ def markdown(r):
           f"(the begin marker at {k['sc_t0']:.2f} s), once rxe1 had received {k['rxe1_packets']} packets"
           + (f"; on the capture's clock {ct[0]:.3f}..{ct[1]:.3f} s (the guest's uptime has 10 ms steps and is read "
              f"just after the begin marker's reply, and the QP goes only when the killed process's files are "
-             f"closed: ACKs may follow this time by some tens of ms, 32 ms in one run here)" if ct else ""))
+             f"closed: ACKs may follow this time by some tens of ms, 32 ms in one run here)" if ct else "")
+          + (f"; reaped (its QP gone) at guest uptime {k['reaped']:.2f} s"
+             + (f", {k['reaped_capture_time']:.3f} s on the capture's clock" if "reaped_capture_time" in k else "")
+             if "reaped" in k else ""))
     if "exit" in lg:
         w(f"- gen: exit {lg['exit']}, standard error: " + " / ".join(f"`{l}`" for l in lg["error_lines"])
           + (f"; gen server: exit {lg['server_exit']} (killed)" if "server_exit" in lg else ""))

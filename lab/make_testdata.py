@@ -3,7 +3,8 @@
 
 usage: lab/make_testdata.py [SCENARIO...]
     (default: write send read atomic write_loss write_ecn send_rnr gen_wrong_qpn gen_responder_killed
-    gen_no_receive conn_rping conn_write_cm conn_reject conn_write conn_rc_pingpong; --readme: none, only
+    gen_no_receive conn_rping conn_write_cm conn_reject conn_write conn_rc_pingpong read_loss_resp read_loss_req
+    gen_read_loss atomic_loss write_reorder_req write_reorder_resp read_reorder_resp; --readme: none, only
     expected.tsv and README.md are written again)
 
 Takes lab/out/<scenario>/cable.pcap and perftest.log (from `lab/run ...`) of the scenarios named, as
@@ -11,8 +12,8 @@ testdata/lab/<name>.pcap and .log (the gen_* failure scenarios lose their prefix
 every ICRC with lab/icrc_check.py (refuses on any failure), then writes expected.tsv and README.md for every
 capture of the list above that is in testdata/lab/ (those not named are taken as they are there), with the
 expected values from lab/expected.py and, for the failure captures, the facts from lab/failure_facts.py, for the
-connection captures (conn_*) those from lab/conn_facts.py (tshark fields + Python and the scenario's log;
-rocescope is not involved).
+connection captures (conn_*) those from lab/conn_facts.py, for the retry and reordering captures (RETRIES) those
+from lab/retry_facts.py (tshark fields + Python and the scenario's log; rocescope is not involved).
 """
 import os
 import re
@@ -27,15 +28,21 @@ sys.path.insert(0, LAB)
 import expected  # noqa: E402
 import conn_facts  # noqa: E402
 import failure_facts  # noqa: E402
+import retry_facts  # noqa: E402
 
 DEFAULT = ["write", "send", "read", "atomic", "write_loss", "write_ecn", "send_rnr", "gen_wrong_qpn",
            "gen_responder_killed", "gen_no_receive", "conn_rping", "conn_write_cm", "conn_reject", "conn_write",
-           "conn_rc_pingpong"]
+           "conn_rc_pingpong", "read_loss_resp", "read_loss_req", "gen_read_loss", "atomic_loss", "write_reorder_req",
+           "write_reorder_resp", "read_reorder_resp"]
 # the connection captures (issue 12): facts from conn_facts.py
 CONNECTIONS = ["conn_rping", "conn_write_cm", "conn_reject", "conn_write", "conn_rc_pingpong"]
 # the failure captures: testdata name of the scenario
 FAILURES = {"gen_wrong_qpn": "wrong_qpn", "gen_responder_killed": "responder_killed",
             "gen_no_receive": "no_receive"}
+# the retry and reordering captures (READs resumed mid-message, atomics resent, reordering on the path): facts from
+# retry_facts.py
+RETRIES = ["read_loss_resp", "read_loss_req", "gen_read_loss", "atomic_loss", "write_reorder_req",
+           "write_reorder_resp", "read_reorder_resp"]
 
 
 def name_of(scenario):
@@ -118,6 +125,39 @@ WHAT = {
                         "(fixed in the tool). It prints its own QPN and first PSN and the peer's in one line each, "
                         "in its own format (`  local address:  LID 0x0000, QPN 0x000011, PSN 0x2b7c8d, GID "
                         "::ffff:10.0.0.1`). rxe1's QP numbers were moved on before (`qpn_skew`).",
+    "read_loss_resp": "RC RDMA READs of 8192 bytes (8 response packets each at path MTU 1024, 4 in flight: `-t 4 -o 4`) "
+                      "with netem dropping 4% of eth1's egress (the READ responses, before the cable). rxe's "
+                      "requester drops the responses behind a missing one and asks again for the rest of the READ "
+                      "from the first response it lacks: a READ request at the first READ's PSN + k, VA + k x 1024, "
+                      "DMA length 8192 - k x 1024 (a READ resumed mid-message: a retransmission, not a new request "
+                      "on a consumed PSN), then resends the READs behind it whole. It retries when a response of a "
+                      "later READ arrives, or on its timer (QP timeout 17, about 0.5 s) when none does.",
+    "read_loss_req": "RC RDMA READs of 4096 bytes (4 PSNs each, 4 in flight) with netem dropping 10% (15% in the "
+                     "scenario now) of eth0's egress (the READ requests, before the cable): the responder answers the next READ with a NAK "
+                     "(PSN sequence error) naming the lost one, or the requester's timer fires; the READs are resent "
+                     "whole.",
+    "gen_read_loss": "The project's generator (`rocescope gen loopback --op read -s 8192 -n 32 --depth 4`) with netem "
+                     "dropping 4% of eth1's egress (the READ responses): resumed READs as in read_loss_resp, from "
+                     "another requester (its buffers, VAs and R_Keys).",
+    "atomic_loss": "RC FETCH_AND_ADD with netem dropping 5% of each direction (eth0: requests, eth1: ATOMIC "
+                   "ACKNOWLEDGEs): a lost request gets the next one NAKed (PSN sequence error) and is resent; a lost "
+                   "ATOMIC ACKNOWLEDGE makes the requester resend the atomic with the same PSN and operands (on the "
+                   "next atomic's ACK or on its timer), which the responder answers from its cache of atomic "
+                   "results without adding again.",
+    "write_reorder_req": "RC RDMA WRITE (4096 bytes, 4 packets each, 8 in flight) with netem reordering eth0's egress "
+                         "(`delay 1ms reorder 25% 50%`: 75% of the requests delayed by 1 ms, 25% sent at once, ahead "
+                         "of them; nothing dropped): the responder takes a request ahead of the one it expects as a "
+                         "sequence error (NAK) and the requester goes back to it; the delayed ones arrive after "
+                         "higher PSNs (reordered) and the go-back-N resends arrive as duplicates.",
+    "write_reorder_resp": "RC RDMA WRITE (1024 bytes, one packet and one ACK each, 16 in flight) with netem "
+                          "reordering eth1's egress (the ACKs; `delay 1ms reorder 25% 50%` for this capture, 5 ms in the scenario now; nothing dropped): ACKs "
+                          "with a lower PSN and MSN arrive after higher ones (the requester takes them as the "
+                          "duplicates they are); no NAK, no retransmission.",
+    "read_reorder_resp": "RC RDMA READs of 4096 bytes (4 response packets each, 4 in flight) with netem reordering "
+                         "eth1's egress (the READ responses; `delay 1ms reorder 25% 50%`, nothing dropped): rxe's "
+                         "requester drops the responses behind one that has not arrived yet and asks for the rest "
+                         "of the READ again (resumed READs, as with loss), and the late ones arrive behind higher "
+                         "PSNs.",
 }
 
 
@@ -179,6 +219,8 @@ def main(argv):
             r["facts"] = failure_facts.markdown(failure_facts.facts(pcap, open(logfile).read()))
         if s in CONNECTIONS:
             r["conn_facts"] = conn_facts.markdown(conn_facts.facts(pcap, open(logfile).read()))
+        if s in RETRIES:
+            r["retry_facts"] = retry_facts.markdown(retry_facts.facts(pcap, open(logfile).read()))
         results.append(r)
 
     with open(os.path.join(DEST, "expected.tsv"), "w") as f:
@@ -221,9 +263,17 @@ def main(argv):
       "PEER sends with it: the passive side's (server's) first request PSN is the REQ's starting PSN, the active "
       "side's (client's) the REP's. perftest and ibv_rc_pingpong without CM print, as `local address`, the PSN "
       "their own requests start with.\n")
+    w("The retry and reordering captures (`read_loss_resp`, `read_loss_req`, `gen_read_loss`, `atomic_loss`, "
+      "`write_reorder_req`, `write_reorder_resp`, `read_reorder_resp`, lab scenarios of the same names) are what "
+      "a NIC legitimately does under loss and reordering, which an analysis must not call a protocol violation: "
+      "READs resumed mid-message after lost or reordered READ responses, atomics resent with the same PSN and "
+      "operands, requests and responses (ACKs with their MSNs) reordered on the path. netem on eth0 acts on the "
+      "requests, on eth1 on the responses, inside the guest, before the cable: a packet netem drops is on no "
+      "capture. Their sections give the facts from tshark and the scenario's log by `lab/retry_facts.py`.\n")
     w(f"Regenerate: `lab/setup && lab/run all && EXTRA_BINARIES=$PWD/target/debug/rocescope lab/run info "
       f"gen_wrong_qpn gen_responder_killed gen_no_receive && EXTRA_BINARIES=$PWD/target/debug/rocescope lab/run "
-      f"info {' '.join(CONNECTIONS)} && lab/make_testdata.py` (loss, ECN marks, RNR NAKs and "
+      f"info {' '.join(CONNECTIONS)} && EXTRA_BINARIES=$PWD/target/debug/rocescope lab/run info "
+      f"{' '.join(RETRIES)} && lab/make_testdata.py` (loss, reordering, ECN marks, RNR NAKs and "
       f"the timing of a kill are random, so a new run gives other counts; the values below belong to these "
       f"files; `info` goes first because it takes the IPv6 chatter of link-up; `lab/make_testdata.py SCENARIO...` "
       f"replaces only the captures named). Total size: {total / 1000:.0f} kB.\n")
@@ -322,6 +372,17 @@ def main(argv):
               "`.log`; times are `frame.time_relative`, seconds from the capture's first frame; \"requests\": every "
               "opcode but the READ responses, ACKNOWLEDGE and ATOMIC ACKNOWLEDGE):\n")
             w(r["conn_facts"])
+        if r.get("retry_facts"):
+            w("")
+            w("Facts (`lab/retry_facts.py`: tshark fields `frame.number`, `ip.src`, `ip.dst`, `udp.length`, "
+              "`infiniband.bth.opcode`, `.padcnt`, `.destqp`, `.psn`, `infiniband.reth.va`, `.r_key`, `.dmalen`, "
+              "`infiniband.atomiceth.swapdt`, `.cmpdt`, `infiniband.aeth.syndrome`, `.msn`; netem's statistics "
+              "and rxe's hw_counters from the `.log`. Out of order: the first copy of a PSN on the cable after a "
+              "higher PSN of the same direction, depth = that higher PSN - its PSN; where netem dropped packets "
+              "before the cable, the resend of a dropped PSN is its first copy and counts too. Resumed: a READ "
+              "request at an earlier READ's PSN + k with VA + k x MTU and DMA length - k x MTU; a whole resend "
+              "has an earlier one's PSN, VA and length):\n")
+            w(r["retry_facts"])
         w("")
     with open(os.path.join(DEST, "README.md"), "w") as f:
         f.write("\n".join(out))

@@ -327,6 +327,22 @@ fn expected_diagnosis(name: &str) -> Vec<(&'static str, u64)> {
     }
 }
 
+/// The lab's retry and reordering captures (testdata/lab/README.md, lab/retry_facts.py; tests/lab_retries.rs
+/// holds them to their facts): rxe resends on its ACK timer as the loss falls (`timeout_retransmission`), and
+/// a PSN whose resend was lost too waits longer than the stall time (`stall`); how many of those a run has is
+/// up to the loss. Every other diagnosis event is wrong on them: READs resumed mid-message, atomics resent and
+/// packets reordered are what a NIC does, no violation.
+const RETRY_CAPTURES: [&str; 7] = [
+    "testdata/lab/read_loss_resp.pcap",
+    "testdata/lab/read_loss_req.pcap",
+    "testdata/lab/gen_read_loss.pcap",
+    "testdata/lab/atomic_loss.pcap",
+    "testdata/lab/write_reorder_req.pcap",
+    "testdata/lab/write_reorder_resp.pcap",
+    "testdata/lab/read_reorder_resp.pcap",
+];
+const LOSS_TIMING: [&str; 2] = ["timeout_retransmission", "stall"];
+
 /// The flows of a capture that have a diagnosis, in the order every view lists them (most trouble first),
 /// with their `state`, as each capture was built or recorded (the comments of `expected_diagnosis`, the
 /// builders in examples/make_testdata, testdata/lab/README.md); every other flow of every capture is `ok`,
@@ -373,6 +389,10 @@ fn expected_leaders(name: &str) -> Vec<(u64, &'static str)> {
         "testdata/diagnosis/stall_across_the_psn_wrap.pcap"
         | "testdata/diagnosis/stall_at_end.pcap"
         | "testdata/diagnosis/stall_ends_before_the_capture.pcap" => vec![(0, "stalled")],
+        // Loss both ways (testdata/lab/README.md): PSN 3497101's FETCH_ADD first sent at frame 5 (0.0018 s),
+        // its ATOMIC ACKNOWLEDGE, after two resends on the timer, at frame 14 (1.134 s): unanswered longer
+        // than the stall time (1 s).
+        "testdata/lab/atomic_loss.pcap" => vec![(0, "stalled")],
         // The requesters that gave up (their responders' RNR NAKs make those lossy, not diagnosed).
         "testdata/diagnosis/rnr_retry_exhausted.pcap"
         | "testdata/diagnosis/timeouts_then_retry_exhausted.pcap"
@@ -510,7 +530,10 @@ fn clean_captures_get_no_diagnosis() {
             .map(|(k, n)| (k.to_string(), n))
             .collect();
         let r = report(path);
-        let got = diagnosis(&r);
+        let mut got = diagnosis(&r);
+        if RETRY_CAPTURES.contains(&name.as_str()) {
+            got.retain(|kind, _| !LOSS_TIMING.contains(&kind.as_str()));
+        }
         if got != want {
             wrong.push(format!("{name}: {got:?}, want {want:?}"));
         }

@@ -627,32 +627,46 @@ fn check_no_receive(s: &Scenario) -> String {
             .all(|f| matches!(f.syn, Some(0x2c | 0x60)) && f.psn == psn0),
         "{name}: answers other than RNR NAKs and sequence NAKs for PSN {psn0:#x}: {ans:?}"
     );
-    // the first PSN: sent as often as it was RNR-NAKed, each transmission answered by one RNR NAK before the
-    // next, not sent again after the last
+    // the first PSN: sent as often as it was RNR-NAKed, each transmission answered by one RNR NAK (in order: the
+    // i-th RNR NAK after the i-th transmission), not sent again after the last. A resend follows the RNR NAK of
+    // the transmission before it, but for the go-back-N rounds rxe starts on a sequence-error NAK (for the
+    // SENDs behind the RNR-NAKed one) or on its retransmit timer, which it counts as completer_retry_err apart
+    // from the RNR retries: on a loaded machine the slow responder's RNR NAK then comes after the next
+    // transmission (a run here: transmissions at frames 1, 5, 11, 15, RNR NAKs at 2, 7, 19, 21; frame 11 the
+    // round on the NAK at frame 8, 15 the RNR retry of frame 7; completer_retry_err +1).
     let tx: Vec<&Frame> = req.iter().copied().filter(|f| f.psn == psn0).collect();
     assert_eq!(
         tx.len(),
         rnr.len(),
         "{name}: transmissions of PSN {psn0:#x}"
     );
+    let mut early = 0;
     for (i, n) in rnr.iter().enumerate() {
         assert!(
-            tx[i].no < n.no && tx.get(i + 1).is_none_or(|next| n.no < next.no),
-            "{name}: RNR NAK frame {} is not between transmissions {} and {} of PSN {psn0:#x}",
+            tx[i].no < n.no,
+            "{name}: RNR NAK frame {} comes before transmission {} of PSN {psn0:#x} (frame {})",
             n.no,
             i + 1,
-            i + 2
+            tx[i].no
         );
         // The resend comes after the RNR NAK; not necessarily 0.64 ms after it on the cable's clock: the
         // host stamps the frames as QEMU passes them on, and a CI run saw 0.53 ms under load.
-        if let Some(next) = tx.get(i + 1) {
-            assert!(
+        match tx.get(i + 1) {
+            Some(next) if next.no < n.no => early += 1,
+            Some(next) => assert!(
                 next.t > n.t,
                 "{name}: PSN {psn0:#x} resent {:.6} s after the RNR NAK",
                 next.t - n.t
-            );
+            ),
+            None => {}
         }
     }
+    assert!(
+        early <= s.counter("rxe0", "completer_retry_err"),
+        "{name}: {early} transmissions of PSN {psn0:#x} before the RNR NAK of the one before, more than rxe0's \
+         go-back-N rounds (completer_retry_err {})",
+        s.counter("rxe0", "completer_retry_err")
+    );
     for (p, fs) in per_psn(&req) {
         assert!(
             fs.len() <= tx.len(),
@@ -694,10 +708,18 @@ fn check_no_receive(s: &Scenario) -> String {
     );
     told.fails_on_timeouts();
 
+    // rxe0 counts an RNR NAK as its completer takes it, and each one it takes uses up one RNR retry: it takes
+    // rnr-retry + 1, then completes with IBV_WC_RNR_RETRY_EXC_ERR and its QP goes to the error state. On a
+    // loaded machine its retransmit timer may also resend the SEND (the RNR retries do not count that), and
+    // the RNR NAK answering that transmission then comes after the QP's error and is dropped uncounted (a CI
+    // run: 5 RNR NAKs on the cable, rxe0 rcvd_rnr_err 4). Not a counter lag: the counters are read 1.6 s
+    // after the last frame, and rxe caches them for hw_counters/lifespan, 12 ms. rxe1 counts every RNR NAK it
+    // sends.
     assert_eq!(
         s.counter("rxe0", "rcvd_rnr_err"),
-        rnr.len() as i64,
-        "{name}: RNR NAKs rxe0 received"
+        least as i64,
+        "{name}: RNR NAKs rxe0 took ({} on the cable)",
+        rnr.len()
     );
     assert_eq!(s.counter("rxe0", "retry_rnr_exceeded_err"), 1, "{name}");
     assert_eq!(
@@ -726,8 +748,9 @@ fn check_no_receive(s: &Scenario) -> String {
 }
 
 /// The guest's kill time (its uptime from the begin marker on, lab/guest/scenarios.sh) on the capture's clock
-/// (the host times of the LAB-CABLE line, lab/split_run.py): (earliest, latest).
-fn kill_time(s: &Scenario) -> (f64, f64) {
+/// (the host times of the LAB-CABLE line, lab/split_run.py): (earliest, latest), and the time the killed
+/// server was reaped (the scenario's wait for it returned: its files, its QP with them, were closed by then).
+fn kill_time(s: &Scenario) -> (f64, f64, f64) {
     let after_word = |key: &str| -> &str {
         s.log
             .split(key)
@@ -755,9 +778,16 @@ fn kill_time(s: &Scenario) -> (f64, f64) {
         .parse()
         .unwrap();
     let off = marker - first - t0;
+    let reaped: f64 = after_word("the server was reaped at guest uptime ")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     (
         a.parse::<f64>().unwrap() + off,
         b.parse::<f64>().unwrap() + off,
+        reaped + off,
     )
 }
 
@@ -853,14 +883,16 @@ fn check_responder_killed(lab_out: &Path, s: &Scenario) -> String {
         ),
         "{name}: gen's error line"
     );
-    // the kill: after the first ACK, before the first resend; the last ACK about then (10 ms uptime steps, the
-    // guest's clock read after the begin marker's reply, the QP destroyed as the killed process's files close:
-    // 32 ms after the kill time in one run)
-    let (k0, k1) = kill_time(s);
+    // the kill: after the first ACK, before the first resend; the last ACK before the killed server was reaped:
+    // its QP goes as the process's files close, which is before its parent's wait returns (32 ms after the
+    // kill time in a quiet run; on a loaded machine 106 ms, answering all the while), with 50 ms for placing
+    // the guest's clock on the capture's (10 ms uptime steps, read after the begin marker's reply)
+    let (k0, k1, reaped) = kill_time(s);
     let last_ack = ans.last().unwrap();
     assert!(
-        ans[0].t < k1 && k0 < tx[1].t && last_ack.t <= k1 + 0.1,
-        "{name}: the kill at {k0:.3}..{k1:.3} s: first ACK {:.6} s, last ACK {:.6} s, first resend {:.6} s",
+        ans[0].t < k1 && k0 < tx[1].t && last_ack.t <= reaped + 0.05,
+        "{name}: the kill at {k0:.3}..{k1:.3} s, reaped at {reaped:.3} s: first ACK {:.6} s, last ACK {:.6} s, \
+         first resend {:.6} s",
         ans[0].t,
         last_ack.t,
         tx[1].t

@@ -277,10 +277,14 @@ fn lab_captures_match_their_tshark_counts() {
             n(ce),
             "{file}: CE"
         );
+        // expected.py's `retransmitted` is every request frame behind the highest PSN consumed before: the
+        // analysis counts each as a retransmission or, the first copy of a PSN overtaken on the path, as
+        // reordered (`psn.reordered`; the reordering captures, lab/retry_facts.py)
         assert_eq!(
-            sum(&|f| f["psn"]["retransmitted"].as_u64().unwrap()),
+            sum(&|f| f["psn"]["retransmitted"].as_u64().unwrap()
+                + f["psn"]["reordered"].as_u64().unwrap_or(0)),
             n(retransmitted),
-            "{file}"
+            "{file}: retransmitted + reordered requests"
         );
         // A connection tshark shows rejected (REJ) fails the verdict too.
         let rejects = Command::new("tshark")
@@ -308,5 +312,5 @@ fn lab_captures_match_their_tshark_counts() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 15);
+    assert_eq!(checked, 22);
 }

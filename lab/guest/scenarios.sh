@@ -190,7 +190,9 @@ sc_gen_no_receive() {
 # messages/s, at most 4 in flight, --retry-count 3, --qp-timeout 17 (~0.54 s). Once rxe1 has received
 # KILL_AFTER packets the server gets kill -9 (its QP goes with it: rxe1 drops what comes next without an
 # answer); the client resends the unacknowledged WRITEs on its timer, 3 times, then completes the oldest with
-# IBV_WC_RETRY_EXC_ERR. The log has the guest uptime of the begin marker (SC_T0) and of the kill. Returns
+# IBV_WC_RETRY_EXC_ERR. The log has the guest uptime of the begin marker (SC_T0), of the kill and of the
+# server's reaping (its QP destroyed by then: on a loaded machine the killed process may take 100 ms and more to
+# go, answering all the while). Returns
 # gen.json/gen.log (the client: its report and standard error, exit status last) and server.log.
 KILL_AFTER=40
 sc_gen_responder_killed() {
@@ -217,6 +219,10 @@ sc_gen_responder_killed() {
     echo "killed the server (kill -9) at guest uptime $t1..$t2 s, after rxe1 received $((v - p0)) packets; begin marker SC_T0=$SC_T0"
     wait $s
     echo "server: exit $? (137: killed)" >> $D/server.log
+    # a process's files (its QP with them) are closed before its parent's wait returns: rxe1 answers nothing
+    # generated after this
+    read -r t3 _ < /proc/uptime
+    echo "the server was reaped at guest uptime $t3 (its QP gone)"
     wait $c
     echo "exit $?" >> $D/gen.log
     read -r t1 _ < /proc/uptime
@@ -682,6 +688,35 @@ sc_counters_loss() {
     rm -rf $D
     return $r
 }
+
+# Retries and reordering (for the analysis' false alarms: a READ resumed mid-message, ACKs and requests out of order).
+# netem on eth1 acts on the responder's packets (READ responses, ACKs), on eth0 on the requests; the cable capture
+# is taken after netem (outside the guest), so a packet netem drops is on no capture. Sizes: a few hundred to a few
+# thousand frames. lab/retry_facts.py derives what each shows from tshark fields and the log.
+# READs of 8 packets (8192 bytes at path MTU 1024), at most 4 in flight (-t 4 -o 4), 4% of the READ responses lost:
+# rxe's requester asks again for the rest of a READ from its first missing response (a READ request at PSN + k,
+# VA + k * 1024, length 8192 - k * 1024) and resends the READs behind it whole
+sc_read_loss_resp() { netem eth1 loss 4% && perf_pair ib_read_bw "-s 8192 -n 32 -t 4 -o 4"; }
+# READ requests lost (15% of eth0's egress; READs of 4 packets, 64 of them: with 10% one run in 22 here lost
+# none, 0.9^64; 0.85^64 is 3e-5): the responder NAKs the next READ (PSN sequence error) or the requester's timer
+# fires, and the READs are resent whole
+sc_read_loss_req() { netem eth0 loss 15% && perf_pair ib_read_bw "-s 4096 -n 64 -t 4 -o 4"; }
+# the project's generator's READs (needs EXTRA_BINARIES) with 4% of the responses lost, as read_loss_resp
+sc_gen_read_loss() { netem eth1 loss 4% && gen_run --op read -s 8192 -n 32 --depth 4; }
+# FETCH_AND_ADDs with 5% loss each way: lost requests (NAK, resend) and lost ATOMIC ACKNOWLEDGEs (the requester
+# resends the atomic with the same PSN and operands; the responder answers it from its cache of atomic results)
+sc_atomic_loss() { netem eth0 loss 5% && netem eth1 loss 5% && perf_pair ib_atomic_bw "-A FETCH_AND_ADD -n 100 -t 4 -o 4"; }
+# reordering on the path (no loss): netem delays 75% of the packets by 1 ms and sends 25% (correlation 50%) at once,
+# ahead of the delayed ones; 1 ms is far below the QP timeout (-u 17, about 0.5 s). Requests reordered (eth0): the
+# responder NAKs the PSN it expected (sequence error) and the requester goes back to it
+sc_write_reorder_req() { netem eth0 delay 1ms reorder 25% 50% && perf_pair ib_write_bw "-s 4096 -n 32 -t 8"; }
+# ACKs reordered (eth1): one-packet WRITEs, each acknowledged; an ACK with a lower PSN and MSN after a higher one.
+# 5 ms, not 1: an ACK overtakes only those sent less than the delay before it, and on a loaded machine the slow
+# guest spaced its ACKs more than 1 ms apart (a run with no ACK reordered)
+sc_write_reorder_resp() { netem eth1 delay 5ms reorder 25% 50% && perf_pair ib_write_bw "-s 1024 -n 100 -t 16"; }
+# READ responses reordered (eth1; READs of 4 packets): the requester drops the responses behind a missing one and asks for the rest of
+# the READ again (resumed READs), as with loss
+sc_read_reorder_resp() { netem eth1 delay 1ms reorder 25% 50% && perf_pair ib_read_bw "-s 4096 -n 32 -t 4 -o 4"; }
 
 # ---------------------------------------------------------------------------------------------------------
 NETEM_DEVS=""

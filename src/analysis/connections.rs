@@ -359,7 +359,8 @@ impl Engine {
         };
         // The other direction's flow, alive: the connection names the pair (when the traffic paired them
         // already, a connection learnt late still does: the same pairing whenever the printout is read).
-        if let Some(other) = c.flows[usize::from(1 - dir)].filter(|o| self.flows.get(*o).is_some()) {
+        if let Some(other) = c.flows[usize::from(1 - dir)].filter(|o| self.flows.get(*o).is_some())
+        {
             self.pair_flows(flow, other, by);
         }
         if let Some((frame, ts, psn)) = first.filter(|_| late) {

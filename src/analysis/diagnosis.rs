@@ -4,6 +4,7 @@
 use parsers::psn::{self, read_psns};
 
 use super::events::{Event, Group, Kind};
+use super::psn::GAPS_KEPT;
 use super::{Engine, Flow, FlowId};
 
 /// A flow's RC state for the diagnosis, as requester and as responder.
@@ -18,8 +19,9 @@ pub struct Rc {
     pub(crate) rnr: Option<Repeat>,
     /// The last go-back-N, for whatever reason: to which PSN, when.
     pub(crate) went_back: Option<(u32, u64)>,
-    /// The last resend (a go-back-N's first or a later one, a resumed READ): its PSN, when.
-    pub(crate) last_resend: Option<(u32, u64)>,
+    /// The last resends (a go-back-N's first or a later one, a resumed READ): what a response behind the
+    /// highest may answer.
+    pub(crate) resends: Resends,
     /// The interval of the last timeout retransmission: the requester's local ACK timer.
     pub(crate) timer_ns: u64,
     /// The RNR timer of the last RNR NAK.
@@ -37,11 +39,81 @@ pub struct Rc {
     pub epochs: u64,
     /// As requester: some response from its destination came.
     pub(crate) answered: bool,
-    /// When the last PSN gap came, and its event's place in the list: a packet it skipped may still come,
-    /// held up on the way.
-    pub(crate) last_gap: Option<(u64, Option<usize>)>,
+    /// The `psn_gap` events of the last gaps: a packet they skipped may still come, held up on the way.
+    pub(crate) gap_events: GapEvents,
     /// A request behind the highest PSN whose events wait for the next request.
     pub(crate) unsure: Option<UnsureRequest>,
+}
+
+/// The places in the event list of the last gaps' `psn_gap` events, by the gap's first PSN (as many as
+/// the PSN tracker keeps gaps).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GapEvents {
+    kept: [(u32, usize); GAPS_KEPT],
+    at: usize,
+}
+
+impl GapEvents {
+    pub(crate) fn keep(&mut self, from: u32, event: usize) {
+        if let Some(slot) = self.kept.get_mut(self.at % GAPS_KEPT) {
+            *slot = (from, event);
+        }
+        self.at += 1;
+    }
+
+    /// The event of the gap from `from`, forgotten.
+    pub(crate) fn take(&mut self, from: u32) -> Option<usize> {
+        let kept = self.at.min(GAPS_KEPT);
+        let slot = self.kept[..kept]
+            .iter_mut()
+            .find(|(f, e)| *f == from && *e != usize::MAX)?;
+        Some(std::mem::replace(&mut slot.1, usize::MAX))
+    }
+}
+
+/// A resent request: its first PSN, the PSNs it takes (a READ's responses), when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Resend {
+    pub psn: u32,
+    pub psns: u32,
+    pub ts: u64,
+}
+
+/// How many resends a requester keeps: more than a go-back-N of a deep send queue resends before its
+/// responses come back.
+const RESENDS_KEPT: usize = 64;
+
+/// The last resends of a requester, kept from its first (most flows never resend: they allocate nothing).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Resends {
+    kept: Option<Box<[Resend; RESENDS_KEPT]>>,
+    at: usize,
+}
+
+impl Resends {
+    pub(crate) fn keep(&mut self, r: Resend) {
+        let kept = self
+            .kept
+            .get_or_insert_with(|| Box::new([Resend::default(); RESENDS_KEPT]));
+        kept[self.at % RESENDS_KEPT] = r;
+        self.at += 1;
+    }
+
+    pub(crate) fn last(&self) -> Option<Resend> {
+        let kept = self.kept.as_ref()?;
+        self.at.checked_sub(1).map(|i| kept[i % RESENDS_KEPT])
+    }
+
+    /// A kept resend whose PSNs hold `psn`: a response for it may answer that resend.
+    pub(crate) fn covers(&self, psn: u32) -> bool {
+        let Some(kept) = &self.kept else {
+            return false;
+        };
+        kept[..self.at.min(RESENDS_KEPT)].iter().any(|r| {
+            let into = psn::diff(psn, r.psn);
+            into >= 0 && (into as u32) < r.psns.max(1)
+        })
+    }
 }
 
 /// A request that may have been a resend or a packet held up on the way: what its events need.

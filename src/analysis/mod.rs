@@ -199,8 +199,8 @@ pub enum Class {
     Gap,
     /// A request at or behind the highest PSN seen (go-back-N, a duplicate, a READ resumed mid-message).
     Retransmission,
-    /// A request behind the highest PSN seen, the first copy of its PSN, held up on the way (network
-    /// reordering).
+    /// Held up on the way (network reordering): a request behind the highest PSN seen, the first copy of
+    /// its PSN, or a response behind the highest PSN its flow's responses named, answering no resend.
     Reordered,
     /// A response that acknowledges (ACK, READ response, atomic ACK).
     Response,
@@ -213,21 +213,6 @@ pub enum Class {
     Malformed,
     /// The second copy of a frame mirrored twice: not counted.
     MirrorDuplicate,
-}
-
-impl Class {
-    /// A request as the PSN chart shows it (the three request classes).
-    pub fn is_request(self) -> bool {
-        matches!(
-            self,
-            Class::Request | Class::Gap | Class::Retransmission | Class::Reordered
-        )
-    }
-
-    /// A NAK of either kind, as the PSN chart marks it on the requester's line.
-    pub fn is_nak(self) -> bool {
-        matches!(self, Class::Nak | Class::RnrNak)
-    }
 }
 
 pub struct Engine {
@@ -431,7 +416,7 @@ impl Engine {
                         || f.rc.went_back.is_some_and(|(_, t)| t > since)
                 } else {
                     let requester = f.paired_with.and_then(|p| flows.get(p));
-                    requester.is_some_and(|q| after(q.rc.last_resend.map(|(_, t)| t)))
+                    requester.is_some_and(|q| after(q.rc.resends.last().map(|r| r.ts)))
                 }
             })
         })

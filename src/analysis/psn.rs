@@ -163,8 +163,9 @@ pub enum Step {
         rewind: bool,
         resumed: bool,
     },
-    /// Behind the highest PSN, the first copy of a PSN the last gap skipped, soon after it and with no NAK
-    /// that a resend could answer: it was held up on the way (reordered by the network), not resent.
+    /// Behind the highest PSN, the first copy of a PSN a recent gap skipped, soon after it and with no NAK
+    /// that a resend could answer, outside any go-back-N under way: it was held up on the way (reordered by
+    /// the network), not resent.
     /// `depth`: how many PSNs behind the highest it came.
     Reordered { depth: u32 },
     /// Behind the expected PSN, on a PSN a READ consumed but did not start, and not that READ resumed: a new
@@ -187,30 +188,46 @@ struct Read {
     reth: ReadReth,
 }
 
-/// What could have made a request come behind the highest PSN, as the engine knows it.
+/// When a request came, and for how long after a gap a PSN it skipped may still be on its way (held up by
+/// the network, not lost; 0: never).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Causes {
-    /// A NAK (sequence error or RNR) came since the last go-back-N: a resend may answer it.
-    pub nak: bool,
-    /// The last gap was within the reorder window: a packet it skipped may still be on its way.
-    pub recent_gap: bool,
+pub struct Arrival {
+    pub ts: u64,
+    pub reorder_window: u64,
 }
 
 /// The last request behind the highest PSN taken as a resend although it may have been held up: a NAK
-/// was there to answer, and the gap was recent. The next request tells.
+/// was there to answer, or a go-back-N was under way, and a gap that skipped it was recent. The next
+/// request tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Unsure {
     psn: u32,
     rewind: bool,
     depth: u32,
+    /// The first PSN of the gap that skipped it.
+    gap: u32,
 }
 
-/// The PSNs the last gap skipped, and how many of them came late.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct LastGap {
+/// The PSNs a gap skipped, how many of them came since, held up, and when it came. `missing` 0: no gap.
+/// `counted`: a gap of the sequence (`gap_events`, `missing`), not the PSNs before the first one seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Gap {
     from: u32,
     missing: u32,
     came: u32,
+    ts: u64,
+    counted: bool,
+}
+
+/// The gaps remembered: a PSN of any of them may come late (the network holds several packets at once).
+pub(crate) const GAPS_KEPT: usize = 4;
+
+/// A go-back-N under way: from a PSN a NAK named to the highest PSN sent when it began. A first copy of a
+/// PSN in it may be its resend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct GoBack {
+    from: u32,
+    to: u32,
 }
 
 /// What the request after an unsure one told of it.
@@ -219,8 +236,9 @@ pub enum Settled {
     /// It was resent (go-back-N from it continued): a retransmission, as counted.
     Resent,
     /// The same PSN came again: the first copy had been held up (`depth` PSNs behind), the second is the
-    /// resend. Counted again as reordered; `closes_gap` when it was the last PSN of the gap to come.
-    HeldUp { depth: u32, closes_gap: bool },
+    /// resend. Counted again as reordered; `closes_gap`: the first PSN of its gap, when it was the last PSN
+    /// of that gap to come.
+    HeldUp { depth: u32, closes_gap: Option<u32> },
 }
 
 /// What [`RequestPsns::request`] made of a request.
@@ -237,8 +255,9 @@ pub struct Taken {
     pub unsure: bool,
     /// What this request told of the unsure one before it.
     pub settled: Option<Settled>,
-    /// It was held up, the last of the PSNs the last gap skipped to come: nothing of that gap was lost.
-    pub closes_gap: bool,
+    /// It was held up, the last of the PSNs a gap skipped to come: nothing of that gap (its first PSN) was
+    /// lost.
+    pub closes_gap: Option<u32>,
 }
 
 /// READs remembered for telling a reuse of their PSNs from a resend.
@@ -267,8 +286,12 @@ pub struct RequestPsns {
     /// The last READs whose PSN consumption is known, newest at `reads_at - 1`.
     reads: [Read; READS_KEPT],
     reads_at: usize,
-    /// The last gap: the first PSN it skipped, how many, and how many of them came since, held up.
-    last_gap: Option<LastGap>,
+    /// The last gaps, newest at `gaps_at - 1`.
+    gaps: [Gap; GAPS_KEPT],
+    gaps_at: usize,
+    /// The lowest PSN a NAK (sequence error or RNR) named that no resend answered yet.
+    nak_from: Option<u32>,
+    go_back: Option<GoBack>,
     unsure: Option<Unsure>,
     pub gap_events: u64,
     pub missing: u64,
@@ -292,15 +315,15 @@ pub struct RequestPsns {
 impl RequestPsns {
     /// Feeds one request. `consumes` is the number of PSNs it takes (READ: one per response packet),
     /// or `None` for a READ while the path MTU is unknown; `read` is a READ's RETH; `mtu` is the path MTU
-    /// known now, if any (it settles the PSNs of a READ before this request); `causes` what could have made
-    /// it come behind the highest PSN. Returns what it did to the sequence.
+    /// known now, if any (it settles the PSNs of a READ before this request); `at` when it came. Returns
+    /// what it did to the sequence.
     pub fn request(
         &mut self,
         psn: u32,
         consumes: Option<u32>,
         read: Option<ReadReth>,
         mtu: Option<u32>,
-        causes: Causes,
+        at: Arrival,
     ) -> Taken {
         let width = consumes.unwrap_or(1);
         let unknown_read =
@@ -320,15 +343,25 @@ impl RequestPsns {
             if let Some(reth) = read.filter(|_| width > 1) {
                 self.remember_read(psn, width, reth);
             }
+            // The PSNs just before the first one seen may still come, overtaken by it on the way: as if a
+            // gap had skipped them (not counted as one: the capture may have begun after them).
+            self.remember_gap(Gap {
+                from: add(psn, SeenWindow::SMALL_BEHIND.wrapping_neg()),
+                missing: SeenWindow::SMALL_BEHIND,
+                came: 0,
+                ts: at.ts,
+                counted: false,
+            });
             return Taken {
                 step: Step::First,
                 taken: true,
                 guessed_read: None,
                 unsure: false,
                 settled,
-                closes_gap: false,
+                closes_gap: None,
             };
         }
+        let may_answer = self.may_answer_nak(psn);
         let taken = psn == self.epsn || self.epsn_read.is_some_and(|r| ends_at(r, psn, mtu));
         if !taken && self.epsn_read.is_none() {
             // What the responder makes of it: ahead of its expected PSN (out of sequence) or behind it
@@ -351,10 +384,12 @@ impl RequestPsns {
         } else if ahead > 0 {
             self.gap_events += 1;
             self.missing += ahead as u64;
-            self.last_gap = Some(LastGap {
+            self.remember_gap(Gap {
                 from: expected,
                 missing: ahead as u32,
                 came: 0,
+                ts: at.ts,
+                counted: true,
             });
             Step::Gap {
                 expected,
@@ -369,18 +404,29 @@ impl RequestPsns {
                 read_psn: r.psn,
                 read_psns: r.psns,
             }
-        } else if causes.recent_gap && self.skipped_by_last_gap(psn) && !self.seen.contains(psn) {
+        } else if let Some(gap) = self
+            .recent_gap_skipping(psn, at)
+            .filter(|_| !self.seen.contains(psn))
+        {
             let depth = diff(self.highest, psn).max(0) as u32;
-            if causes.nak {
+            if may_answer {
                 // Held up, or resent for the NAK: the next request tells.
                 let step = self.resend(psn, false);
                 if let Step::Retransmit { rewind, .. } = step {
-                    self.unsure = Some(Unsure { psn, rewind, depth });
+                    self.unsure = Some(Unsure {
+                        psn,
+                        rewind,
+                        depth,
+                        gap,
+                    });
                     unsure = true;
                 }
                 step
             } else {
-                let closes_gap = self.count_reordered(depth);
+                let closes_gap = self.count_reordered(depth, gap);
+                if diff(psn, self.first) < 0 {
+                    self.first = psn;
+                }
                 self.mark(psn, width);
                 // It does not move the sequence: a go-back-N after it is measured from where it was.
                 return Taken {
@@ -398,6 +444,7 @@ impl RequestPsns {
         if let Some(reth) = read.filter(|_| width > 1) {
             self.remember_read(psn, width, reth);
         }
+        self.follow_go_back(psn, step);
         let end = add(psn, width);
         self.prev_next = end;
         if diff(end, self.next) > 0 {
@@ -412,7 +459,41 @@ impl RequestPsns {
             guessed_read: guessed_read.filter(|_| step == Step::InOrder),
             unsure,
             settled,
-            closes_gap: false,
+            closes_gap: None,
+        }
+    }
+
+    /// A NAK (PSN sequence error or RNR) named `psn`: the requester resends from there.
+    pub fn nak(&mut self, psn: u32) {
+        self.nak_from = Some(match self.nak_from {
+            Some(p) if diff(p, psn) < 0 => p,
+            _ => psn,
+        });
+    }
+
+    /// A request at `psn` may be a resend a NAK asked for: a NAK not answered yet named it or a PSN before
+    /// it, or a go-back-N under way covers it.
+    fn may_answer_nak(&self, psn: u32) -> bool {
+        self.nak_from.is_some_and(|p| diff(psn, p) >= 0)
+            || self
+                .go_back
+                .is_some_and(|g| diff(psn, g.from) >= 0 && diff(psn, g.to) <= 0)
+    }
+
+    /// A resend at or before the PSN a NAK named answers it: a go-back-N from there to the highest PSN
+    /// runs; a request past that ends it.
+    fn follow_go_back(&mut self, psn: u32, step: Step) {
+        if let Some(p) = self.nak_from
+            && matches!(step, Step::Retransmit { .. })
+            && diff(psn, p) <= 0
+        {
+            self.nak_from = None;
+            self.go_back = Some(GoBack {
+                from: psn,
+                to: self.highest,
+            });
+        } else if self.go_back.is_some_and(|g| diff(psn, g.to) > 0) {
+            self.go_back = None;
         }
     }
 
@@ -424,7 +505,7 @@ impl RequestPsns {
         }
         self.retransmitted -= 1;
         self.episodes -= u64::from(u.rewind);
-        let closes_gap = self.count_reordered(u.depth);
+        let closes_gap = self.count_reordered(u.depth, u.gap);
         // The resend starts the go-back-N the NAK asked for.
         self.prev_next = add(psn, 1);
         Settled::HeldUp {
@@ -433,30 +514,50 @@ impl RequestPsns {
         }
     }
 
-    /// A PSN of the last gap came, held up: it was not missing. Returns true when it was the gap's last to
-    /// come: the gap was no loss.
-    fn count_reordered(&mut self, depth: u32) -> bool {
+    /// A PSN of the gap at `from` came, held up: it was not missing. Returns `from` when it was the gap's
+    /// last to come: the gap was no loss.
+    fn count_reordered(&mut self, depth: u32, from: u32) -> Option<u32> {
         self.reordered += 1;
         self.reorder_depth_max = self.reorder_depth_max.max(depth);
-        self.missing = self.missing.saturating_sub(1);
-        let Some(g) = &mut self.last_gap else {
-            return false;
-        };
-        g.came += 1;
-        let closed = g.came == g.missing;
-        if closed {
-            self.gap_events = self.gap_events.saturating_sub(1);
-            self.last_gap = None;
+        let g = self
+            .gaps
+            .iter_mut()
+            .find(|g| g.missing > 0 && g.from == from)?;
+        if !g.counted {
+            return None;
         }
-        closed
+        self.missing = self.missing.saturating_sub(1);
+        g.came += 1;
+        if g.came < g.missing {
+            return None;
+        }
+        *g = Gap::default();
+        self.gap_events = self.gap_events.saturating_sub(1);
+        Some(from)
     }
 
-    /// `psn` is one the last gap skipped.
-    fn skipped_by_last_gap(&self, psn: u32) -> bool {
-        self.last_gap.is_some_and(|g| {
-            let into = diff(psn, g.from);
-            into >= 0 && (into as u32) < g.missing
-        })
+    fn remember_gap(&mut self, gap: Gap) {
+        if let Some(slot) = self.gaps.get_mut(self.gaps_at % GAPS_KEPT) {
+            *slot = gap;
+        }
+        self.gaps_at += 1;
+    }
+
+    /// The first PSN of the newest gap within the reorder window that skipped `psn`.
+    fn recent_gap_skipping(&self, psn: u32, at: Arrival) -> Option<u32> {
+        self.gaps
+            .iter()
+            .filter(|g| {
+                g.missing > 0
+                    && at.reorder_window > 0
+                    && at.ts.saturating_sub(g.ts) <= at.reorder_window
+            })
+            .filter(|g| {
+                let into = diff(psn, g.from);
+                into >= 0 && (into as u32) < g.missing
+            })
+            .max_by_key(|g| g.ts)
+            .map(|g| g.from)
     }
 
     /// A READ request at `psn` with `reth` resumes an earlier READ mid-message: its PSN is the READ's PSN +
@@ -570,6 +671,23 @@ impl RequestPsns {
         (1..=kept)
             .filter_map(|back| self.reads.get((self.reads_at - back) % READS_KEPT))
             .copied()
+    }
+
+    /// The newest of the last READs whose PSNs hold `psn` (at `mtu` where its consumption is not known
+    /// yet): its first PSN and DMA length.
+    pub fn read_holding(&self, psn: u32, mtu: u32) -> Option<(u32, u32)> {
+        let pending = self.pending_read.map(|r| Read {
+            psns: read_psns(r.reth.len, mtu),
+            ..r
+        });
+        pending
+            .into_iter()
+            .chain(self.reads_kept())
+            .find(|r| {
+                let into = diff(psn, r.psn);
+                into >= 0 && (into as u32) < r.psns
+            })
+            .map(|r| (r.psn, r.reth.len))
     }
 
     /// The READ whose PSNs hold `psn` past its first, if one of the last ones does.
@@ -759,7 +877,7 @@ mod tests {
             (7, Step::InOrder, true),
         ];
         for (psn, step, taken) in expected {
-            let got = t.request(psn, Some(1), None, None, Causes::default());
+            let got = t.request(psn, Some(1), None, None, Arrival::default());
             assert_eq!((got.step, got.taken), (step, taken), "PSN {psn}");
         }
         assert_eq!(
@@ -780,7 +898,7 @@ mod tests {
     fn the_responders_view_of_the_same_requests() {
         let mut t = RequestPsns::default();
         for psn in [1, 2, 5, 6, 3, 4, 5, 6, 7, 6, 7, 8] {
-            t.request(psn, Some(1), None, None, Causes::default());
+            t.request(psn, Some(1), None, None, Arrival::default());
         }
         assert_eq!((t.ahead_epsn, t.behind_epsn), (2, 2));
     }
@@ -790,7 +908,7 @@ mod tests {
         let mut t = RequestPsns::default();
         // PSN 10 was lost before the capture: 11 and 12 come first, then go-back-N resends 10, 11, 12.
         for psn in [11, 12, 10, 11, 12, 13] {
-            t.request(psn, Some(1), None, None, Causes::default());
+            t.request(psn, Some(1), None, None, Arrival::default());
         }
         assert_eq!((t.first, t.highest, t.next), (10, 13, 14));
         assert_eq!((t.retransmitted, t.episodes, t.gap_events), (3, 1, 0));
@@ -810,7 +928,8 @@ mod tests {
             (4, true),
         ] {
             assert_eq!(
-                t.request(psn, Some(1), None, None, Causes::default()).taken,
+                t.request(psn, Some(1), None, None, Arrival::default())
+                    .taken,
                 taken,
                 "PSN {psn}"
             );
@@ -820,9 +939,9 @@ mod tests {
     #[test]
     fn read_with_unknown_mtu_is_not_a_gap() {
         let mut t = RequestPsns::default();
-        t.request(100, None, reth(0, 3000), None, Causes::default());
+        t.request(100, None, reth(0, 3000), None, Arrival::default());
         // At MTU 1024 the READ took PSNs 100-102.
-        let next = t.request(103, Some(1), None, None, Causes::default());
+        let next = t.request(103, Some(1), None, None, Arrival::default());
         assert_eq!((next.step, next.taken), (Step::InOrder, true));
         // Guessed at MTU 1024: to be checked once the MTU is known.
         assert_eq!(next.guessed_read, Some((100, 3000)));
@@ -834,8 +953,8 @@ mod tests {
         // The corpus' rping stall: a READ of 2400 bytes at PSN 7488511, path MTU 1024 (learnt from its
         // first response), takes 7488511-7488513; the next SEND carries 7488513.
         let mut t = RequestPsns::default();
-        t.request(7_488_511, None, reth(0, 2400), None, Causes::default());
-        let send = t.request(7_488_513, Some(1), None, Some(1024), Causes::default());
+        t.request(7_488_511, None, reth(0, 2400), None, Arrival::default());
+        let send = t.request(7_488_513, Some(1), None, Some(1024), Arrival::default());
         assert_eq!(
             send.step,
             Step::Reuse {
@@ -850,14 +969,14 @@ mod tests {
             None,
             reth(0, 2400),
             Some(1024),
-            Causes::default(),
+            Arrival::default(),
         );
         assert!(matches!(again.step, Step::Retransmit { .. }));
         // With the MTU known from the start the READ takes 3 PSNs at once.
         let mut k = RequestPsns::default();
-        k.request(10, Some(3), reth(0, 2400), Some(1024), Causes::default());
+        k.request(10, Some(3), reth(0, 2400), Some(1024), Arrival::default());
         assert!(matches!(
-            k.request(12, Some(1), None, Some(1024), Causes::default())
+            k.request(12, Some(1), None, Some(1024), Arrival::default())
                 .step,
             Step::Reuse { .. }
         ));
@@ -870,7 +989,7 @@ mod tests {
     fn a_read_resumed_mid_message_is_a_retransmission() {
         for mtu in [Some(1024), None] {
             let mut t = RequestPsns::default();
-            let none = Causes::default();
+            let none = Arrival::default();
             let consumes = mtu.map(|m| read_psns(8192, m));
             t.request(100, consumes, reth(0x1000, 8192), mtu, none);
             let resumed = t.request(
@@ -905,7 +1024,7 @@ mod tests {
     /// by the advance, a SEND) is a reuse of the READ's PSNs: the requester counted the READ as one PSN.
     #[test]
     fn a_request_inside_a_read_that_does_not_resume_it_is_a_reuse() {
-        let none = Causes::default();
+        let none = Arrival::default();
         for (va, len) in [
             (0x1000 + 7 * 1024, 2048),
             (0x9000, 1024),
@@ -928,33 +1047,37 @@ mod tests {
         }
     }
 
+    const MS: u64 = 1_000_000;
+
+    /// Requests 1 ms apart (`true`: a NAK for that PSN came just before it), with a reorder window of
+    /// `window_ms`.
+    fn feed(t: &mut RequestPsns, psns: &[(u32, bool)], window_ms: u64) -> Vec<Taken> {
+        psns.iter()
+            .enumerate()
+            .map(|(i, &(p, nak))| {
+                if nak {
+                    t.nak(p);
+                }
+                let at = Arrival {
+                    ts: i as u64 * MS,
+                    reorder_window: window_ms * MS,
+                };
+                t.request(p, Some(1), None, None, at)
+            })
+            .collect()
+    }
+
     /// 1, 2, 4 (3 skipped), then 3 soon after with no NAK to answer: held up on the way, one PSN behind 4;
     /// 5 follows in order. With a NAK there to answer, 3 is taken as a resend until the next request: 3
     /// again says the first 3 was held up (and this one is the resend); 4 again says it was the resend.
     /// Long after the gap (a timer), 3 is a resend.
     #[test]
     fn a_first_copy_soon_after_its_gap_is_reordered_unless_it_was_resent() {
-        let quiet = Causes::default();
-        let soon = Causes {
-            nak: false,
-            recent_gap: true,
-        };
-        let nak = Causes {
-            nak: true,
-            recent_gap: true,
-        };
-        let feed = |t: &mut RequestPsns, psns: &[(u32, Causes)]| -> Vec<Taken> {
-            psns.iter()
-                .map(|&(p, c)| t.request(p, Some(1), None, None, c))
-                .collect()
-        };
+        let q = |p| (p, false);
         let mut t = RequestPsns::default();
-        let got = feed(
-            &mut t,
-            &[(1, quiet), (2, quiet), (4, quiet), (3, soon), (5, soon)],
-        );
+        let got = feed(&mut t, &[q(1), q(2), q(4), q(3), q(5)], 5);
         assert_eq!(got[3].step, Step::Reordered { depth: 1 });
-        assert!(got[3].closes_gap);
+        assert_eq!(got[3].closes_gap, Some(3));
         assert_eq!(got[4].step, Step::InOrder);
         assert_eq!(
             (t.reordered, t.retransmitted, t.reorder_depth_max),
@@ -964,31 +1087,18 @@ mod tests {
         assert_eq!((t.gap_events, t.missing), (0, 0));
         // Two skipped, one held up: the gap stays, one PSN missing.
         let mut t = RequestPsns::default();
-        let got = feed(
-            &mut t,
-            &[(1, quiet), (2, quiet), (5, quiet), (3, soon), (6, soon)],
-        );
-        assert!(!got[3].closes_gap);
+        let got = feed(&mut t, &[q(1), q(2), q(5), q(3), q(6)], 5);
+        assert_eq!(got[3].closes_gap, None);
         assert_eq!((t.gap_events, t.missing, t.reordered), (1, 1, 1));
         // Held up behind a NAK's resend.
         let mut t = RequestPsns::default();
-        let got = feed(
-            &mut t,
-            &[
-                (1, quiet),
-                (2, quiet),
-                (4, quiet),
-                (3, nak),
-                (3, nak),
-                (4, nak),
-            ],
-        );
+        let got = feed(&mut t, &[q(1), q(2), q(4), (3, true), q(3), q(4)], 5);
         assert!(got[3].unsure && matches!(got[3].step, Step::Retransmit { rewind: true, .. }));
         assert_eq!(
             got[4].settled,
             Some(Settled::HeldUp {
                 depth: 1,
-                closes_gap: true
+                closes_gap: Some(3)
             })
         );
         assert!(matches!(
@@ -1002,35 +1112,107 @@ mod tests {
         assert_eq!((t.reordered, t.retransmitted, t.episodes), (1, 2, 1));
         // The resend for the NAK.
         let mut t = RequestPsns::default();
-        let got = feed(
-            &mut t,
-            &[(1, quiet), (2, quiet), (4, quiet), (3, nak), (4, nak)],
-        );
+        let got = feed(&mut t, &[q(1), q(2), q(4), (3, true), q(4)], 5);
         assert_eq!(got[4].settled, Some(Settled::Resent));
         assert_eq!((t.reordered, t.retransmitted, t.episodes), (0, 2, 1));
         // Unsure at the end of the capture: resent, as counted.
         let mut t = RequestPsns::default();
-        feed(&mut t, &[(1, quiet), (2, quiet), (4, quiet), (3, nak)]);
+        feed(&mut t, &[q(1), q(2), q(4), (3, true)], 5);
         assert_eq!(t.settle(None), Some(Settled::Resent));
-        // Long after the gap.
+        // Long after the gap: 6 ms, past a window of 5.
         let mut t = RequestPsns::default();
-        let got = feed(&mut t, &[(1, quiet), (2, quiet), (4, quiet), (3, quiet)]);
+        let mut got = feed(&mut t, &[q(1), q(2), q(4)], 5);
+        let late = Arrival {
+            ts: 8 * MS,
+            reorder_window: 5 * MS,
+        };
+        got.push(t.request(3, Some(1), None, None, late));
         assert!(matches!(got[3].step, Step::Retransmit { rewind: true, .. }));
         assert_eq!((t.reordered, t.retransmitted), (0, 1));
+    }
+
+    /// Two gaps at once (3 and 4 skipped by 5, 6 and 7 by 8): each PSN that comes late is held up, whichever
+    /// gap skipped it, and each gap closes when its last PSN came.
+    #[test]
+    fn the_psns_of_several_recent_gaps_come_late() {
+        let mut t = RequestPsns::default();
+        let psns = [1, 2, 5, 8, 6, 3, 7, 4, 9].map(|p| (p, false));
+        let got = feed(&mut t, &psns, 10);
+        let steps: Vec<Step> = got.iter().map(|g| g.step).collect();
+        assert_eq!(
+            &steps[4..8],
+            &[
+                Step::Reordered { depth: 2 },
+                Step::Reordered { depth: 5 },
+                Step::Reordered { depth: 1 },
+                Step::Reordered { depth: 4 },
+            ]
+        );
+        let closed: Vec<Option<u32>> = got.iter().map(|g| g.closes_gap).collect();
+        assert_eq!(&closed[4..8], &[None, None, Some(6), Some(3)]);
+        assert_eq!(steps[8], Step::InOrder);
+        assert_eq!(
+            (t.reordered, t.retransmitted, t.gap_events, t.missing),
+            (4, 0, 0, 0)
+        );
+    }
+
+    /// The first request seen overtook the ones before it (5, then 3 and 4 soon after, no NAK): they were
+    /// held up, not resent, and nothing is missing; long after (a timer), they are resends.
+    #[test]
+    fn requests_overtaken_by_the_first_one_seen_are_reordered() {
+        let mut t = RequestPsns::default();
+        let got = feed(&mut t, &[(5, false), (3, false), (4, false), (6, false)], 5);
+        assert_eq!(got[1].step, Step::Reordered { depth: 2 });
+        assert_eq!(got[2].step, Step::Reordered { depth: 1 });
+        assert_eq!(got[3].step, Step::InOrder);
+        assert_eq!((t.first, t.reordered, t.retransmitted), (3, 2, 0));
+        assert_eq!((t.gap_events, t.missing), (0, 0));
+        let mut t = RequestPsns::default();
+        let got = feed(&mut t, &[(5, false), (6, false), (3, false)], 1);
+        assert!(matches!(got[2].step, Step::Retransmit { .. }), "{got:?}");
+        assert_eq!((t.first, t.reordered, t.retransmitted), (3, 0, 1));
+    }
+
+    /// A go-back-N for a NAK runs from the PSN it named to the highest PSN sent: every first copy in it
+    /// may be its resend (taken as one until the next request tells); past it, a NAK answered long ago
+    /// makes nothing a resend.
+    #[test]
+    fn a_first_copy_inside_a_go_back_n_may_be_a_resend_one_after_it_is_held_up() {
+        let q = |p| (p, false);
+        // 1, 2, 5 (3, 4 lost), NAK 3, go-back-N 3, 4, then 6: both resends, the gap stays.
+        let mut t = RequestPsns::default();
+        let got = feed(&mut t, &[q(1), q(2), q(5), (3, true), q(4), q(6)], 5);
+        assert!(got[3].unsure && got[4].unsure);
+        assert_eq!(got[4].settled, Some(Settled::Resent));
+        assert_eq!(got[5].settled, Some(Settled::Resent));
+        assert_eq!(got[5].step, Step::InOrder);
+        assert_eq!(
+            (t.retransmitted, t.reordered, t.gap_events, t.missing),
+            (2, 0, 1, 2)
+        );
+        // The NAK for 3 answered by the go-back-N 3, 4, 5; then 8 skips 6 and 7, which come soon after:
+        // held up.
+        let mut t = RequestPsns::default();
+        let psns = [q(1), q(2), q(4), (3, true), q(4), q(5), q(8), q(6), q(7)];
+        let got = feed(&mut t, &psns, 5);
+        assert_eq!(got[7].step, Step::Reordered { depth: 2 });
+        assert_eq!(got[8].step, Step::Reordered { depth: 1 });
+        assert_eq!(got[8].closes_gap, Some(6));
     }
 
     #[test]
     fn the_response_window_spans_the_connection() {
         let mut t = RequestPsns::default();
         for psn in [0xFF_FFFE, 0xFF_FFFF, 0, 1] {
-            t.request(psn, Some(1), None, None, Causes::default());
+            t.request(psn, Some(1), None, None, Arrival::default());
         }
         assert_eq!(t.window(), (0xFF_FFFE, 1));
         // An unknown READ widens the top by what it could take at the smallest MTU.
-        t.request(2, None, reth(0, 1024), None, Causes::default());
+        t.request(2, None, reth(0, 1024), None, Arrival::default());
         assert_eq!(t.window(), (0xFF_FFFE, 5));
         t.new_epoch();
-        t.request(500, Some(1), None, None, Causes::default());
+        t.request(500, Some(1), None, None, Arrival::default());
         assert_eq!((t.first, t.window()), (500, (500, 500)));
     }
 }

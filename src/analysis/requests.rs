@@ -2,10 +2,10 @@
 use parsers::frame::Frame;
 use parsers::opcode::{Position, Transport};
 
-use super::diagnosis::{Rc, Repeat, UnsureRequest, timeout_exponent};
+use super::diagnosis::{Rc, Repeat, Resend, UnsureRequest, timeout_exponent};
 use super::events::{Event, Kind};
 use super::flow::{Awaits, Outstanding, PendingRead, Timing};
-use super::psn::{self, Causes, ReadReth, SeenWindow, Settled, Step};
+use super::psn::{self, Arrival, ReadReth, SeenWindow, Settled, Step};
 use super::{Class, Engine, FlowId};
 
 impl Engine {
@@ -43,14 +43,8 @@ impl Engine {
             f.first_request = Some((number, ts));
         }
         let pending = f.conn.is_some_and(|l| l.first_pending);
-        let causes = Causes {
-            nak: f.naks_unanswered > 0,
-            recent_gap: f
-                .rc
-                .last_gap
-                .is_some_and(|(g, _)| ts.saturating_sub(g) <= reorder_window),
-        };
-        let taken = f.psn.request(bth.psn, consumes, read, mtu, causes);
+        let at = Arrival { ts, reorder_window };
+        let taken = f.psn.request(bth.psn, consumes, read, mtu, at);
         if let Some(read) = taken.guessed_read {
             f.rc.guessed(read, bth.psn, number, ts);
         }
@@ -67,7 +61,13 @@ impl Engine {
         };
         let f = &mut self.flows[id];
         if let Step::Retransmit { .. } = step {
-            f.rc.last_resend = Some((bth.psn, ts));
+            // A READ's responses take its PSNs: at the smallest path MTU while it is not known (the most).
+            let psns = consumes.or_else(|| read.map(|r| psn::read_psns(r.len, psn::MTUS[0])));
+            f.rc.resends.keep(Resend {
+                psn: bth.psn,
+                psns: psns.unwrap_or(1),
+                ts,
+            });
         }
         if taken.unsure {
             // Its events wait for the next request, which tells whether it was resent or held up.
@@ -81,8 +81,8 @@ impl Engine {
         } else {
             self.step_events(id, number, ts, bth.psn, step, reliable);
         }
-        if taken.closes_gap {
-            self.gap_filled(id);
+        if let Some(gap) = taken.closes_gap {
+            self.gap_filled(id, gap);
         }
         if pending {
             self.first_request(id, number, ts, bth.psn);
@@ -149,17 +149,17 @@ impl Engine {
                 f.retransmitted_bytes = f.retransmitted_bytes.saturating_sub(u.payload);
                 let highest = f.psn.highest;
                 self.reordered(id, u.frame, u.ts, u.psn, highest, depth);
-                if closes_gap {
-                    self.gap_filled(id);
+                if let Some(gap) = closes_gap {
+                    self.gap_filled(id, gap);
                 }
             }
         }
     }
 
-    /// Every PSN the last gap of flow `id` skipped came after all, held up on the way: its `psn_gap` event
-    /// told of a loss that was not.
-    fn gap_filled(&mut self, id: FlowId) {
-        if let Some((_, Some(at))) = self.flows[id].rc.last_gap.take() {
+    /// Every PSN the gap of flow `id` from PSN `from` skipped came after all, held up on the way: its
+    /// `psn_gap` event told of a loss that was not.
+    fn gap_filled(&mut self, id: FlowId, from: u32) {
+        if let Some(at) = self.flows[id].rc.gap_events.take(from) {
             self.events.retract(at);
         }
     }
@@ -200,8 +200,9 @@ impl Engine {
         match step {
             Step::Gap { expected, missing } => {
                 let after = psn::add(expected, u32::MAX);
-                let at = self.raise(event(Kind::PsnGap { missing, after }));
-                self.flows[id].rc.last_gap = Some((ts, at));
+                if let Some(at) = self.raise(event(Kind::PsnGap { missing, after })) {
+                    self.flows[id].rc.gap_events.keep(expected, at);
+                }
             }
             Step::Retransmit { rewind: true, .. } if reliable => {
                 let f = &mut self.flows[id];

@@ -86,8 +86,14 @@ impl Engine {
         if op.is_read_response() {
             self.read_response(id, requester, number, ts, roce);
         }
+        // Held up on the way, unless it is a NAK (counted as one wherever it stands).
+        let answered = if order == Order::HeldUp {
+            Class::Reordered
+        } else {
+            Class::Response
+        };
         let Some(aeth) = roce.ext.aeth else {
-            return Class::Response;
+            return answered;
         };
         if order == Order::Ahead {
             self.check_msn(id, number, ts, aeth.msn);
@@ -115,7 +121,7 @@ impl Engine {
                 {
                     self.implied_nak(id, r, number, ts, unanswered, bth.psn);
                 }
-                Class::Response
+                answered
             }
             Syndrome::RnrNak { .. } => {
                 self.rnr_nak(id, requester, number, ts, bth.psn, &aeth);
@@ -125,7 +131,7 @@ impl Engine {
                 self.nak(id, requester, number, ts, bth.psn, code);
                 Class::Nak
             }
-            Syndrome::Reserved { .. } => Class::Response,
+            Syndrome::Reserved { .. } => answered,
         }
     }
 
@@ -161,6 +167,7 @@ impl Engine {
         }
         if let Some(r) = requester {
             let f = &mut self.flows[r];
+            f.psn.nak(psn);
             f.nak_ts = Some(ts);
             f.last_nak_ts = Some(ts);
             f.naks_unanswered += 1;
@@ -195,6 +202,9 @@ impl Engine {
         });
         if let Some(r) = requester {
             let f = &mut self.flows[r];
+            if code == NakCode::PsnSequenceError {
+                f.psn.nak(psn);
+            }
             f.nak_ts = Some(ts);
             f.last_nak_ts = Some(ts);
             f.naks_unanswered += 1;
@@ -225,9 +235,11 @@ impl Engine {
     }
 
     /// Where response `psn` of responder `id` stands against the highest PSN its responses named: ahead (or
-    /// at it), behind as the answer to a resend of its requester since that highest response (or too far
-    /// behind to have been held up: `ack_out_of_window` tells), or behind with nothing resent: held up on
-    /// the way (a `reordered` note, with how far behind).
+    /// at it), behind as the answer to one of the last resends of its requester whose PSNs hold it (or too
+    /// far behind to have been held up: `ack_out_of_window` tells), or behind with nothing resent there:
+    /// held up on the way (a `reordered` note, with how far behind). A resend sent before the highest
+    /// response came may still be answered after it: the responder answers requests in order, and the
+    /// resend may have reached it behind the requests the highest response answers.
     fn response_order(
         &mut self,
         id: FlowId,
@@ -244,14 +256,9 @@ impl Engine {
                 return Order::Ahead;
             }
         };
-        // A resend since the highest response, at or before this PSN: the first of its go-back-N or the
-        // last resend.
-        let since = |resend: Option<(u32, u64)>| {
-            resend.is_some_and(|(p, t)| t >= highest.1 && psn::diff(p, psn) <= 0)
-        };
         let resent = requester
             .and_then(|r| self.flows.get(r))
-            .is_some_and(|r| since(r.rc.went_back) || since(r.rc.last_resend));
+            .is_some_and(|r| r.rc.resends.covers(psn));
         if resent {
             return Order::Answer;
         }
@@ -332,18 +339,48 @@ impl Engine {
         if matches!(position, Some(Position::First | Position::Middle)) {
             self.inferred_mtu = self.inferred_mtu.max(payload as u32);
         }
+        let mtu = self.flows[id].mtu_or(self.mtu());
+        // The READ a first response starts: one waiting for its first response, or one answered before
+        // (resent: its responses come again).
         let dma_len = match (requester, position) {
-            (Some(r), Some(Position::First | Position::Only)) => self.read_answered(r, ts, bth.psn),
+            (Some(r), Some(Position::First | Position::Only)) => {
+                self.read_answered(r, ts, bth.psn).or_else(|| {
+                    let at = mtu.unwrap_or(psn::MTUS[0]);
+                    let read = self.flows[r].psn.read_holding(bth.psn, at);
+                    read.filter(|(p, _)| *p == bth.psn).map(|(_, len)| len)
+                })
+            }
+            _ => None,
+        };
+        let continued = matches!(position, Some(Position::Middle | Position::Last))
+            .then(|| self.flows[id].rc.read)
+            .flatten()
+            .filter(|read| read_mismatch(read, bth.psn, mtu).is_none());
+        // A middle or last response outside the READ being answered answers another READ of the requester
+        // whose first response is still to come (held up on the way), or a READ resumed mid-message (rxe
+        // answers it from a middle response).
+        let other = match (position, continued) {
+            (Some(Position::Middle | Position::Last), None) => requester.and_then(|r| {
+                self.flows[r]
+                    .psn
+                    .read_holding(bth.psn, mtu.unwrap_or(psn::MTUS[0]))
+            }),
             _ => None,
         };
         let rc = &mut self.flows[id].rc;
-        if let Some(dma_len) = dma_len {
+        // A first response held up behind the middle ones of its READ goes on with them.
+        let joins = rc.read.is_some_and(|r| r.skipped && r.read_psn == bth.psn);
+        let start = dma_len
+            .filter(|_| !joins)
+            .map(|len| (bth.psn, len, false))
+            .or(other.map(|(p, len)| (p, len, true)));
+        if let Some((read_psn, dma_len, skipped)) = start {
             rc.read = Some(ReadResponse {
-                read_psn: bth.psn,
+                read_psn,
                 dma_len,
                 bytes: 0,
                 packets: 0,
-                skipped: false,
+                skipped,
             });
         }
         let Some(mut read) = rc.read else { return };
@@ -351,7 +388,6 @@ impl Engine {
         read.packets += 1;
         read.skipped |= skipped;
         rc.read = Some(read);
-        let mtu = self.flows[id].mtu_or(self.mtu());
         if let Some(what) = read_mismatch(&read, bth.psn, mtu) {
             self.raise(Event {
                 ts_nanos: ts,
@@ -419,6 +455,7 @@ impl Engine {
     ) {
         self.count_implied_nak(id, number, ts, expected, got);
         let f = &mut self.flows[r];
+        f.psn.nak(expected);
         f.nak_ts = Some(ts);
         f.last_nak_ts = Some(ts);
         f.naks_unanswered += 1;
