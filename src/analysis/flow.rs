@@ -90,13 +90,21 @@ pub struct Responses {
     pub reordered: u64,
     /// The deepest of them, PSNs behind the highest.
     pub reorder_depth_max: u32,
-    /// The highest PSN a response named so far, and when.
-    pub(crate) highest: Option<(u32, u64)>,
+    /// The response that acknowledged the highest PSN so far.
+    pub(crate) highest: Option<Acknowledged>,
     pub(crate) last_ack: Option<(u32, u32)>,
     pub(crate) next_read_psn: Option<u32>,
     pub(crate) first_rnr_ts: u64,
     pub(crate) first_rnr_frame: u64,
     pub(crate) last_rnr_ts: u64,
+}
+
+/// What a response acknowledged (a NAK names the PSN the responder expects: the one before it), and the
+/// PSN it carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Acknowledged {
+    pub acked: u32,
+    pub psn: u32,
 }
 
 /// SEND/WRITE message reassembly, from the requests the responder takes (in PSN order, each PSN once).

@@ -186,6 +186,8 @@ struct Read {
     psn: u32,
     psns: u32,
     reth: ReadReth,
+    /// Its PSNs guessed from the request after it, the path MTU not known then.
+    guessed: bool,
 }
 
 /// When a request came, and for how long after a gap a PSN it skipped may still be on its way (held up by
@@ -286,6 +288,8 @@ pub struct RequestPsns {
     /// The last READs whose PSN consumption is known, newest at `reads_at - 1`.
     reads: [Read; READS_KEPT],
     reads_at: usize,
+    /// Some READ kept has its PSNs guessed.
+    reads_guessed: bool,
     /// The last gaps, newest at `gaps_at - 1`.
     gaps: [Gap; GAPS_KEPT],
     gaps_at: usize,
@@ -326,10 +330,16 @@ impl RequestPsns {
         at: Arrival,
     ) -> Taken {
         let width = consumes.unwrap_or(1);
-        let unknown_read =
-            read.filter(|_| consumes.is_none())
-                .map(|reth| Read { psn, psns: 0, reth });
+        let unknown_read = read.filter(|_| consumes.is_none()).map(|reth| Read {
+            psn,
+            psns: 0,
+            reth,
+            guessed: false,
+        });
         let settled = self.unsure.take().map(|u| self.settle_unsure(u, psn));
+        if let Some(m) = mtu {
+            self.settle_guessed_reads(m);
+        }
         if !self.started {
             self.started = true;
             self.first = psn;
@@ -341,7 +351,7 @@ impl RequestPsns {
             self.epsn_read = unknown_read.map(|r| (psn, r.reth.len));
             self.mark(psn, width);
             if let Some(reth) = read.filter(|_| width > 1) {
-                self.remember_read(psn, width, reth);
+                self.remember_read(psn, width, reth, false);
             }
             // The PSNs just before the first one seen may still come, overtaken by it on the way: as if a
             // gap had skipped them (not counted as one: the capture may have begun after them).
@@ -374,8 +384,12 @@ impl RequestPsns {
             self.epsn = add(psn, width);
             self.epsn_read = unknown_read.map(|r| (psn, r.reth.len));
         }
-        // A READ resumed mid-message settles the consumption of the READ it resumes.
-        let resumed = read.and_then(|r| self.resumes(psn, r, mtu));
+        // The same READ again (one resumed before, resent whole) is a resend, not another resumption; a
+        // READ resumed mid-message settles the consumption of the READ it resumes.
+        let repeat = read.is_some_and(|r| self.reads_kept().any(|k| k.psn == psn && k.reth == r));
+        let resumed = read
+            .filter(|_| !repeat)
+            .and_then(|r| self.resumes(psn, r, mtu));
         let (expected, guessed_read) = self.settle_read_before(psn, mtu);
         let ahead = diff(psn, expected);
         let mut unsure = false;
@@ -398,6 +412,8 @@ impl RequestPsns {
         } else if resumed.is_some() {
             self.resumed_reads += 1;
             self.resend(psn, true)
+        } else if repeat {
+            self.resend(psn, false)
         } else if let Some(r) = self.read_inside(psn) {
             self.reused += 1;
             Step::Reuse {
@@ -442,7 +458,7 @@ impl RequestPsns {
             self.resend(psn, false)
         };
         if let Some(reth) = read.filter(|_| width > 1) {
-            self.remember_read(psn, width, reth);
+            self.remember_read(psn, width, reth, false);
         }
         self.follow_go_back(psn, step);
         let end = add(psn, width);
@@ -586,7 +602,7 @@ impl RequestPsns {
             let n = read_psns(pending.reth.len, m);
             if diff(psn, add(pending.psn, n)) < 0 {
                 self.pending_read = None;
-                self.remember_read(pending.psn, n, pending.reth);
+                self.remember_read(pending.psn, n, pending.reth, false);
                 self.mark(pending.psn, n);
                 let end = add(pending.psn, n);
                 if self.prev_next == add(pending.psn, 1) {
@@ -621,7 +637,7 @@ impl RequestPsns {
         let Some(n) = width else {
             return (self.next, None);
         };
-        self.remember_read(read_psn, n, read.reth);
+        self.remember_read(read_psn, n, read.reth, mtu.is_none());
         self.mark(read_psn, n);
         let expected = add(read_psn, n);
         if self.prev_next == add(read_psn, 1) {
@@ -658,11 +674,29 @@ impl RequestPsns {
         }
     }
 
-    fn remember_read(&mut self, psn: u32, psns: u32, reth: ReadReth) {
+    fn remember_read(&mut self, psn: u32, psns: u32, reth: ReadReth, guessed: bool) {
         if let Some(slot) = self.reads.get_mut(self.reads_at % READS_KEPT) {
-            *slot = Read { psn, psns, reth };
+            *slot = Read {
+                psn,
+                psns,
+                reth,
+                guessed,
+            };
         }
+        self.reads_guessed |= guessed;
         self.reads_at += 1;
+    }
+
+    /// The path MTU is known: the READs kept whose PSNs were guessed take what their responses take at it
+    /// (the request after a READ may have been ahead of it, one lost between them).
+    fn settle_guessed_reads(&mut self, mtu: u32) {
+        if !std::mem::take(&mut self.reads_guessed) {
+            return;
+        }
+        for r in self.reads.iter_mut().filter(|r| r.guessed) {
+            r.psns = read_psns(r.reth.len, mtu);
+            r.guessed = false;
+        }
     }
 
     /// The READs kept, newest first.
@@ -1018,6 +1052,37 @@ mod tests {
             let next = t.request(108, mtu.map(|_| 8), reth(0x3000, 8192), mtu, none);
             assert_eq!(next.step, Step::InOrder, "MTU {mtu:?}");
         }
+    }
+
+    /// READs of 4096 bytes at 115 and 119, then one at 127 while the path MTU is not known: 119 is guessed
+    /// to take 8 PSNs (MTU 512). Once the MTU is known (1024: 4 PSNs), 123, lost before the capture point
+    /// and resent, is a retransmission, not a request reusing 119's PSNs.
+    #[test]
+    fn a_read_whose_psns_were_guessed_takes_them_at_the_mtu_learnt() {
+        let none = Arrival::default();
+        let mut t = RequestPsns::default();
+        t.request(115, None, reth(0, 4096), None, none);
+        t.request(119, None, reth(0, 4096), None, none);
+        let third = t.request(127, None, reth(0, 4096), None, none);
+        assert_eq!(third.guessed_read, Some((119, 4096)));
+        let resent = t.request(123, Some(4), reth(0, 4096), Some(1024), none);
+        assert!(matches!(resent.step, Step::Retransmit { .. }), "{resent:?}");
+        assert_eq!((t.reused, t.retransmitted), (0, 1));
+    }
+
+    /// A resumed READ resent whole (its PSN, VA and length again) is one more retransmission, not one more
+    /// resumed READ.
+    #[test]
+    fn a_resumed_read_resent_whole_is_resumed_once() {
+        let none = Arrival::default();
+        let mut t = RequestPsns::default();
+        t.request(100, Some(8), reth(0x1000, 8192), Some(1024), none);
+        t.request(108, Some(1), None, Some(1024), none);
+        for _ in 0..2 {
+            let got = t.request(101, Some(7), reth(0x1400, 7168), Some(1024), none);
+            assert!(matches!(got.step, Step::Retransmit { .. }), "{got:?}");
+        }
+        assert_eq!((t.resumed_reads, t.retransmitted), (1, 2));
     }
 
     /// A request inside a READ's PSNs that does not continue it (another VA, a length that does not shrink

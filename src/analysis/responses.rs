@@ -7,7 +7,7 @@ use parsers::opcode::Position;
 
 use super::diagnosis::{ReadResponse, Repeat};
 use super::events::{Event, Kind, ReadMismatch};
-use super::flow::{Awaits, PairedBy, Timing};
+use super::flow::{Acknowledged, Awaits, PairedBy, Timing};
 use super::psn::{self, read_psns};
 use smallvec::SmallVec;
 
@@ -76,7 +76,20 @@ impl Engine {
             self.flows[r].rc.answered = true;
             self.check_window(id, r, number, ts, bth.psn);
         }
-        let order = self.response_order(id, requester, number, ts, bth.psn);
+        // A NAK names the PSN the responder expects: it acknowledges the one before.
+        let nak = roce
+            .ext
+            .aeth
+            .is_some_and(|a| matches!(a.decoded(), Syndrome::Nak(_) | Syndrome::RnrNak { .. }));
+        let seen = Acknowledged {
+            acked: if nak {
+                psn::add(bth.psn, u32::MAX)
+            } else {
+                bth.psn
+            },
+            psn: bth.psn,
+        };
+        let order = self.response_order(id, requester, number, ts, seen);
         // The READ this response answers (its first response names it; the others follow it).
         let read_answered = match op.position() {
             _ if !op.is_read_response() => None,
@@ -234,7 +247,8 @@ impl Engine {
         });
     }
 
-    /// Where response `psn` of responder `id` stands against the highest PSN its responses named: ahead (or
+    /// Where response `seen` of responder `id` stands against the highest PSN its responses acknowledged:
+    /// ahead (or
     /// at it), behind as the answer to one of the last resends of its requester whose PSNs hold it (or too
     /// far behind to have been held up: `ack_out_of_window` tells), or behind with nothing resent there:
     /// held up on the way (a `reordered` note, with how far behind). A resend sent before the highest
@@ -246,23 +260,25 @@ impl Engine {
         requester: Option<FlowId>,
         number: u64,
         ts: u64,
-        psn: u32,
+        seen: Acknowledged,
     ) -> Order {
         let f = &mut self.flows[id];
         let highest = match f.resp.highest {
-            Some(h) if psn::diff(psn, h.0) < 0 => h,
+            Some(h) if psn::diff(seen.acked, h.acked) < 0 => h,
             _ => {
-                f.resp.highest = Some((psn, ts));
+                f.resp.highest = Some(seen);
                 return Order::Ahead;
             }
         };
+        let psn = seen.psn;
         let resent = requester
             .and_then(|r| self.flows.get(r))
             .is_some_and(|r| r.rc.resends.covers(psn));
         if resent {
             return Order::Answer;
         }
-        let depth = psn::diff(highest.0, psn) as u32;
+        // How far behind, in the PSNs the frames carried.
+        let depth = psn::diff(highest.psn, psn).max(0) as u32;
         if depth >= psn::SeenWindow::WINDOW {
             // Further behind than any reordering holds a packet: a response for a PSN never sent.
             return Order::Answer;
@@ -276,7 +292,7 @@ impl Engine {
             frame: number,
             kind: Kind::Reordered {
                 psn,
-                highest: highest.0,
+                highest: highest.psn,
                 depth,
                 response: true,
             },
