@@ -277,7 +277,7 @@ fn compact(buf: &mut [u8], start: &mut usize, end: &mut usize) {
 /// Gives back the pages of `region[from..to]`, whose frames have all been analysed, in whole steps of
 /// [`RELEASE_STEP`]; returns how far they are given back. On Linux each step's pages are moved ahead of
 /// the reader (past `filled` and every page moved before: `spare`), where the next reads go, and the
-/// step behind gets fresh, empty memory (touched again it would read zeros; nothing touches it again):
+/// step behind is left as fresh, empty memory (touched again it would read zeros; nothing touches it again):
 /// the resident set stays the frames in flight, and reading faults in and zeroes no new page. Elsewhere,
 /// or when a move fails, the pages are freed.
 #[cfg(unix)]
@@ -299,30 +299,15 @@ fn release(
         if ahead + step <= end / step * step {
             // SAFETY: both steps lie within the region, which this reader owns: `at..at + step` holds only
             // frames every consumer is done with, `ahead..ahead + step` lies past every byte read (so no
-            // frame points into it). mremap moves the pages and unmaps `at..`, which mmap fills again with
-            // empty memory, so that the region stays one mapping of its length.
+            // frame points into it). MREMAP_DONTUNMAP moves the pages and leaves `at..` mapped, as empty
+            // memory, in the same call: the region stays one mapping of its length, and no other thread's
+            // mmap (malloc's, for a large allocation) can land in a hole between an unmap and a map again.
+            // Kernels before 5.7 refuse the flag: the pages are then freed below.
             let moved = unsafe {
                 let src = base.add(at).cast::<libc::c_void>();
                 let dst = base.add(ahead).cast::<libc::c_void>();
-                let r = libc::mremap(
-                    src,
-                    step,
-                    step,
-                    libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
-                    dst,
-                );
-                r == dst
-                    && libc::mmap(
-                        src,
-                        step,
-                        libc::PROT_READ | libc::PROT_WRITE,
-                        libc::MAP_PRIVATE
-                            | libc::MAP_ANONYMOUS
-                            | libc::MAP_FIXED
-                            | libc::MAP_NORESERVE,
-                        -1,
-                        0,
-                    ) == src
+                let flags = libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | libc::MREMAP_DONTUNMAP;
+                libc::mremap(src, step, step, flags, dst) == dst
             };
             if moved {
                 *spare = ahead + step;
