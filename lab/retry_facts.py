@@ -37,8 +37,9 @@ are in tshark's `infiniband.reth.va` / `.r_key` fields):
   go-back-N resend; `go_back` (requests): a NAK naming a PSN not after this one that no request at or before
   its PSN answered yet, or a go-back-N under way that covers this PSN (begun by a request at or before a NAK's
   PSN, after it, and reaching to the highest PSN sent then), so that this first copy could be taken for its
-  resend just as well; `resend_between` (responses): a retransmitted request whose PSNs cover this one was, so that
-  it could be taken for an answer to it; `unambiguous`: `path`, none of those, and within 0.1 s of that frame
+  resend just as well; `resend_between` (responses): a request whose PSNs cover this one was sent again before this
+  frame (before or after the highest response: the responder may have answered that resend), so that it could be
+  taken for an answer to it; `unambiguous`: `path`, none of those, and within 0.1 s of that frame
   (far below any retransmit timer): a frame any analysis must call reordered;
 - `resent_next` (requests): the frames out of order whose next request frame carries their PSN again (their
   resend right behind them: only that next frame tells that the first copy had been held up);
@@ -204,18 +205,15 @@ def facts(pcap, log=None):
                 go_back = reqs and asked_again(rows, f, src, dst, p)
                 resend = False
                 if not reqs:
-                    back = {}
+                    asked = 0
                     for g in rows:
                         if g["frame"] >= f["frame"]:
                             break
                         if (g["src"], g["dst"]) != (dst, src) or g["op"] in RESPONSES:
                             continue
                         n = max(1, -(-g["len"] // mtu)) if g["op"] == READ_REQUEST and mtu and g["len"] else 1
-                        covers = 0 <= diff(p, g["psn"]) < n
-                        if covers and g["frame"] > high_f["frame"] and back.get("seen"):
-                            resend = True
-                        if covers:
-                            back["seen"] = True
+                        asked += 0 <= diff(p, g["psn"]) < n
+                    resend = asked > 1
                 d["out_of_order"].append({"frame": f["frame"], "psn": p, "highest": high, "depth": diff(high, p),
                                           "opcode": f["op"], "highest_frame": high_f["frame"], "path": path,
                                           "nak_between": nak, "go_back": go_back, "resend_between": resend,
