@@ -712,8 +712,9 @@ sc_atomic_loss() { netem eth0 loss 5% && netem eth1 loss 5% && perf_pair ib_atom
 sc_write_reorder_req() { netem eth0 delay 1ms reorder 25% 50% && perf_pair ib_write_bw "-s 4096 -n 32 -t 8"; }
 # ACKs reordered (eth1): one-packet WRITEs, each acknowledged; an ACK with a lower PSN and MSN after a higher one.
 # 5 ms, not 1: an ACK overtakes only those sent less than the delay before it, and on a loaded machine the slow
-# guest spaced its ACKs more than 1 ms apart (a run with no ACK reordered)
-sc_write_reorder_resp() { netem eth1 delay 5ms reorder 25% 50% && perf_pair ib_write_bw "-s 1024 -n 100 -t 16"; }
+# guest spaced its ACKs more than 1 ms apart (a run with no ACK reordered). 400 WRITEs, not 100: the ACKs come in
+# bursts (16 in flight) whose netem choices are correlated, and one run of 100 had none reordered
+sc_write_reorder_resp() { netem eth1 delay 5ms reorder 25% 50% && perf_pair ib_write_bw "-s 1024 -n 400 -t 16"; }
 # READ responses reordered (eth1; READs of 4 packets): the requester drops the responses behind a missing one and asks for the rest of
 # the READ again (resumed READs), as with loss
 sc_read_reorder_resp() { netem eth1 delay 1ms reorder 25% 50% && perf_pair ib_read_bw "-s 4096 -n 32 -t 4 -o 4"; }
