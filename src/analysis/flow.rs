@@ -246,6 +246,53 @@ impl Timing {
     }
 }
 
+/// When a flow's paired responder NAKed its requests (a sequence error, an RNR or an implied NAK), and
+/// which of those NAKs a go-back-N answered: each go-back-N answers one.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NakClock {
+    /// When the newest NAK came, while one is unanswered.
+    unanswered_ts: Option<u64>,
+    /// When the newest NAK came, answered or not.
+    last_ts: Option<u64>,
+    unanswered: u32,
+}
+
+impl NakClock {
+    pub(crate) fn on_nak(&mut self, ts: u64) {
+        self.unanswered_ts = Some(ts);
+        self.last_ts = Some(ts);
+        self.unanswered = self.unanswered.saturating_add(1);
+    }
+
+    /// A go-back-N began: the time of the newest NAK it answers, if one was unanswered.
+    pub(crate) fn on_go_back(&mut self) -> Option<u64> {
+        let nak = self.unanswered_ts.filter(|_| self.unanswered > 0);
+        self.unanswered = self.unanswered.saturating_sub(1);
+        if self.unanswered == 0 {
+            self.unanswered_ts = None;
+        }
+        nak
+    }
+
+    /// A new connection on the QP: its NAKs are answered by no go-back-N of the new one.
+    pub(crate) fn on_new_epoch(&mut self) {
+        *self = NakClock {
+            last_ts: self.last_ts,
+            ..NakClock::default()
+        };
+    }
+
+    /// Some NAK waits for its go-back-N.
+    pub(crate) fn waiting(&self) -> bool {
+        self.unanswered_ts.is_some()
+    }
+
+    /// The newest NAK came at or after `since`.
+    pub(crate) fn since(&self, since: u64) -> bool {
+        self.last_ts.is_some_and(|t| t >= since)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Flow {
     /// Its identity for its whole life.
@@ -303,13 +350,8 @@ pub struct Flow {
     pub reaction: Option<Box<Reaction>>,
     /// The times between this flow's CNPs (the notification point's CNP interval).
     pub cnp_intervals: Intervals,
-    /// When the paired responder last NAKed (sequence error or RNR) this flow's requests, until a go-back-N
-    /// answered every NAK.
-    pub(crate) nak_ts: Option<u64>,
-    /// When it was last NAKed (sequence error, RNR or implied), whatever answered it.
-    pub(crate) last_nak_ts: Option<u64>,
-    /// NAKs (sequence error or RNR) not yet followed by a go-back-N: each explains one.
-    pub(crate) naks_unanswered: u32,
+    /// The NAKs its paired responder sent its requests, and which a go-back-N answered.
+    pub(crate) naks: NakClock,
     /// When this flow last sent a new (not retransmitted) request.
     pub(crate) progress_ts: u64,
     /// Listed among the requester flows for pairing.
@@ -470,9 +512,7 @@ impl Flow {
             rate: Rate::default(),
             reaction: None,
             cnp_intervals: Intervals::default(),
-            nak_ts: None,
-            last_nak_ts: None,
-            naks_unanswered: 0,
+            naks: NakClock::default(),
             progress_ts: ts,
             registered: false,
             answering: false,

@@ -411,8 +411,8 @@ impl Engine {
                 if request {
                     // A NAK since, one not yet answered by a go-back-N, or a go-back-N since (what
                     // follows its first resend is resent too).
-                    after(f.last_nak_ts)
-                        || f.nak_ts.is_some()
+                    f.naks.since(since)
+                        || f.naks.waiting()
                         || f.rc.went_back.is_some_and(|(_, t)| t > since)
                 } else {
                     let requester = f.paired_with.and_then(|p| flows.get(p));

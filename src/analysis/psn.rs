@@ -635,6 +635,10 @@ impl RequestPsns {
                 .find(|n| add(read_psn, *n) == psn),
         };
         let Some(n) = width else {
+            if diff(psn, read_psn) <= 0 {
+                // A resend from before it (a NAK's go-back-N): the READ's consumption is still to learn.
+                self.pending_read = Some(read);
+            }
             return (self.next, None);
         };
         self.remember_read(read_psn, n, read.reth, mtu.is_none());
@@ -675,6 +679,15 @@ impl RequestPsns {
     }
 
     fn remember_read(&mut self, psn: u32, psns: u32, reth: ReadReth, guessed: bool) {
+        // A READ resent whole is kept once: its copies would push the READs before it out (a requester that
+        // resends four READs twice, a resumed READ among those before them, whose responses are still on the
+        // way).
+        if self
+            .reads_kept()
+            .any(|r| r.psn == psn && r.psns == psns && r.reth == reth)
+        {
+            return;
+        }
         if let Some(slot) = self.reads.get_mut(self.reads_at % READS_KEPT) {
             *slot = Read {
                 psn,
@@ -1083,6 +1096,41 @@ mod tests {
             assert!(matches!(got.step, Step::Retransmit { .. }), "{got:?}");
         }
         assert_eq!((t.resumed_reads, t.retransmitted), (1, 2));
+    }
+
+    /// A READ resumed mid-message stays known while the READs after it are resent whole: the lab's
+    /// read_reorder_resp (rxe, 4 READs of 4096 bytes in flight, path MTU 1024): READ 97 resumed at 99, then
+    /// READs 105, 109, 113 and 117 sent and resent; a response at 99, held up on the way, comes after them.
+    #[test]
+    fn reads_resent_whole_do_not_push_out_the_reads_before_them() {
+        let none = Arrival::default();
+        let mut t = RequestPsns::default();
+        let mtu = Some(1024);
+        t.request(97, Some(4), reth(0x1000, 4096), mtu, none);
+        t.request(99, Some(2), reth(0x1800, 2048), mtu, none);
+        t.request(101, Some(4), reth(0x2000, 4096), mtu, none);
+        for _ in 0..2 {
+            for psn in [105, 109, 113, 117] {
+                t.request(psn, Some(4), reth(0x3000, 4096), mtu, none);
+            }
+        }
+        assert_eq!(t.read_holding(99, 1024), Some((99, 2048)));
+        assert_eq!(t.read_holding(98, 1024), Some((97, 4096)));
+        assert_eq!(t.read_holding(118, 1024), Some((117, 4096)));
+    }
+
+    /// The lab's read_loss_req (rxe, READs of 4096 bytes, path MTU 1024 not known yet): READ 70 lost before
+    /// the capture point, READs 74, 78 and 82 seen, then the NAK's go-back-N resends 70 to 82. The last READ's
+    /// PSNs are still to learn: the responses may name PSNs up to its end at the smallest MTU (256: 16 PSNs,
+    /// 82 to 97), not only 82.
+    #[test]
+    fn a_go_back_n_keeps_the_last_reads_consumption_to_learn() {
+        let none = Arrival::default();
+        let mut t = RequestPsns::default();
+        for psn in [74, 78, 82, 70, 74, 78, 82] {
+            t.request(psn, None, reth(0x1000, 4096), None, none);
+        }
+        assert_eq!(t.window(), (70, 97));
     }
 
     /// A request inside a READ's PSNs that does not continue it (another VA, a length that does not shrink

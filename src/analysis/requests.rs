@@ -209,11 +209,7 @@ impl Engine {
                 f.rc.went_back = Some((psn, ts));
                 let behind = (-psn::diff(psn, f.psn.next)) as u32;
                 // Each NAK since the last go-back-N explains one.
-                let nak = f.nak_ts.filter(|_| f.naks_unanswered > 0);
-                f.naks_unanswered = f.naks_unanswered.saturating_sub(1);
-                if f.naks_unanswered == 0 {
-                    f.nak_ts = None;
-                }
+                let nak = f.naks.on_go_back();
                 let after_nak_us = nak.map(|nak| ts.saturating_sub(nak) / 1000);
                 let after_progress_us = ts.saturating_sub(f.progress_ts) / 1000;
                 self.raise(event(Kind::GoBackN {
@@ -322,8 +318,7 @@ impl Engine {
             answered: f.rc.answered,
             ..Rc::default()
         };
-        f.nak_ts = None;
-        f.naks_unanswered = 0;
+        f.naks.on_new_epoch();
     }
 
     fn message(&mut self, id: FlowId, ts: u64, number: u64, frame: &Frame) {

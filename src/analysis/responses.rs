@@ -181,9 +181,7 @@ impl Engine {
         if let Some(r) = requester {
             let f = &mut self.flows[r];
             f.psn.nak(psn);
-            f.nak_ts = Some(ts);
-            f.last_nak_ts = Some(ts);
-            f.naks_unanswered += 1;
+            f.naks.on_nak(ts);
             f.rc.rnr = Some(Repeat::again(f.rc.rnr, psn, ts, number));
             f.rc.rnr_timer_us = u64::from(timer_us);
         }
@@ -218,9 +216,7 @@ impl Engine {
             if code == NakCode::PsnSequenceError {
                 f.psn.nak(psn);
             }
-            f.nak_ts = Some(ts);
-            f.last_nak_ts = Some(ts);
-            f.naks_unanswered += 1;
+            f.naks.on_nak(ts);
             // A NAK for PSN n acknowledges every PSN before n (a READ or atomic before it is resent for
             // this NAK, not for an implied one).
             self.acknowledged(r, psn::add(psn, u32::MAX), ts, None);
@@ -472,9 +468,7 @@ impl Engine {
         self.count_implied_nak(id, number, ts, expected, got);
         let f = &mut self.flows[r];
         f.psn.nak(expected);
-        f.nak_ts = Some(ts);
-        f.last_nak_ts = Some(ts);
-        f.naks_unanswered += 1;
+        f.naks.on_nak(ts);
     }
 
     fn count_implied_nak(&mut self, id: FlowId, number: u64, ts: u64, expected: u32, got: u32) {
