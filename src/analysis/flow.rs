@@ -250,8 +250,6 @@ impl Timing {
 /// which of those NAKs a go-back-N answered: each go-back-N answers one.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct NakClock {
-    /// When the newest NAK came, while one is unanswered.
-    unanswered_ts: Option<u64>,
     /// When the newest NAK came, answered or not.
     last_ts: Option<u64>,
     unanswered: u32,
@@ -259,18 +257,14 @@ pub(crate) struct NakClock {
 
 impl NakClock {
     pub(crate) fn on_nak(&mut self, ts: u64) {
-        self.unanswered_ts = Some(ts);
         self.last_ts = Some(ts);
         self.unanswered = self.unanswered.saturating_add(1);
     }
 
-    /// A go-back-N began: the time of the newest NAK it answers, if one was unanswered.
+    /// A go-back-N began: the time of the newest NAK, if one was unanswered.
     pub(crate) fn on_go_back(&mut self) -> Option<u64> {
-        let nak = self.unanswered_ts.filter(|_| self.unanswered > 0);
+        let nak = self.last_ts.filter(|_| self.waiting());
         self.unanswered = self.unanswered.saturating_sub(1);
-        if self.unanswered == 0 {
-            self.unanswered_ts = None;
-        }
         nak
     }
 
@@ -284,7 +278,7 @@ impl NakClock {
 
     /// Some NAK waits for its go-back-N.
     pub(crate) fn waiting(&self) -> bool {
-        self.unanswered_ts.is_some()
+        self.unanswered > 0
     }
 
     /// The newest NAK came at or after `since`.
