@@ -386,7 +386,7 @@ impl RequestPsns {
         }
         // The same READ again (one resumed before, resent whole) is a resend, not another resumption; a
         // READ resumed mid-message settles the consumption of the READ it resumes.
-        let repeat = read.is_some_and(|r| self.reads_kept().any(|k| k.psn == psn && k.reth == r));
+        let repeat = read.is_some_and(|r| self.keeps_read(psn, r));
         let resumed = read
             .filter(|_| !repeat)
             .and_then(|r| self.resumes(psn, r, mtu));
@@ -457,7 +457,8 @@ impl RequestPsns {
         } else {
             self.resend(psn, false)
         };
-        if let Some(reth) = read.filter(|_| width > 1) {
+        // A resumed READ is kept whatever its width, so that its resend is known for one.
+        if let Some(reth) = read.filter(|_| width > 1 || resumed.is_some()) {
             self.remember_read(psn, width, reth, false);
         }
         self.follow_go_back(psn, step);
@@ -682,10 +683,7 @@ impl RequestPsns {
         // A READ resent whole is kept once: its copies would push the READs before it out (a requester that
         // resends four READs twice, a resumed READ among those before them, whose responses are still on the
         // way).
-        if self
-            .reads_kept()
-            .any(|r| r.psn == psn && r.psns == psns && r.reth == reth)
-        {
+        if self.keeps_read(psn, reth) {
             return;
         }
         if let Some(slot) = self.reads.get_mut(self.reads_at % READS_KEPT) {
@@ -710,6 +708,11 @@ impl RequestPsns {
             r.psns = read_psns(r.reth.len, mtu);
             r.guessed = false;
         }
+    }
+
+    /// This READ (its PSN, VA and length) is among the last READs.
+    fn keeps_read(&self, psn: u32, reth: ReadReth) -> bool {
+        self.reads_kept().any(|k| k.psn == psn && k.reth == reth)
     }
 
     /// The READs kept, newest first.
@@ -1096,6 +1099,27 @@ mod tests {
             assert!(matches!(got.step, Step::Retransmit { .. }), "{got:?}");
         }
         assert_eq!((t.resumed_reads, t.retransmitted), (1, 2));
+    }
+
+    /// A READ resumed at its last PSN (one response to ask again for) resent whole is resumed once too: the
+    /// lab's gen_read_loss, where the resumed READ's one response was lost as well.
+    #[test]
+    fn a_one_psn_resumed_read_resent_whole_is_resumed_once() {
+        let none = Arrival::default();
+        let mut t = RequestPsns::default();
+        t.request(100, Some(8), reth(0x1000, 8192), Some(1024), none);
+        t.request(108, Some(1), None, Some(1024), none);
+        for _ in 0..2 {
+            let got = t.request(
+                107,
+                Some(1),
+                reth(0x1000 + 7 * 1024, 1024),
+                Some(1024),
+                none,
+            );
+            assert!(matches!(got.step, Step::Retransmit { .. }), "{got:?}");
+        }
+        assert_eq!((t.resumed_reads, t.retransmitted, t.reused), (1, 2, 0));
     }
 
     /// A READ resumed mid-message stays known while the READs after it are resent whole: the lab's
