@@ -18,6 +18,8 @@ const EPB_TYPE: u32 = 6;
 const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
 
 const OPT_ENDOFOPT: u16 = 0;
+/// opt_comment: UTF-8 text, on any block (Wireshark shows it as `frame.comment` on a packet's).
+const OPT_COMMENT: u16 = 1;
 const IF_NAME: u16 = 2;
 const IF_TSRESOL: u16 = 9;
 
@@ -118,6 +120,18 @@ pub fn enhanced_packet_block(
     data: &[u8],
     orig_len: u32,
 ) {
+    enhanced_packet_block_with_comments(out, interface_id, ts, data, orig_len, &[]);
+}
+
+/// An Enhanced Packet Block with an opt_comment per comment (none: no options at all).
+pub fn enhanced_packet_block_with_comments(
+    out: &mut Vec<u8>,
+    interface_id: u32,
+    ts: u64,
+    data: &[u8],
+    orig_len: u32,
+    comments: &[String],
+) {
     block(out, EPB_TYPE, |b| {
         b.extend_from_slice(&interface_id.to_le_bytes());
         b.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
@@ -125,6 +139,13 @@ pub fn enhanced_packet_block(
         b.extend_from_slice(&(data.len() as u32).to_le_bytes());
         b.extend_from_slice(&orig_len.to_le_bytes());
         b.extend_from_slice(data);
+        pad32(b, data.len());
+        for c in comments {
+            option(b, OPT_COMMENT, c.as_bytes());
+        }
+        if !comments.is_empty() {
+            option(b, OPT_ENDOFOPT, &[]);
+        }
     });
 }
 
@@ -321,6 +342,24 @@ mod tests {
         0x28, 0x00, 0x00, 0x00, // total length 40
     ];
 
+    /// [`EPB`] with two comments: opt_comment "stall" (padded), opt_comment "gap #2", opt_endofopt.
+    const EPB_COMMENTED: [u8; 68] = [
+        0x06, 0x00, 0x00, 0x00, // block type
+        0x44, 0x00, 0x00, 0x00, // total length 68
+        0x00, 0x00, 0x00, 0x00, // interface 0
+        0x51, 0x72, 0x86, 0x18, // timestamp, high 32 bits
+        0x05, 0x00, 0xfa, 0xed, // timestamp, low 32 bits
+        0x05, 0x00, 0x00, 0x00, // captured 5
+        0x40, 0x00, 0x00, 0x00, // on the wire 64
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x00, 0x00, 0x00, // data, padded
+        0x01, 0x00, 0x05, 0x00, b's', b't', b'a', b'l', b'l', 0x00, 0x00,
+        0x00, // opt_comment, padded
+        0x01, 0x00, 0x06, 0x00, b'g', b'a', b'p', b' ', b'#', b'2', 0x00,
+        0x00, // opt_comment, padded
+        0x00, 0x00, 0x00, 0x00, // opt_endofopt
+        0x44, 0x00, 0x00, 0x00, // total length 68
+    ];
+
     fn written(f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
         let mut out = Vec::new();
         f(&mut out);
@@ -452,6 +491,32 @@ mod tests {
         assert_eq!(epb.len(), 32 + 8);
         let (_, epb) = parse_enhancedpacketblock_le(&epb).map_err(err)?;
         assert_eq!((epb.if_id, epb.packet_data()), (3, &[7u8; 8][..]));
+        Ok(())
+    }
+
+    #[test]
+    fn enhanced_packet_with_comments() -> Result<(), String> {
+        let comments = ["stall".to_string(), "gap #2".to_string()];
+        let epb = written(|b| {
+            enhanced_packet_block_with_comments(b, 0, TS_NANOS, &[1, 2, 3, 4, 5], 64, &comments)
+        });
+        assert_eq!(epb, EPB_COMMENTED);
+        let (rest, epb) = parse_enhancedpacketblock_le(&EPB_COMMENTED).map_err(err)?;
+        assert!(rest.is_empty());
+        assert_eq!(epb.packet_data(), [1, 2, 3, 4, 5]);
+        let read: Vec<_> = epb
+            .options
+            .iter()
+            .filter(|o| o.code == pcap_parser::pcapng::OptionCode::Comment)
+            // pcap-parser's value holds the padding too: the option's length says where it ends.
+            .map(|o| {
+                o.value
+                    .get(..usize::from(o.len))
+                    .unwrap_or_default()
+                    .to_vec()
+            })
+            .collect();
+        assert_eq!(read, [b"stall".to_vec(), b"gap #2".to_vec()]);
         Ok(())
     }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::pipeline;
 use crate::source::LiveConfig;
 
+pub mod annotate;
 pub mod ring;
 #[cfg(all(feature = "live", unix))]
 pub mod session;

@@ -462,6 +462,10 @@ pub struct AnalyzeArgs {
     /// timeline (requests, gaps, retransmissions, NAKs) and throughput.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Also write the capture to OUT as pcapng with a comment on every frame an event names (kind, message,
+    /// flow): Wireshark shows them, `frame.comment contains "stall"` finds them.
+    #[arg(long, value_name = "OUT.pcapng")]
+    pub annotate: Option<PathBuf>,
     #[command(flatten)]
     pub expect: ExpectFlag,
     #[command(flatten)]
@@ -482,6 +486,7 @@ impl AnalyzeArgs {
             fail_on: self.fail_on.conditions(),
             progress: !self.no_progress,
             plot: self.plot.clone(),
+            annotate: self.annotate.clone(),
             listing: self.listing.listing(),
         })
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use rocescope::capture::annotate;
 use rocescope::pipeline::{self, ReadSide};
 use rocescope::report::{self, Condition, Listing, Output, Report};
 use rocescope::source::{self, FileSource, MergeSource, PacketSource};
@@ -29,6 +30,8 @@ pub struct Config {
     pub progress: bool,
     /// Also write SVG plots into this directory.
     pub plot: Option<PathBuf>,
+    /// Also write the capture here with the events as frame comments (pcapng).
+    pub annotate: Option<PathBuf>,
     /// Which flows the report lists in full.
     pub listing: Listing,
 }
@@ -36,6 +39,9 @@ pub struct Config {
 pub fn run(cfg: &Config) -> ExitCode {
     if !cfg.points.is_empty() {
         return super::points::run(cfg);
+    }
+    if let Some(why) = annotate_refused(cfg) {
+        return fail(why);
     }
     // --plot: the pass that analyses also records how each frame was counted; the plots then read the
     // plotted flows' frames once more.
@@ -68,7 +74,37 @@ pub fn run(cfg: &Config) -> ExitCode {
             Err(e) => return fail(format!("cannot write the pictures: {e}")),
         }
     }
+    if let (Some(out), Some(file)) = (&cfg.annotate, single(&cfg.files)) {
+        let comments = annotate::Comments::of(&report);
+        match annotate::write(file, &comments, out) {
+            Ok(a) => eprintln!(
+                "wrote {} frames to {}, {} with comments",
+                a.frames,
+                out.display(),
+                a.commented
+            ),
+            Err(e) => return fail(e),
+        }
+        if report.events_dropped > 0 {
+            eprintln!(
+                "rocescope: warning: {} events beyond the report's list are not on their frames",
+                report.events_dropped
+            );
+        }
+    }
     ExitCode::from(report.exit_status())
+}
+
+/// Why `--annotate` cannot be done for these inputs: it reads the capture a second time, one file.
+fn annotate_refused(cfg: &Config) -> Option<&'static str> {
+    cfg.annotate.as_ref()?;
+    match single(&cfg.files) {
+        None => Some("--annotate writes one capture file again: give one file"),
+        Some(f) if f.as_os_str() == "-" => Some(
+            "--annotate reads the capture twice, so not from standard input: save it to a file and give that",
+        ),
+        Some(_) => None,
+    }
 }
 
 /// The one file `files` names, when it names one (not a directory).
