@@ -74,7 +74,7 @@ fn run(args: &Args) -> Result<(), String> {
         noise_gap_ns: args.noise_gap_us.saturating_mul(1000),
         ..synth::Params::default()
     };
-    params.check()?;
+    params.check().map_err(|e| e.to_string())?;
     let file = File::create(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let truth = synth::generate(&params, BufWriter::with_capacity(1 << 20, file))
         .map_err(|e| format!("{}: {e}", args.out.display()))?;

@@ -110,6 +110,15 @@ pub struct Outcome<E> {
     pub error: Option<SourceError>,
 }
 
+/// Why a run could not be made (an input error is not one: the frames before it are analysed, [`Outcome`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("cannot start the analysis thread")]
+    Thread(#[source] std::io::Error),
+    #[error("the analysis thread panicked")]
+    Panicked,
+}
+
 /// Frames handed from the reading thread to the engine thread at a time.
 pub const BATCH: usize = 1024;
 
@@ -122,7 +131,7 @@ pub fn run<S, R, E>(
     cfg: &Config,
     read: &mut R,
     engine_side: E,
-) -> Result<Outcome<E>, String>
+) -> Result<Outcome<E>, PipelineError>
 where
     S: PacketSource + ?Sized,
     R: ReadSide<S> + ?Sized,
@@ -160,7 +169,7 @@ where
                 }
                 (engine.engine, engine.side)
             })
-            .map_err(|e| format!("cannot start the analysis thread: {e}"))?;
+            .map_err(PipelineError::Thread)?;
         let mut reading = Reading {
             parse,
             // A filter reads whole frames (a MAD's fields come from its payload).
@@ -171,9 +180,7 @@ where
         };
         let (frames, error) = reading.all(source, read);
         drop(reading);
-        let (mut engine, mut engine_side) = engine
-            .join()
-            .map_err(|_| "the analysis thread panicked".to_string())?;
+        let (mut engine, mut engine_side) = engine.join().map_err(|_| PipelineError::Panicked)?;
         engine_side.ending(&mut engine);
         engine.finish();
         Ok(Outcome {

@@ -1298,7 +1298,7 @@ fn counter_snapshots_of_a_tree_move_as_the_files_do() {
     let root = Root::recorded(t.path()).unwrap();
     let e = Layout::find(&root, Some("mlx5_0")).unwrap_err();
     assert_eq!(
-        e,
+        e.to_string(),
         "no RDMA device 'mlx5_0' (devices here: rxe0, rxe1); give one of them with -d, or none for all"
     );
     let layout = Layout::find(&root, None).unwrap();

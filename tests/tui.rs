@@ -10,6 +10,7 @@ use ratatui::style::Color;
 use serde_json::Value;
 
 use rocescope::analysis::events::Severity;
+use rocescope::report::format::error_line;
 use rocescope::tui::data::{self, Index, PointKind};
 use rocescope::tui::keys::{Action, KEYS, Key, Mode, Step};
 use rocescope::tui::model::{Cmd, Model, Msg, SORT_KEYS, Scope, SortKey, View, update};
@@ -41,7 +42,10 @@ fn settle(m: &mut Model, index: &Index, mut cmds: Vec<Cmd>) {
             Cmd::LoadRows(n) => Msg::Rows(data::rows(index, &n).unwrap()),
             Cmd::LoadPacket(n) => Msg::Packet(data::detail(index, n).unwrap()),
             Cmd::Save => panic!("a file has nothing to save"),
-            Cmd::FilterPackets(text) => Msg::Filtered(data::matching(index, &text)),
+            Cmd::FilterPackets(text) => match data::matching(index, &text) {
+                Ok(frames) => Msg::Filtered(frames),
+                Err(e) => Msg::Error(error_line(&e)),
+            },
         };
         cmds.extend(update(m, msg));
     }
@@ -1023,7 +1027,7 @@ fn settle_live(m: &mut Model, ring: &Mutex<Ring>, mut cmds: Vec<Cmd>) -> Vec<Cmd
             Cmd::LoadRows(n) => Msg::Rows(data::ring_rows(ring, Default::default(), &n)),
             Cmd::LoadPacket(n) => match data::ring_detail(ring, Default::default(), n) {
                 Ok(d) => Msg::Packet(d),
-                Err(e) => Msg::Error(e),
+                Err(e) => Msg::Error(error_line(&e)),
             },
             c @ (Cmd::Save | Cmd::FilterPackets(_)) => {
                 other.push(c);
@@ -1194,7 +1198,9 @@ fn live_packet_list_reads_the_ring_and_follows_the_newest() {
         rows.iter()
             .any(|r| r.number == 300 && r.opcode.starts_with("RC_"))
     );
-    let e = data::ring_detail(&ring, Default::default(), 10).unwrap_err();
+    let e = data::ring_detail(&ring, Default::default(), 10)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("frame 10 has left the capture buffer"), "{e}");
 }
 

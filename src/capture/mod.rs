@@ -57,8 +57,29 @@ pub enum Request {
     Flush,
 }
 
+/// Why a capture could not start or run.
+#[cfg(all(feature = "live", unix))]
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error(transparent)]
+    Live(#[from] crate::source::live::LiveError),
+    #[error(transparent)]
+    Writer(#[from] writer::WriterError),
+    #[error(transparent)]
+    Pipeline(#[from] pipeline::PipelineError),
+}
+
+/// Why a [`Request::Flush`] did not flush.
+#[derive(Debug, thiserror::Error)]
+pub enum FlushError {
+    #[error("no -w file to flush")]
+    NoFile,
+    #[error(transparent)]
+    Write(#[from] writer::WriterError),
+}
+
 /// Requests, and where their answers go.
 pub struct Control {
     pub requests: Receiver<Request>,
-    pub answer: Box<dyn FnMut(Result<String, String>) + Send>,
+    pub answer: Box<dyn FnMut(Result<String, FlushError>) + Send>,
 }

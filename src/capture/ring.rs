@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::writer::Writer;
+use super::writer::{Writer, WriterError};
 use crate::analysis::Counted;
 use crate::report::format::Utc;
 
@@ -245,13 +245,13 @@ pub fn save(
     linktype: u16,
     snaplen: u32,
     interface: &str,
-) -> Result<u64, String> {
+) -> Result<u64, WriterError> {
     let mut w = Writer::create(path, linktype, snaplen, interface)?;
     for r in recs {
         w.write(r.ts_nanos, r.data(), r.orig_len)
-            .map_err(|e| w.describe(&e))?;
+            .map_err(|e| w.describe(e))?;
     }
-    w.flush().map_err(|e| w.describe(&e))?;
+    w.flush().map_err(|e| w.describe(e))?;
     Ok(w.frames)
 }
 

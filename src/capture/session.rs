@@ -10,14 +10,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::ring::{self, Ring};
-use super::writer::Writer;
-use super::{Config, Control, Request};
+use super::writer::{Writer, WriterError};
+use super::{CaptureError, Config, Control, FlushError, Request};
 use crate::analysis::{Classified, Counted, Engine};
 use crate::host::Root;
 use crate::host::counters::{Layout, Snapshot};
 use crate::pipeline::{self, EngineSide, ReadSide};
 use crate::report::capture::{CaptureStats, StoppedBy, Written};
 use crate::report::counters::{self, NicCounters};
+use crate::report::format::error_line;
 use crate::source::Packet;
 use crate::source::live::{DRAIN, LiveSource, PcapCounters};
 
@@ -150,7 +151,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn open(cfg: &Config) -> Result<Session, String> {
+    pub fn open(cfg: &Config) -> Result<Session, CaptureError> {
         let source = LiveSource::open(&cfg.live)?;
         let writer = match &cfg.write {
             Some(p) => Some(Writer::rotating(
@@ -207,7 +208,7 @@ impl Session {
         until: U,
         control: Option<Control>,
         watcher: W,
-    ) -> Result<Ended<W>, String> {
+    ) -> Result<Ended<W>, CaptureError> {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let base = CaptureStats {
             interface: self.cfg.live.interface.clone(),
@@ -323,9 +324,9 @@ impl<U: Until> Reading<'_, U> {
         self.until.check(now)
     }
 
-    fn flush(&mut self) -> Result<(), String> {
+    fn flush(&mut self) -> Result<(), WriterError> {
         match &mut self.writer {
-            Some(w) => w.flush().map_err(|e| w.describe(&e)),
+            Some(w) => w.flush().map_err(|e| w.describe(e)),
             None => Ok(()),
         }
     }
@@ -336,11 +337,14 @@ impl<U: Until> Reading<'_, U> {
         };
         let asked: Vec<Request> = c.requests.try_iter().collect();
         for Request::Flush in asked {
-            let answer = self.flush().and_then(|()| match &self.writer {
-                Some(w) => Ok(format!("{} frames written to {}", w.frames, w.name)),
-                None => Err("no -w file to flush".to_string()),
-            });
-            let failed = answer.as_ref().err().cloned();
+            let answer = self
+                .flush()
+                .map_err(FlushError::from)
+                .and_then(|()| match &self.writer {
+                    Some(w) => Ok(format!("{} frames written to {}", w.frames, w.name)),
+                    None => Err(FlushError::NoFile),
+                });
+            let failed = answer.as_ref().err().map(|e| error_line(e));
             if let Some(c) = &mut self.control {
                 (c.answer)(answer);
             }
@@ -365,7 +369,7 @@ impl<U: Until> Reading<'_, U> {
         if self.error.is_none()
             && let Err(e) = self.flush()
         {
-            self.error = Some(e);
+            self.error = Some(error_line(&e));
         }
         self.counters = source.counters();
     }
@@ -405,7 +409,7 @@ impl<U: Until> ReadSide<LiveSource> for Reading<'_, U> {
         if let Some(w) = &mut self.writer
             && let Err(e) = w.write(p.ts_nanos, p.data, p.orig_len)
         {
-            let e = w.describe(&e);
+            let e = w.describe(e).to_string();
             return self.stop_now(StoppedBy::WriteError, Some(e));
         }
         if self.ring.is_some() {
@@ -440,7 +444,7 @@ impl<U: Until> ReadSide<LiveSource> for Reading<'_, U> {
         self.requests()?;
         if now >= self.next_flush {
             if let Err(e) = self.flush() {
-                return self.stop_now(StoppedBy::WriteError, Some(e));
+                return self.stop_now(StoppedBy::WriteError, Some(error_line(&e)));
             }
             self.next_flush = now + Duration::from_secs(1);
         }

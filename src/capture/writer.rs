@@ -73,6 +73,47 @@ pub struct WriteError {
     pub error: io::Error,
 }
 
+/// Why the `-w` file could not be started, or why writing it stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WriterError {
+    #[error("cannot create {name}")]
+    Create {
+        name: String,
+        #[source]
+        source: io::Error,
+    },
+    /// The header could not be written.
+    #[error("cannot write {name}")]
+    Header {
+        name: String,
+        #[source]
+        source: io::Error,
+    },
+    /// A write failed during the capture: `place` is the file (or standard output); the first `frames`
+    /// frames (`bytes` bytes) were kept. The I/O error is told in the middle of the line, not as a cause.
+    #[error("{}", stopped_line(.place, .frames, .bytes, .error))]
+    Stopped {
+        place: String,
+        frames: u64,
+        bytes: u64,
+        error: WriteError,
+    },
+}
+
+fn stopped_line(place: &str, frames: &u64, bytes: &u64, e: &WriteError) -> String {
+    if e.disk_full {
+        format!(
+            "disk full writing {place}: capture stopped; the first {frames} frames ({bytes} bytes) were kept as a \
+             valid capture (free space, or -w to another disk)"
+        )
+    } else {
+        format!(
+            "cannot write {place}: {}; capture stopped; the first {frames} frames ({bytes} bytes) were kept",
+            e.error
+        )
+    }
+}
+
 impl Writer {
     /// Creates the file (pcapng when its name ends in `.pcapng`) or writes to standard output (`-`), and
     /// writes the header at once so that an unwritable destination is reported before the capture starts.
@@ -81,7 +122,7 @@ impl Writer {
         linktype: u16,
         snaplen: u32,
         interface: &str,
-    ) -> Result<Writer, String> {
+    ) -> Result<Writer, WriterError> {
         Writer::rotating(path, linktype, snaplen, interface, Rotation::default())
     }
 
@@ -92,13 +133,16 @@ impl Writer {
         snaplen: u32,
         interface: &str,
         rotation: Rotation,
-    ) -> Result<Writer, String> {
+    ) -> Result<Writer, WriterError> {
         let name = path.display().to_string();
         let (out, format) = if path == Path::new("-") {
             (Out::Stdout(io::stdout()), Format::Pcap)
         } else {
             let format = Format::for_name(&name);
-            let f = File::create(path).map_err(|e| format!("cannot create {name}: {e}"))?;
+            let f = match File::create(path) {
+                Ok(f) => f,
+                Err(source) => return Err(WriterError::Create { name, source }),
+            };
             (Out::File(f), format)
         };
         let mut w = Writer {
@@ -117,8 +161,13 @@ impl Writer {
         };
         format.header(&mut w.buf, linktype, snaplen, interface);
         // The header is not a frame: no bound for it.
-        w.flush()
-            .map_err(|e| format!("cannot write {}: {}", w.name, e.error))?;
+        if let Err(e) = w.flush() {
+            let name = w.name.clone();
+            return Err(WriterError::Header {
+                name,
+                source: e.error,
+            });
+        }
         Ok(w)
     }
 
@@ -225,24 +274,18 @@ impl Writer {
         }
     }
 
-    /// One line: what failed and what was kept.
-    pub fn describe(&self, e: &WriteError) -> String {
+    /// The error of a failed write: what failed and what was kept.
+    pub fn describe(&self, error: WriteError) -> WriterError {
         let place = if self.name == "-" {
             "standard output".to_string()
         } else {
             self.name.clone()
         };
-        if e.disk_full {
-            format!(
-                "disk full writing {place}: capture stopped; the first {} frames ({} bytes) were kept as a valid \
-                 capture (free space, or -w to another disk)",
-                self.frames, self.bytes
-            )
-        } else {
-            format!(
-                "cannot write {place}: {}; capture stopped; the first {} frames ({} bytes) were kept",
-                e.error, self.frames, self.bytes
-            )
+        WriterError::Stopped {
+            place,
+            frames: self.frames,
+            bytes: self.bytes,
+            error,
         }
     }
 }

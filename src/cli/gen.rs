@@ -4,7 +4,7 @@
 use clap::builder::PossibleValue;
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::values::parse_mtu;
+use super::values::{ValueError, parse_mtu};
 use crate::generator::config::{
     ClientConfig, Command, DEFAULT_TCP_PORT, LoopbackConfig, PortConfig, ServerConfig, WorkConfig,
 };
@@ -223,24 +223,30 @@ pub struct WorkArgs {
     pub capture_grace: f64,
 }
 
-fn parse_grace(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=60.0).contains(&v) => Ok(v),
-        _ => Err(format!("'{s}' is not a number of seconds from 0 to 60")),
+/// `'ARG' is not WHAT`.
+fn not(arg: &str, what: &'static str) -> ValueError {
+    ValueError::Not {
+        arg: arg.to_string(),
+        what,
     }
 }
 
-fn parse_duration(s: &str) -> Result<f64, String> {
+fn parse_grace(s: &str) -> Result<f64, ValueError> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=60.0).contains(&v) => Ok(v),
+        _ => Err(not(s, "a number of seconds from 0 to 60")),
+    }
+}
+
+fn parse_duration(s: &str) -> Result<f64, ValueError> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= 86400.0 => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not a number of seconds above 0 (at most 86400)"
-        )),
+        _ => Err(not(s, "a number of seconds above 0 (at most 86400)")),
     }
 }
 
 /// `--rate`: `R` (messages per second) or `Rg` (Gb/s of payload, `2g`, `0.5G`); positive and finite.
-fn parse_rate(s: &str) -> Result<Rate, String> {
+fn parse_rate(s: &str) -> Result<Rate, ValueError> {
     let t = s.trim();
     let (num, gbps) = match t.strip_suffix(['g', 'G']) {
         Some(n) => (n, true),
@@ -252,8 +258,9 @@ fn parse_rate(s: &str) -> Result<Rate, String> {
         } else {
             Rate::MessagesPerSec(v)
         }),
-        _ => Err(format!(
-            "'{s}' is not a rate: messages per second (1000) or Gb/s with a g suffix (2g)"
+        _ => Err(not(
+            s,
+            "a rate: messages per second (1000) or Gb/s with a g suffix (2g)",
         )),
     }
 }

@@ -5,6 +5,7 @@ use std::net::Ipv4Addr;
 
 use clap::{Args, Subcommand};
 
+use super::values::ValueError;
 use crate::lab::{Command, Config};
 
 #[derive(Subcommand)]
@@ -39,16 +40,14 @@ pub struct UpArgs {
 }
 
 /// 1 to 14 characters that can start an interface name (NAME0 and NAME1 must fit in 15).
-fn parse_name(s: &str) -> Result<String, String> {
+fn parse_name(s: &str) -> Result<String, ValueError> {
     let ok = (1..=14).contains(&s.len())
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if ok {
         Ok(s.to_string())
     } else {
-        Err(format!(
-            "'{s}' is not usable: 1 to 14 letters, digits, '_' or '-' (NAME0 must fit an interface name)"
-        ))
+        Err(ValueError::Name(s.to_string()))
     }
 }
 

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::anyhow;
 use clap::{Args, Parser, Subcommand};
 
 use rocescope::analysis;
@@ -290,8 +291,28 @@ impl LiveFlags {
 /// (1: a file that cannot be read).
 #[derive(Debug)]
 pub enum ConfigError {
-    Usage(String),
-    Runtime(String),
+    Usage(anyhow::Error),
+    Runtime(anyhow::Error),
+}
+
+/// An `--expect` log that gives no connections.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectError {
+    /// The log could not be read (the reason is told in the middle of the line).
+    #[error(
+        "--expect {}: {error} (--expect reads a saved output of perftest or ibv_*_pingpong)",
+        .log.display()
+    )]
+    Read {
+        log: PathBuf,
+        error: printout::ReadFailure,
+    },
+    #[error(
+        "{}: no \"local address\" and \"remote address\" lines (--expect reads the output of \
+         perftest or ibv_*_pingpong)",
+        .log.display()
+    )]
+    NoConnections { log: PathBuf },
 }
 
 /// `-Y`: tshark's display filter.
@@ -314,13 +335,12 @@ impl DisplayFilterFlag {
         else {
             return Ok(None);
         };
-        let f = Filter::new(text).map_err(|e| ConfigError::Usage(format!("-Y: {e}")))?;
+        let f = Filter::new(text).map_err(|e| ConfigError::Usage(anyhow!(e).context("-Y")))?;
         if before_analysis && f.analysis {
-            return Err(ConfigError::Usage(
+            return Err(ConfigError::Usage(anyhow!(
                 "-Y: the analysis' fields (rocescope.class, .flow, .retransmission, .event, .severity) come \
                  from the analysis this filter selects frames for: filter on them with rocescope dissect -Y"
-                    .to_string(),
-            ));
+            )));
         }
         Ok(Some(Arc::new(f)))
     }
@@ -479,7 +499,10 @@ impl AnalyzeArgs {
             points: self.input.points.clone(),
             output: self.listing.output(self.json),
             pipeline: pipeline::Config {
-                announced: self.expect.announced().map_err(ConfigError::Runtime)?,
+                announced: self
+                    .expect
+                    .announced()
+                    .map_err(|e| ConfigError::Runtime(e.into()))?,
                 filter: self.display.filter(true)?,
                 ..pipeline_config(&self.roce, &self.analysis)
             },
@@ -590,22 +613,18 @@ pub struct ExpectFlag {
 
 impl ExpectFlag {
     /// The connections the logs name; a log without any is an error that says what is read.
-    fn announced(&self) -> Result<Arc<[printout::Exchange]>, String> {
+    fn announced(&self) -> Result<Arc<[printout::Exchange]>, ExpectError> {
         let mut all = Vec::new();
         for log in &self.expect {
-            let text = printout::read_regular(log, printout::MAX_LOG).map_err(|e| {
-                format!(
-                    "--expect {}: {e} (--expect reads a saved output of perftest or ibv_*_pingpong)",
-                    log.display()
-                )
+            let text = printout::read_regular(log, printout::MAX_LOG).map_err(|error| {
+                ExpectError::Read {
+                    log: log.clone(),
+                    error,
+                }
             })?;
             let found = printout::exchanges(&String::from_utf8_lossy(&text));
             if found.is_empty() {
-                return Err(format!(
-                    "{}: no \"local address\" and \"remote address\" lines (--expect reads the output of \
-                     perftest or ibv_*_pingpong)",
-                    log.display()
-                ));
+                return Err(ExpectError::NoConnections { log: log.clone() });
             }
             all.extend(found);
         }
@@ -728,7 +747,10 @@ pub struct TuiArgs {
 impl TuiArgs {
     pub fn config(&self) -> Result<commands::tui::Config, ConfigError> {
         let pipeline = pipeline::Config {
-            announced: self.expect.announced().map_err(ConfigError::Runtime)?,
+            announced: self
+                .expect
+                .announced()
+                .map_err(|e| ConfigError::Runtime(e.into()))?,
             ..pipeline_config(&self.roce, &self.analysis)
         };
         match (&self.file, &self.interface) {
@@ -753,9 +775,9 @@ impl TuiArgs {
                     ..pipeline
                 },
             })),
-            (None, None) => Err(ConfigError::Usage(
-                "tui: give a capture file or -i IFACE".to_string(),
-            )),
+            (None, None) => Err(ConfigError::Usage(anyhow!(
+                "tui: give a capture file or -i IFACE"
+            ))),
         }
     }
 }

@@ -1,20 +1,58 @@
 //! The value parsers of the command line: each turns one argument into a typed value, or into the one
 //! line clap shows after "invalid value".
 use rocescope::analysis::DscpMap;
+use rocescope::dissect::FieldsError;
 use rocescope::report::Condition;
 
+/// An argument that is not a value of its flag (clap shows it after "invalid value"); each holds the
+/// argument, or the part of it that is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("'{0}' is not an InfiniBand path MTU (256, 512, 1024, 2048 or 4096)")]
+    Mtu(String),
+    #[error("'{0}' is not a link speed (try 25G, 100G, 400G)")]
+    Speed(String),
+    #[error("'{0}' is not DSCP=PRIORITY (DSCP 0-63, priority 0-7; e.g. 26=3,48=6)")]
+    DscpPair(String),
+    #[error("'{0}' is not a buffer size (try 64M)")]
+    Size(String),
+    #[error("'{0}' is not a number of seconds")]
+    Secs(String),
+    #[error("'{0}': the interval must be at least 0.01 seconds")]
+    Interval(String),
+    #[error("'{0}' is not a QP number (use decimal or 0x-prefixed hex)")]
+    Qpn(String),
+    #[error("QP number {0} does not fit in 24 bits")]
+    QpnWide(String),
+    #[error(
+        "unknown opcode '{0}' (try RC_SEND_ONLY, WRITE_FIRST, ACKNOWLEDGE, CNP or a number like 0x11)"
+    )]
+    Opcode(String),
+    #[error(transparent)]
+    Fields(#[from] FieldsError),
+    /// `known`: the condition names, comma-separated.
+    #[error("unknown condition '{name}' (choose from {known}, or all)")]
+    Condition { name: String, known: String },
+    /// `gen`: `what` says the range ("a number of seconds from 0 to 60", ...).
+    #[error("'{arg}' is not {what}")]
+    Not { arg: String, what: &'static str },
+    /// `lab`: a name that cannot start an interface name.
+    #[error(
+        "'{0}' is not usable: 1 to 14 letters, digits, '_' or '-' (NAME0 must fit an interface name)"
+    )]
+    Name(String),
+}
+
 /// An InfiniBand path MTU: 256, 512, 1024, 2048 or 4096.
-pub fn parse_mtu(s: &str) -> Result<u32, String> {
+pub fn parse_mtu(s: &str) -> Result<u32, ValueError> {
     match s.parse::<u32>() {
         Ok(m) if parsers::psn::is_mtu(m) => Ok(m),
-        _ => Err(format!(
-            "'{s}' is not an InfiniBand path MTU (256, 512, 1024, 2048 or 4096)"
-        )),
+        _ => Err(ValueError::Mtu(s.to_string())),
     }
 }
 
 /// A link speed: `100G`, `25g`, `400G`, `10000M`, or bits per second.
-pub fn parse_speed(s: &str) -> Result<u64, String> {
+pub fn parse_speed(s: &str) -> Result<u64, ValueError> {
     let t = s.trim();
     let (digits, scale) = match t.char_indices().last() {
         Some((i, 'G' | 'g')) => (&t[..i], 1_000_000_000),
@@ -27,12 +65,12 @@ pub fn parse_speed(s: &str) -> Result<u64, String> {
         .and_then(|n| n.checked_mul(scale))
     {
         Some(bps) if bps > 0 => Ok(bps),
-        _ => Err(format!("'{s}' is not a link speed (try 25G, 100G, 400G)")),
+        _ => Err(ValueError::Speed(s.to_string())),
     }
 }
 
 /// `--dscp-map`: `DSCP=PRIORITY` pairs, comma-separated (`26=3,48=6`), DSCP 0-63, priority 0-7.
-pub fn parse_dscp_map(s: &str) -> Result<DscpMap, String> {
+pub fn parse_dscp_map(s: &str) -> Result<DscpMap, ValueError> {
     let mut map = DscpMap::default();
     for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let parsed = pair.split_once('=').and_then(|(d, p)| {
@@ -41,9 +79,7 @@ pub fn parse_dscp_map(s: &str) -> Result<DscpMap, String> {
             Some((d, p))
         });
         let Some((d, p)) = parsed else {
-            return Err(format!(
-                "'{pair}' is not DSCP=PRIORITY (DSCP 0-63, priority 0-7; e.g. 26=3,48=6)"
-            ));
+            return Err(ValueError::DscpPair(pair.to_string()));
         };
         map.0[usize::from(d)] = Some(p);
     }
@@ -51,7 +87,7 @@ pub fn parse_dscp_map(s: &str) -> Result<DscpMap, String> {
 }
 
 /// A byte size: `1048576`, `64K`, `32M`, `1G` (binary units).
-pub fn parse_size(s: &str) -> Result<u32, String> {
+pub fn parse_size(s: &str) -> Result<u32, ValueError> {
     let t = s.trim();
     let (digits, scale) = match t.char_indices().last() {
         Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
@@ -65,54 +101,54 @@ pub fn parse_size(s: &str) -> Result<u32, String> {
         .and_then(|n| n.checked_mul(scale))
     {
         Some(n) if n > 0 && n <= i32::MAX as u64 => Ok(n as u32),
-        _ => Err(format!("'{s}' is not a buffer size (try 64M)")),
+        _ => Err(ValueError::Size(s.to_string())),
     }
 }
 
 /// A number of seconds, 0 or more.
-pub fn parse_secs(s: &str) -> Result<f64, String> {
+pub fn parse_secs(s: &str) -> Result<f64, ValueError> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..1e9).contains(&v) => Ok(v),
-        _ => Err(format!("'{s}' is not a number of seconds")),
+        _ => Err(ValueError::Secs(s.to_string())),
     }
 }
 
 /// An interval between readings: seconds, more than 0 (at least 10 ms).
-pub fn parse_interval(s: &str) -> Result<f64, String> {
+pub fn parse_interval(s: &str) -> Result<f64, ValueError> {
     match parse_secs(s)? {
         v if v >= 0.01 => Ok(v),
-        _ => Err(format!("'{s}': the interval must be at least 0.01 seconds")),
+        _ => Err(ValueError::Interval(s.to_string())),
     }
 }
 
 /// A QP number: decimal or 0x-prefixed hex, 24 bits.
-pub fn parse_qpn(s: &str) -> Result<u32, String> {
+pub fn parse_qpn(s: &str) -> Result<u32, ValueError> {
     let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(hex) => u32::from_str_radix(hex, 16),
         None => s.parse(),
     }
-    .map_err(|_| format!("'{s}' is not a QP number (use decimal or 0x-prefixed hex)"))?;
+    .map_err(|_| ValueError::Qpn(s.to_string()))?;
     if v > parsers::psn::PSN_MASK {
-        return Err(format!("QP number {s} does not fit in 24 bits"));
+        return Err(ValueError::QpnWide(s.to_string()));
     }
     Ok(v)
 }
 
 /// The opcodes a `--opcode` argument names (see [`rocescope::dissect::opcode_set`]).
-pub fn parse_opcode(s: &str) -> Result<OpcodeSet, String> {
+pub fn parse_opcode(s: &str) -> Result<OpcodeSet, ValueError> {
     rocescope::dissect::opcode_set(s)
         .map(|set| OpcodeSet(Box::new(set)))
-        .ok_or_else(|| format!("unknown opcode '{s}' (try RC_SEND_ONLY, WRITE_FIRST, ACKNOWLEDGE, CNP or a number like 0x11)"))
+        .ok_or_else(|| ValueError::Opcode(s.to_string()))
 }
 
 /// A `-e` field (see [`rocescope::dissect::Column::new`]).
-pub fn parse_column(s: &str) -> Result<rocescope::dissect::Column, String> {
-    rocescope::dissect::Column::new(s)
+pub fn parse_column(s: &str) -> Result<rocescope::dissect::Column, ValueError> {
+    Ok(rocescope::dissect::Column::new(s)?)
 }
 
 /// A `-E` option (see [`rocescope::dissect::FieldsOption::parse`]).
-pub fn parse_fields_option(s: &str) -> Result<rocescope::dissect::FieldsOption, String> {
-    rocescope::dissect::FieldsOption::parse(s)
+pub fn parse_fields_option(s: &str) -> Result<rocescope::dissect::FieldsOption, ValueError> {
+    Ok(rocescope::dissect::FieldsOption::parse(s)?)
 }
 
 /// Opcodes to show, by number.
@@ -124,7 +160,7 @@ pub struct OpcodeSet(pub Box<[bool; 256]>);
 pub struct FailOn(pub Vec<Condition>);
 
 /// A `--fail-on` list: condition names separated by commas; `all` is every condition.
-pub fn parse_fail_on(s: &str) -> Result<FailOn, String> {
+pub fn parse_fail_on(s: &str) -> Result<FailOn, ValueError> {
     let mut out: Vec<Condition> = Vec::new();
     for n in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let named: Vec<Condition> = if n == "all" {
@@ -132,10 +168,10 @@ pub fn parse_fail_on(s: &str) -> Result<FailOn, String> {
         } else {
             let c = Condition::from_name(n).ok_or_else(|| {
                 let names: Vec<&str> = Condition::ALL.iter().map(|c| c.name()).collect();
-                format!(
-                    "unknown condition '{n}' (choose from {}, or all)",
-                    names.join(",")
-                )
+                ValueError::Condition {
+                    name: n.to_string(),
+                    known: names.join(","),
+                }
             })?;
             vec![c]
         };

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::{anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use rocescope::capture::annotate;
@@ -46,15 +47,14 @@ pub fn run(cfg: &Config) -> ExitCode {
     // --plot: the pass that analyses also records how each frame was counted; the plots then read the
     // plotted flows' frames once more.
     let analysed = match (&cfg.plot, single(&cfg.files)) {
-        (Some(_), None) => Err("--plot reads one capture file".to_string()),
-        (Some(_), Some(file)) if file.as_os_str() == "-" => Err(
+        (Some(_), None) => Err(anyhow!("--plot reads one capture file")),
+        (Some(_), Some(file)) if file.as_os_str() == "-" => Err(anyhow!(
             "--plot reads the capture twice (the plotted flows' frames once more), so not from standard \
              input: save it to a file and give that"
-                .to_string(),
-        ),
+        )),
         (Some(_), Some(file)) => data::analyze(file, &cfg.pipeline, |_, _| true)
             .map(|(r, i)| (r, Some(i)))
-            .map_err(|e| e.to_string()),
+            .map_err(anyhow::Error::from),
         (None, _) => analyze(cfg, &cfg.files).map(|r| (r, None)),
     };
     let (mut report, index) = match analysed {
@@ -71,7 +71,7 @@ pub fn run(cfg: &Config) -> ExitCode {
     if let (Some(dir), Some(index)) = (&cfg.plot, index) {
         match plot::write(&index, &report, dir) {
             Ok(files) => eprintln!("wrote {} pictures to {}", files.len(), dir.display()),
-            Err(e) => return fail(format!("cannot write the pictures: {e}")),
+            Err(e) => return fail(anyhow::Error::from(e).context("cannot write the pictures")),
         }
     }
     if let (Some(out), Some(file)) = (&cfg.annotate, single(&cfg.files)) {
@@ -117,7 +117,7 @@ fn single(files: &[PathBuf]) -> Option<&PathBuf> {
 
 /// The report of `paths` (files and directories: the pieces of one capture point), with a progress bar on
 /// a terminal for inputs over 64 MiB. One file is read in place; several are merged by time.
-pub(super) fn analyze(cfg: &Config, paths: &[PathBuf]) -> Result<Report, String> {
+pub(super) fn analyze(cfg: &Config, paths: &[PathBuf]) -> anyhow::Result<Report> {
     if let Some(file) = single(paths) {
         return report_of(cfg, file);
     }
@@ -127,7 +127,7 @@ pub(super) fn analyze(cfg: &Config, paths: &[PathBuf]) -> Result<Report, String>
         .map(|f| f.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    let mut source = MergeSource::open(&files).map_err(|e| e.to_string())?;
+    let mut source = MergeSource::open(&files)?;
     for e in &source.skipped {
         eprintln!(
             "rocescope: warning: {e}: left out (it holds no whole packet); the other files are analysed"
@@ -137,20 +137,20 @@ pub(super) fn analyze(cfg: &Config, paths: &[PathBuf]) -> Result<Report, String>
 }
 
 /// The capture files of `paths`, directories expanded.
-pub(super) fn pieces(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub(super) fn pieces(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     if paths.iter().any(|f| f.as_os_str() == "-") {
-        return Err("standard input (-) is read alone, not with other files".to_string());
+        bail!("standard input (-) is read alone, not with other files");
     }
-    let files = source::expand(paths).map_err(|e| e.to_string())?;
+    let files = source::expand(paths)?;
     if files.is_empty() {
-        return Err("no capture file in the directories given".to_string());
+        bail!("no capture file in the directories given");
     }
     Ok(files)
 }
 
 /// The report of one capture file, read in place.
-pub(super) fn report_of(cfg: &Config, file: &PathBuf) -> Result<Report, String> {
-    let mut source = FileSource::open(file).map_err(|e| e.to_string())?;
+pub(super) fn report_of(cfg: &Config, file: &PathBuf) -> anyhow::Result<Report> {
+    let mut source = FileSource::open(file)?;
     let name = source.name().to_string();
     analyze_source(cfg, &mut source, std::slice::from_ref(file), &name)
 }
@@ -160,7 +160,7 @@ fn analyze_source<S: PacketSource>(
     source: &mut S,
     files: &[PathBuf],
     name: &str,
-) -> Result<Report, String> {
+) -> anyhow::Result<Report> {
     let len = files
         .iter()
         .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))

@@ -37,7 +37,7 @@ pub fn run(cfg: &Config) -> ExitCode {
     #[cfg(all(feature = "live", unix))]
     let done = live::capture(cfg);
     #[cfg(not(all(feature = "live", unix)))]
-    let done: Result<u8, String> = Err(capture::NOT_BUILT.to_string());
+    let done: anyhow::Result<u8> = Err(anyhow::Error::msg(capture::NOT_BUILT));
     match done {
         Ok(code) => ExitCode::from(code),
         Err(e) => fail(e),
@@ -55,6 +55,7 @@ mod live {
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+    use anyhow::Context;
     use rocescope::analysis::Engine;
     use rocescope::capture::session::{Nic, Session, Watcher};
     use rocescope::host::counters::{Deltas, Snapshot};
@@ -73,12 +74,12 @@ mod live {
     }
 
     /// Runs the capture; returns the exit status (0, the command's, or 3 for --fail-on; 1 after a write error).
-    pub fn capture(cfg: &Config) -> Result<u8, String> {
+    pub fn capture(cfg: &Config) -> anyhow::Result<u8> {
         let live = Session::open(&cfg.session)?;
         let signal = Arc::new(AtomicUsize::new(0));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
-                .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
+                .with_context(|| format!("cannot handle signal {sig}"))?;
         }
         let tty = io::stderr().is_terminal();
         if !cfg.quiet {
@@ -193,13 +194,13 @@ mod live {
             argv: &[String],
             grace: Duration,
             to_stderr: bool,
-        ) -> Result<Wrapped, String> {
+        ) -> anyhow::Result<Wrapped> {
             let started_ns = now_nanos();
             let mut child = std::process::Command::new(prog)
                 .args(rest)
                 .stdout(Stdio::piped())
                 .spawn()
-                .map_err(|e| format!("cannot run '{prog}': {e}"))?;
+                .with_context(|| format!("cannot run '{prog}'"))?;
             let printout = Arc::new(Mutex::new(printout::Reader::default()));
             if let Some(out) = child.stdout.take() {
                 let reader = Arc::clone(&printout);
@@ -337,12 +338,12 @@ mod live {
     }
 
     impl Snapshots {
-        fn open(every: Duration, path: &Path, cfg: &Config) -> Result<Snapshots, String> {
+        fn open(every: Duration, path: &Path, cfg: &Config) -> anyhow::Result<Snapshots> {
             let out: Box<dyn Write + Send> = if path == Path::new("-") {
                 Box::new(io::stderr())
             } else {
                 let f = std::fs::File::create(path)
-                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                    .with_context(|| format!("cannot create {}", path.display()))?;
                 Box::new(io::BufWriter::new(f))
             };
             Ok(Snapshots {

@@ -54,12 +54,12 @@ pub fn run(cfg: &Config) -> ExitCode {
             return ExitCode::from(NO_RDMA);
         }
         Ok(l) => l,
-        Err(e) => return fail(format!("counters: {e}")),
+        Err(e) => return fail(anyhow::Error::from(e).context("counters")),
     };
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
-            return fail(format!("cannot handle signal {sig}: {e}"));
+            return fail(anyhow::Error::from(e).context(format!("cannot handle signal {sig}")));
         }
     }
     let first = Snapshot::take(&root, &layout);

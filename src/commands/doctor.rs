@@ -26,13 +26,13 @@ pub fn run(cfg: &Config) -> ExitCode {
     let root = match &cfg.root {
         Some(d) => match Root::recorded(d) {
             Ok(r) => r,
-            Err(e) => return fail(format!("doctor: {e}")),
+            Err(e) => return fail(anyhow::Error::from(e).context("doctor")),
         },
         None => Root::live(),
     };
     let exam = match doctor::examine(&root, cfg.device.as_deref()) {
         Ok(e) => e,
-        Err(e) => return fail(format!("doctor: {e}")),
+        Err(e) => return fail(anyhow::Error::from(e).context("doctor")),
     };
     let mut out = BufWriter::new(io::stdout().lock());
     let written = if cfg.json {
@@ -44,7 +44,7 @@ pub fn run(cfg: &Config) -> ExitCode {
     };
     match written.and_then(|()| out.flush()) {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            fail(format!("cannot write the report: {e}"))
+            fail(anyhow::Error::from(e).context("cannot write the report"))
         }
         _ => ExitCode::from(exam.exit_status()),
     }

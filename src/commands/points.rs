@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::bail;
 use serde_json::{Value, json};
 
 use rocescope::analysis::clock::{Clock, Jump};
@@ -44,19 +45,15 @@ struct Outcome {
     lost_events: u64,
 }
 
-fn localise(cfg: &Config) -> Result<Outcome, String> {
+fn localise(cfg: &Config) -> anyhow::Result<Outcome> {
     let files = &cfg.points;
     if files.len() > points::MAX_POINTS {
-        return Err(format!(
-            "--points takes at most {} captures",
-            points::MAX_POINTS
-        ));
+        bail!("--points takes at most {} captures", points::MAX_POINTS);
     }
     if files.iter().any(|f| f.as_os_str() == "-") {
-        return Err(
+        bail!(
             "--points reads each capture more than once (the clocks, then the matching), so not from \
              standard input: save it to a file and give that"
-                .to_string(),
         );
     }
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
@@ -103,16 +100,16 @@ fn localise(cfg: &Config) -> Result<Outcome, String> {
 }
 
 /// A point's packets: its file, or the files of its directory (one point's pieces) merged by time.
-fn open(point: &Path) -> Result<Box<dyn PacketSource>, String> {
-    source::open_point(point).map_err(|e| e.to_string())
+fn open(point: &Path) -> Result<Box<dyn PacketSource>, SourceError> {
+    source::open_point(point)
 }
 
 /// The first `limit` RoCE packets of a point: (time, sighting).
-fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighting)>, String> {
+fn sightings(file: &Path, cfg: &Config, limit: usize) -> Result<Vec<(u64, Sighting)>, SourceError> {
     let mut stream = Stream::open(file)?;
     let mut out = Vec::new();
     while out.len() < limit {
-        let Some(s) = stream.next(|_| 0, cfg).map_err(|e| e.to_string())? else {
+        let Some(s) = stream.next(|_| 0, cfg)? else {
             break;
         };
         out.push(s);
@@ -136,7 +133,7 @@ struct Stream {
 }
 
 impl Stream {
-    fn open(point: &Path) -> Result<Stream, String> {
+    fn open(point: &Path) -> Result<Stream, SourceError> {
         Ok(Stream {
             src: open(point)?,
             clock: Clock::default(),
@@ -228,14 +225,14 @@ fn merge(
     offset: &impl Fn(usize, u64) -> i64,
     matcher: &mut Matcher,
     lost: &mut impl FnMut(Lost),
-) -> Result<(), String> {
+) -> Result<(), SourceError> {
     let mut streams = files
         .iter()
         .map(|f| Stream::open(f))
         .collect::<Result<Vec<_>, _>>()?;
     let mut heads = Vec::with_capacity(streams.len());
     for (i, s) in streams.iter_mut().enumerate() {
-        heads.push(s.next(|t| offset(i, t), cfg).map_err(|e| e.to_string())?);
+        heads.push(s.next(|t| offset(i, t), cfg)?);
     }
     while let Some(i) = (0..heads.len())
         .filter(|&i| heads[i].is_some())
@@ -244,9 +241,7 @@ fn merge(
         if let Some((ts, s)) = heads[i] {
             matcher.see(i, ts, s, lost);
         }
-        heads[i] = streams[i]
-            .next(|t| offset(i, t), cfg)
-            .map_err(|e| e.to_string())?;
+        heads[i] = streams[i].next(|t| offset(i, t), cfg)?;
     }
     Ok(())
 }
@@ -326,14 +321,14 @@ fn document(o: &Outcome) -> Value {
            "events_dropped": o.lost_events.saturating_sub(o.events.len() as u64)})
 }
 
-fn write(mut out: impl Write, o: &Outcome, json: bool) -> Result<(), String> {
+fn write(mut out: impl Write, o: &Outcome, json: bool) -> anyhow::Result<()> {
     let doc = document(o);
     let text = if json {
-        serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n"
+        serde_json::to_string_pretty(&doc)? + "\n"
     } else {
         text(o, &doc)
     };
-    out.write_all(text.as_bytes()).map_err(|e| e.to_string())
+    Ok(out.write_all(text.as_bytes())?)
 }
 
 fn text(o: &Outcome, doc: &Value) -> String {

@@ -22,22 +22,33 @@ enum What {
     TimeRelative,
 }
 
+/// A `-e` or `-E` argument rocescope does not take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldsError {
+    #[error("{0} is a protocol: name one of its fields")]
+    Protocol(String),
+    #[error("rocescope has no field {0} (the fields: docs/cli.md#display-filters)")]
+    NoField(String),
+    #[error("'{0}' is not OPTION=VALUE (header=y, separator=, quote=d ...)")]
+    NotOption(String),
+    #[error(
+        "'{0}': tshark's values are header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a|N, aggregator=,|/s|C"
+    )]
+    Value(String),
+}
+
 impl Column {
     /// A `-e` argument: a field rocescope emits, by its Wireshark name.
-    pub fn new(name: &str) -> Result<Column, String> {
+    pub fn new(name: &str) -> Result<Column, FieldsError> {
         let what = match name {
             "frame.time_epoch" => What::TimeEpoch,
             "frame.time_relative" => What::TimeRelative,
             _ => match filter::resolve(name) {
                 Some(Resolved::Fields(keys, _)) => What::Keys(keys),
                 Some(Resolved::Protocol | Resolved::Header(_)) => {
-                    return Err(format!("{name} is a protocol: name one of its fields"));
+                    return Err(FieldsError::Protocol(name.to_string()));
                 }
-                None => {
-                    return Err(format!(
-                        "rocescope has no field {name} (the fields: docs/cli.md#display-filters)"
-                    ));
-                }
+                None => return Err(FieldsError::NoField(name.to_string())),
             },
         };
         Ok(Column {
@@ -78,10 +89,10 @@ pub enum FieldsOption {
 impl FieldsOption {
     /// `header=y|n`, `separator=/t|/s|C`, `quote=d|s|n`, `occurrence=f|l|a|N`, `aggregator=,|/s|C`, as
     /// tshark takes them.
-    pub fn parse(s: &str) -> Result<FieldsOption, String> {
-        let (key, value) = s.split_once('=').ok_or_else(|| {
-            format!("'{s}' is not OPTION=VALUE (header=y, separator=, quote=d ...)")
-        })?;
+    pub fn parse(s: &str) -> Result<FieldsOption, FieldsError> {
+        let (key, value) = s
+            .split_once('=')
+            .ok_or_else(|| FieldsError::NotOption(s.to_string()))?;
         // One character, as tshark takes it: `/t` a tab (the separator only), `/s` a space, `/` before
         // anything else a backslash, else the value's first character (tshark takes its first byte:
         // the same for ASCII, half a character otherwise); `separator=ab` is `a`.
@@ -93,11 +104,7 @@ impl FieldsOption {
             },
             None => v.chars().take(1).collect(),
         };
-        let bad = || {
-            format!(
-                "'{s}': tshark's values are header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a|N, aggregator=,|/s|C"
-            )
-        };
+        let bad = || FieldsError::Value(s.to_string());
         Ok(match (key, value) {
             ("header", "y") => FieldsOption::Header(true),
             ("header", "n") => FieldsOption::Header(false),

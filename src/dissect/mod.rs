@@ -18,7 +18,23 @@ use crate::filter::{self, Analysis, Matcher, Subject};
 use crate::pipeline::{self, EngineSide};
 use crate::source::{CaptureFormat, FileSource, Packet};
 
-pub use fields::{Column, Columns, FieldsOption, Occurrence, Quote};
+pub use fields::{Column, Columns, FieldsError, FieldsOption, Occurrence, Quote};
+
+/// Why the frames could not be shown.
+#[derive(Debug, thiserror::Error)]
+pub enum DissectError {
+    #[error(
+        "rocescope.event and rocescope.severity need the capture twice (the events come from the whole \
+         analysis): give a file, not standard input"
+    )]
+    EventsFromStdin,
+    #[error(transparent)]
+    Source(#[from] crate::source::SourceError),
+    #[error(transparent)]
+    Pipeline(#[from] pipeline::PipelineError),
+    #[error("cannot write the output")]
+    Write(#[source] io::Error),
+}
 
 /// How each frame is shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,7 +155,7 @@ struct Prepass {
 }
 
 impl Prepass {
-    fn of(file: &Path, opts: &Options) -> Result<Prepass, String> {
+    fn of(file: &Path, opts: &Options) -> Result<Prepass, DissectError> {
         let stdin = file == Path::new("-");
         let filtered = opts.display.is_some();
         if !opts.needs_events() && (opts.selection.qp.is_none() || stdin) {
@@ -149,13 +165,9 @@ impl Prepass {
             });
         }
         if stdin {
-            return Err(
-                "rocescope.event and rocescope.severity need the capture twice (the events come from the whole \
-                 analysis): give a file, not standard input"
-                    .to_string(),
-            );
+            return Err(DissectError::EventsFromStdin);
         }
-        let mut source = FileSource::open(file).map_err(|e| e.to_string())?;
+        let mut source = FileSource::open(file)?;
         let cfg = pipeline::Config {
             parse: opts.config,
             ..Default::default()
@@ -216,9 +228,9 @@ impl FrameEvents {
 }
 
 /// Shows the frames of `file` on standard output; returns the totals.
-pub fn run(opts: &Options, file: &Path) -> Result<Totals, String> {
+pub fn run(opts: &Options, file: &Path) -> Result<Totals, DissectError> {
     let pre = Prepass::of(file, opts)?;
-    let mut source = FileSource::open(file).map_err(|e| e.to_string())?;
+    let mut source = FileSource::open(file)?;
     let cfg = pipeline::Config {
         parse: opts.config,
         ..Default::default()
@@ -240,30 +252,26 @@ pub fn run(opts: &Options, file: &Path) -> Result<Totals, String> {
         return if e.kind() == io::ErrorKind::BrokenPipe {
             Ok(show.totals)
         } else {
-            Err(format!("cannot write the output: {e}"))
+            Err(DissectError::Write(e))
         };
     }
     match show.out.flush() {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            return Err(format!("cannot write the output: {e}"));
-        }
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(DissectError::Write(e)),
         _ => {}
     }
     match run.error {
-        Some(e) => Err(e.to_string()),
+        Some(e) => Err(e.into()),
         None => Ok(show.totals),
     }
 }
 
 /// `-T fields -E header=y`: the header line, once before the first file's frames.
-pub fn write_header(opts: &Options) -> Result<(), String> {
+pub fn write_header(opts: &Options) -> Result<(), DissectError> {
     let Style::Fields(columns) = &opts.style else {
         return Ok(());
     };
     let mut out = io::stdout().lock();
-    columns
-        .write_header(&mut out)
-        .map_err(|e| format!("cannot write the output: {e}"))
+    columns.write_header(&mut out).map_err(DissectError::Write)
 }
 
 /// The dissector as the pipeline's engine side: every frame whole, shown in capture order.

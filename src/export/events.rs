@@ -8,8 +8,8 @@ use arrow_array::builder::{
     ArrayBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
 };
 
-use super::Point;
-use super::table::{BATCH_ROWS, Table};
+use super::table::{BATCH_ROWS, Table, TableError};
+use super::{ExportError, Point};
 use crate::report::EventReport;
 
 columns!(Columns {
@@ -33,7 +33,7 @@ pub struct Events {
 }
 
 impl Events {
-    pub fn create(path: &Path) -> Result<Events, String> {
+    pub fn create(path: &Path) -> Result<Events, TableError> {
         Ok(Events {
             table: Table::create(
                 path,
@@ -47,7 +47,7 @@ impl Events {
     }
 
     /// The row of event `e` of capture `file`, taken at `point`.
-    pub fn push(&mut self, file: &str, point: &Point, e: &EventReport) -> Result<(), String> {
+    pub fn push(&mut self, file: &str, point: &Point, e: &EventReport) -> Result<(), ExportError> {
         let c = &mut self.columns;
         c.file.append_value(file);
         c.point.append_value(&point.name);
@@ -59,7 +59,7 @@ impl Events {
         c.flow.append_option(e.flow.map(|f| f as i64));
         c.frame.append_value(e.frame as i64);
         c.psn.append_option(e.psn.map(i64::from));
-        let detail = serde_json::to_string(&e.detail).map_err(|e| e.to_string())?;
+        let detail = serde_json::to_string(&e.detail)?;
         c.detail.append_value(detail);
         c.message.append_value(&e.message);
         if c.len() >= BATCH_ROWS {
@@ -69,7 +69,7 @@ impl Events {
     }
 
     /// Writes the rows left and closes the table; returns the rows written.
-    pub fn close(mut self) -> Result<u64, String> {
+    pub fn close(mut self) -> Result<u64, TableError> {
         self.table.write(self.columns.finish())?;
         self.table.close()
     }

@@ -21,6 +21,40 @@ use events::Events;
 use packets::Packets;
 use rows::{FLOW, Rows};
 
+pub use table::TableError;
+
+/// Why an export failed (nothing is renamed into place then).
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("cannot create {}", .dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The staged `table` could not be renamed into `dir`.
+    #[error("cannot move {table} into {}", .dir.display())]
+    Move {
+        table: &'static str,
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{} is a table this export writes: give another directory (the tables there stay as they are)",
+        .0.display()
+    )]
+    InputIsTable(PathBuf),
+    #[error(transparent)]
+    Table(#[from] TableError),
+    #[error(transparent)]
+    Source(#[from] crate::source::SourceError),
+    #[error(transparent)]
+    Pipeline(#[from] pipeline::PipelineError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// What to export, and how to analyse it.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -102,15 +136,21 @@ pub const TABLES: [&str; 3] = ["packets.parquet", "flows.parquet", "events.parqu
 /// sees the old table or the new one whole) once all three are complete. On an error nothing is renamed and
 /// the tables there before stay as they were. An input that is one of the tables is refused before anything
 /// is written.
-pub fn export(cfg: &Config) -> Result<Summary, String> {
+pub fn export(cfg: &Config) -> Result<Summary, ExportError> {
     let dir = &cfg.dir;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|source| ExportError::CreateDir {
+        dir: dir.clone(),
+        source,
+    })?;
     refuse_inputs_among_tables(cfg)?;
     let staged = TABLES.map(|t| dir.join(format!(".{t}.part")));
     let written = tables(cfg, &staged).and_then(|summary| {
         for (from, t) in staged.iter().zip(TABLES) {
-            std::fs::rename(from, dir.join(t))
-                .map_err(|e| format!("cannot move {t} into {}: {e}", dir.display()))?;
+            std::fs::rename(from, dir.join(t)).map_err(|source| ExportError::Move {
+                table: t,
+                dir: dir.clone(),
+                source,
+            })?;
         }
         Ok(summary)
     });
@@ -121,7 +161,7 @@ pub fn export(cfg: &Config) -> Result<Summary, String> {
 }
 
 /// An input that is one of the tables this export writes would be overwritten before it is read.
-fn refuse_inputs_among_tables(cfg: &Config) -> Result<(), String> {
+fn refuse_inputs_among_tables(cfg: &Config) -> Result<(), ExportError> {
     let canonical = |p: &Path| std::fs::canonicalize(p).ok();
     let tables: Vec<PathBuf> = TABLES
         .iter()
@@ -132,16 +172,13 @@ fn refuse_inputs_among_tables(cfg: &Config) -> Result<(), String> {
         .iter()
         .find(|f| canonical(f).is_some_and(|c| tables.contains(&c)))
     {
-        Some(f) => Err(format!(
-            "{} is a table this export writes: give another directory (the tables there stay as they are)",
-            f.display()
-        )),
+        Some(f) => Err(ExportError::InputIsTable(f.clone())),
         None => Ok(()),
     }
 }
 
 /// The three tables written to `paths` (packets, flows, events).
-fn tables(cfg: &Config, paths: &[PathBuf; 3]) -> Result<Summary, String> {
+fn tables(cfg: &Config, paths: &[PathBuf; 3]) -> Result<Summary, ExportError> {
     let packets = Packets::create(&paths[0])?;
     let mut flows = Rows::create(&paths[1], FLOW)?;
     let mut events = Events::create(&paths[2])?;
@@ -175,9 +212,9 @@ fn one(
     cfg: &pipeline::Config,
     packets: &table::Table,
     summary: &mut Summary,
-) -> Result<Report, String> {
+) -> Result<Report, ExportError> {
     // A directory is the pieces of one capture point (tcpdump's rotations), merged by time.
-    let mut source = open_point(file).map_err(|e| e.to_string())?;
+    let mut source = open_point(file)?;
     let name = file.display().to_string();
     let run = pipeline::run(
         &mut *source,
@@ -197,8 +234,8 @@ fn one(
 }
 
 /// The JSON object of `row` with `capture` (`file`, `point`, `path`, `point_index`) added.
-fn with_capture(row: &impl serde::Serialize, capture: &Value) -> Result<Value, String> {
-    let mut v = serde_json::to_value(row).map_err(|e| e.to_string())?;
+fn with_capture(row: &impl serde::Serialize, capture: &Value) -> Result<Value, ExportError> {
+    let mut v = serde_json::to_value(row)?;
     if let Some(o) = v.as_object_mut() {
         o.insert("capture".to_string(), capture.clone());
     }

@@ -15,7 +15,7 @@ use parsers::opcode::Opcode;
 use rustc_hash::FxHashMap;
 
 use super::Point;
-use super::table::{BATCH_ROWS, Table};
+use super::table::{BATCH_ROWS, Table, TableError};
 use crate::analysis::{Classified, Engine};
 use crate::filter::class_name;
 use crate::pipeline::EngineSide;
@@ -92,12 +92,12 @@ pub struct Packets<'t> {
     table: &'t Table,
     addresses: Addresses,
     /// The first error of the table's writer.
-    error: Option<String>,
+    error: Option<TableError>,
 }
 
 impl<'t> Packets<'t> {
     /// The table's file, created.
-    pub fn create(path: &std::path::Path) -> Result<Table, String> {
+    pub fn create(path: &std::path::Path) -> Result<Table, TableError> {
         Table::create(
             path,
             Columns::NAMES,
@@ -125,14 +125,19 @@ impl<'t> Packets<'t> {
         }
     }
 
-    /// Hands the rows gathered over; returns the first error so far.
-    pub fn flush(&mut self) -> Result<(), String> {
+    /// Hands the rows gathered over; returns the first error of the whole capture.
+    pub fn flush(&mut self) -> Result<(), TableError> {
+        self.hand_over();
+        self.error.take().map_or(Ok(()), Err)
+    }
+
+    /// Hands the rows gathered over, keeping the first error.
+    fn hand_over(&mut self) {
         if self.columns.len() > 0
             && let Err(e) = self.table.write(self.columns.finish())
         {
             self.error.get_or_insert(e);
         }
-        self.error.clone().map_or(Ok(()), Err)
     }
 
     /// The row of RoCE frame `number`.
@@ -238,7 +243,7 @@ impl EngineSide for Packets<'_> {
         }
         self.row(number, ts_nanos, frame, classified, engine);
         if self.columns.len() >= BATCH_ROWS {
-            let _ = self.flush();
+            self.hand_over();
         }
     }
 }

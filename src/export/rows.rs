@@ -9,7 +9,7 @@ use arrow_array::builder::{
 };
 use serde_json::Value;
 
-use super::table::Table;
+use super::table::{Table, TableError};
 
 /// What a column holds, and how its JSON value is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,7 +211,7 @@ impl Rows {
     pub fn create(
         path: &std::path::Path,
         columns: &'static [(&'static str, Kind)],
-    ) -> Result<Rows, String> {
+    ) -> Result<Rows, TableError> {
         let mut builders: Vec<Builder> = columns.iter().map(|(_, k)| Builder::new(*k)).collect();
         let names: Vec<&str> = columns.iter().map(|(n, _)| *n).collect();
         let empty = builders.iter_mut().map(Builder::finish).collect();
@@ -227,7 +227,7 @@ impl Rows {
     }
 
     /// One row: each column's value at its path in `object`.
-    pub fn push(&mut self, object: &Value) -> Result<(), String> {
+    pub fn push(&mut self, object: &Value) -> Result<(), TableError> {
         for (b, path) in self.builders.iter_mut().zip(&self.paths) {
             // Not `Value::pointer`, which allocates for every step.
             b.push(path.iter().try_fold(object, |v, step| v.get(step)));
@@ -239,14 +239,14 @@ impl Rows {
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<(), String> {
+    fn flush(&mut self) -> Result<(), TableError> {
         self.rows = 0;
         self.table
             .write(self.builders.iter_mut().map(Builder::finish).collect())
     }
 
     /// Writes the rows left and closes the table; returns the rows written.
-    pub fn close(mut self) -> Result<u64, String> {
+    pub fn close(mut self) -> Result<u64, TableError> {
         self.flush()?;
         self.table.close()
     }

@@ -10,6 +10,7 @@ use arrow_array::builder::{BooleanBuilder, ListBuilder, PrimitiveBuilder, String
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Field, Schema, SchemaRef};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::errors::ParquetError;
 use parquet::file::properties::EnabledStatistics;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
@@ -29,11 +30,42 @@ const IN_FLIGHT: usize = 2;
 /// goal: at least half of `analyze`'s frames/s).
 const ZSTD_LEVEL: i32 = 1;
 
+/// Why a table could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("cannot create {}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Parquet(#[from] ParquetError),
+    /// The writer of the table at `path` failed.
+    #[error("{}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: ParquetError,
+    },
+    /// Columns that make no batch of the table's schema.
+    #[error("{}", .path.display())]
+    Batch {
+        path: PathBuf,
+        #[source]
+        source: arrow_schema::ArrowError,
+    },
+    #[error("cannot start the Parquet writer")]
+    Thread(#[source] std::io::Error),
+    #[error("the Parquet writer panicked")]
+    Panicked,
+}
+
 pub struct Table {
     path: PathBuf,
     schema: SchemaRef,
     rows: SyncSender<RecordBatch>,
-    writer: JoinHandle<Result<u64, String>>,
+    writer: JoinHandle<Result<u64, TableError>>,
 }
 
 impl Table {
@@ -46,19 +78,19 @@ impl Table {
         empty: Vec<ArrayRef>,
         sequences: &[&str],
         scattered: &[&str],
-    ) -> Result<Table, String> {
+    ) -> Result<Table, TableError> {
         let fields: Vec<Field> = names
             .iter()
             .zip(&empty)
             .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
             .collect();
         let schema = Arc::new(Schema::new(fields));
-        let file =
-            File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let file = File::create(path).map_err(|source| TableError::Create {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let mut props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(
-                ZstdLevel::try_new(ZSTD_LEVEL).map_err(|e| e.to_string())?,
-            ))
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
             // Statistics cost a comparison per value in every column: only the columns a query selects
             // ranges of (times, frame numbers) keep them, per column chunk.
             .set_statistics_enabled(EnabledStatistics::None)
@@ -84,15 +116,15 @@ impl Table {
         }
         let props = props.build();
         let (rows, batches) = sync_channel::<RecordBatch>(IN_FLIGHT);
-        let shown = path.display().to_string();
+        let at = path.to_path_buf();
         let columns = Arc::clone(&schema);
         let writer = std::thread::Builder::new()
             .name("parquet".to_string())
             .spawn(move || {
                 super::encode::write(file, columns, props, batches)
-                    .map_err(|e| format!("{shown}: {e}"))
+                    .map_err(|source| TableError::Write { path: at, source })
             })
-            .map_err(|e| format!("cannot start the Parquet writer: {e}"))?;
+            .map_err(TableError::Thread)?;
         Ok(Table {
             path: path.to_path_buf(),
             schema,
@@ -102,9 +134,13 @@ impl Table {
     }
 
     /// Hands the columns of some rows over (in the schema's order).
-    pub fn write(&self, columns: Vec<ArrayRef>) -> Result<(), String> {
-        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)
-            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+    pub fn write(&self, columns: Vec<ArrayRef>) -> Result<(), TableError> {
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns).map_err(|source| {
+            TableError::Batch {
+                path: self.path.clone(),
+                source,
+            }
+        })?;
         if batch.num_rows() == 0 {
             return Ok(());
         }
@@ -114,11 +150,9 @@ impl Table {
     }
 
     /// Writes what is left and the footer; returns the rows written.
-    pub fn close(self) -> Result<u64, String> {
+    pub fn close(self) -> Result<u64, TableError> {
         drop(self.rows);
-        self.writer
-            .join()
-            .map_err(|_| "the Parquet writer panicked".to_string())?
+        self.writer.join().map_err(|_| TableError::Panicked)?
     }
 }
 

@@ -5,7 +5,7 @@ use pest::Parser;
 use pest::error::{Error, ErrorVariant, InputLocation};
 use pest::iterators::Pair;
 
-use super::literal::{self, kind_words};
+use super::literal::{self, LiteralError, kind_words};
 use super::names::{self, Resolved};
 use super::set::Set;
 use super::{Cmp, Filter, Keys, Leaf, Lit, Node, Test, widths};
@@ -17,13 +17,99 @@ struct Grammar;
 /// Parentheses nested deeper than this are refused before parsing: the parser and the evaluator recurse.
 const MAX_DEPTH: usize = 64;
 
-pub(super) fn compile(text: &str) -> Result<Filter, String> {
+/// A filter that does not compile: one line with the column it is at (when it is at one) and the problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    #[error("the filter is empty")]
+    Empty,
+    #[error("expected a field name")]
+    NoField,
+    #[error("{place} {problem}")]
+    At { place: Place, problem: Problem },
+}
+
+/// Where in the filter's text: its column (from 1) and the token there (empty at the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub column: usize,
+    pub token: String,
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Place { column, token } = self;
+        if token.is_empty() {
+            write!(f, "column {column} (at the end):")
+        } else {
+            write!(f, "column {column} (at \"{token}\"):")
+        }
+    }
+}
+
+/// What is wrong at a [`Place`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// The grammar wanted one of these there (in words; none: a character it takes nowhere).
+    #[error("{}", expected_words(.0))]
+    Expected(Vec<&'static str>),
+    /// pest's own message.
+    #[error("{0}")]
+    Grammar(String),
+    #[error("parentheses nested deeper than {MAX_DEPTH}")]
+    TooDeep,
+    #[error(
+        "expected \",\" or \"}}\": set members are separated by commas, as in tshark 4.0, which \
+         refuses whitespace too: {{6, 7, 8}}, {{6..8, 17}}"
+    )]
+    SetSeparator,
+    #[error("expected a field name")]
+    NoField,
+    #[error(
+        "\"{0}\" is neither a field nor a protocol rocescope decodes (the fields: docs/cli.md#display-filters)"
+    )]
+    Unknown(String),
+    #[error("{0} is a protocol: test it alone (\"{0}\") or compare one of its fields")]
+    Protocol(String),
+    /// `contains` on a field of `kind` (in words).
+    #[error("{name} holds {kind}: \"contains\" needs bytes or text")]
+    NotContainable { name: String, kind: &'static str },
+    #[error("{0} holds a MAC address: \"contains\" takes bytes (50:56), not a string")]
+    MacContainsString(String),
+    #[error("{0} is not a number: \"&\" needs one")]
+    NotANumber(String),
+    #[error("only == and != take a network (ADDR/PREFIX) or a boolean")]
+    Unordered,
+    #[error("a range needs two single values")]
+    Range,
+    /// `text` is more than `max`, the most tshark holds in the field `name`.
+    #[error(
+        "\"{text}\" is too big for {name}, which tshark holds in {} bits: at most {max}",
+        .max.count_ones()
+    )]
+    TooBig {
+        text: String,
+        name: String,
+        max: u64,
+    },
+    #[error(transparent)]
+    Literal(#[from] LiteralError),
+}
+
+fn expected_words(expected: &[&str]) -> String {
+    match expected.split_last() {
+        None => "unexpected character".to_string(),
+        Some((last, [])) => format!("expected {last}"),
+        Some((last, rest)) => format!("expected {} or {last}", rest.join(", ")),
+    }
+}
+
+pub(super) fn compile(text: &str) -> Result<Filter, FilterError> {
     check_depth(text)?;
     let filter = Grammar::parse(Rule::filter, text)
         .map_err(|e| syntax(text, &e))?
         .next()
         .and_then(|f| f.into_inner().next())
-        .ok_or_else(|| "the filter is empty".to_string())?;
+        .ok_or(FilterError::Empty)?;
     let mut c = Compiler {
         text,
         leaves: Vec::new(),
@@ -40,7 +126,7 @@ pub(super) fn compile(text: &str) -> Result<Filter, String> {
     })
 }
 
-fn check_depth(text: &str) -> Result<(), String> {
+fn check_depth(text: &str) -> Result<(), FilterError> {
     let (mut depth, mut quoted, mut escaped) = (0usize, false, false);
     for (at, c) in text.char_indices() {
         match c {
@@ -50,10 +136,7 @@ fn check_depth(text: &str) -> Result<(), String> {
             '(' if !quoted => {
                 depth += 1;
                 if depth > MAX_DEPTH {
-                    return Err(format!(
-                        "{} parentheses nested deeper than {MAX_DEPTH}",
-                        place(text, at)
-                    ));
+                    return Err(at_place(text, at, Problem::TooDeep));
                 }
             }
             ')' if !quoted => depth = depth.saturating_sub(1),
@@ -63,8 +146,15 @@ fn check_depth(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `column N (at "TOKEN"):`, or `(at the end)`.
-fn place(text: &str, at: usize) -> String {
+fn at_place(text: &str, at: usize, problem: Problem) -> FilterError {
+    FilterError::At {
+        place: place(text, at),
+        problem,
+    }
+}
+
+/// The column of byte `at` and the token there.
+fn place(text: &str, at: usize) -> Place {
     let at = at.min(text.len());
     let column = text.get(..at).map_or(0, |s| s.chars().count()) + 1;
     let rest = text.get(at..).unwrap_or_default();
@@ -73,14 +163,10 @@ fn place(text: &str, at: usize) -> String {
         .take_while(|c| !c.is_whitespace())
         .take(24)
         .collect();
-    if token.is_empty() {
-        format!("column {column} (at the end):")
-    } else {
-        format!("column {column} (at \"{token}\"):")
-    }
+    Place { column, token }
 }
 
-fn syntax(text: &str, e: &Error<Rule>) -> String {
+fn syntax(text: &str, e: &Error<Rule>) -> FilterError {
     let at = match e.location {
         InputLocation::Pos(p) => p,
         InputLocation::Span((s, _)) => s,
@@ -96,13 +182,9 @@ fn syntax(text: &str, e: &Error<Rule>) -> String {
                     expected.push(w);
                 }
             }
-            match expected.split_last() {
-                None => "unexpected character".to_string(),
-                Some((last, [])) => format!("expected {last}"),
-                Some((last, rest)) => format!("expected {} or {last}", rest.join(", ")),
-            }
+            Problem::Expected(expected)
         }
-        ErrorVariant::CustomError { message } => message.clone(),
+        ErrorVariant::CustomError { message } => Problem::Grammar(message.clone()),
     };
     // A second value where a set wants "," or "}": whitespace-separated members, which Wireshark 3 took
     // and 4.0 refuses as this does.
@@ -113,13 +195,9 @@ fn syntax(text: &str, e: &Error<Rule>) -> String {
         .and_then(|r| r.chars().next())
         .is_some_and(|c| c == '"' || c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '-');
     if in_set && value_next {
-        return format!(
-            "{} expected \",\" or \"}}\": set members are separated by commas, as in tshark 4.0, which \
-             refuses whitespace too: {{6, 7, 8}}, {{6..8, 17}}",
-            place(text, at)
-        );
+        return at_place(text, at, Problem::SetSeparator);
     }
-    format!("{} {what}", place(text, at))
+    at_place(text, at, what)
 }
 
 /// A rule as an error message names it.
@@ -149,11 +227,11 @@ struct Compiler<'t> {
 }
 
 impl Compiler<'_> {
-    fn error(&self, at: usize, what: impl std::fmt::Display) -> String {
-        format!("{} {what}", place(self.text, at))
+    fn error(&self, at: usize, problem: Problem) -> FilterError {
+        at_place(self.text, at, problem)
     }
 
-    fn or_expr(&mut self, p: Pair<Rule>) -> Result<Node, String> {
+    fn or_expr(&mut self, p: Pair<Rule>) -> Result<Node, FilterError> {
         let mut nodes = Vec::new();
         for q in p.into_inner().filter(|q| q.as_rule() == Rule::and_expr) {
             nodes.push(self.and_expr(q)?);
@@ -161,7 +239,7 @@ impl Compiler<'_> {
         Ok(one_or(nodes, Node::Or))
     }
 
-    fn and_expr(&mut self, p: Pair<Rule>) -> Result<Node, String> {
+    fn and_expr(&mut self, p: Pair<Rule>) -> Result<Node, FilterError> {
         let mut nodes = Vec::new();
         for q in p.into_inner().filter(|q| q.as_rule() == Rule::unary) {
             nodes.push(self.unary(q)?);
@@ -169,7 +247,7 @@ impl Compiler<'_> {
         Ok(one_or(nodes, Node::And))
     }
 
-    fn unary(&mut self, p: Pair<Rule>) -> Result<Node, String> {
+    fn unary(&mut self, p: Pair<Rule>) -> Result<Node, FilterError> {
         let at = p.as_span().start();
         let mut negate = false;
         let mut node = None;
@@ -181,7 +259,7 @@ impl Compiler<'_> {
                 _ => {}
             }
         }
-        let node = node.ok_or_else(|| self.error(at, "expected a field name"))?;
+        let node = node.ok_or_else(|| self.error(at, Problem::NoField))?;
         Ok(if negate {
             Node::Not(Box::new(node))
         } else {
@@ -189,21 +267,14 @@ impl Compiler<'_> {
         })
     }
 
-    fn relation(&mut self, p: Pair<Rule>) -> Result<Node, String> {
+    fn relation(&mut self, p: Pair<Rule>) -> Result<Node, FilterError> {
         let mut inner = p.into_inner();
         let Some(field) = inner.next() else {
-            return Err("expected a field name".to_string());
+            return Err(FilterError::NoField);
         };
         let (name, at) = (field.as_str(), field.as_span().start());
-        let resolved = names::resolve(name).ok_or_else(|| {
-            self.error(
-                at,
-                format_args!(
-                    "\"{name}\" is neither a field nor a protocol rocescope decodes \
-                     (the fields: docs/cli.md#display-filters)"
-                ),
-            )
-        })?;
+        let resolved = names::resolve(name)
+            .ok_or_else(|| self.error(at, Problem::Unknown(name.to_string())))?;
         let (analysis, events) = names::of_analysis(name);
         self.analysis |= analysis;
         self.events |= events;
@@ -217,12 +288,7 @@ impl Compiler<'_> {
         };
         let Resolved::Fields(keys, kind) = resolved else {
             // A protocol or a header.
-            return Err(self.error(
-                op.as_span().start(),
-                format_args!(
-                    "{name} is a protocol: test it alone (\"{name}\") or compare one of its fields"
-                ),
-            ));
+            return Err(self.error(op.as_span().start(), Problem::Protocol(name.to_string())));
         };
         let negated =
             op.as_rule() == Rule::set_op && op.as_str().to_ascii_lowercase().starts_with("not");
@@ -241,28 +307,20 @@ impl Compiler<'_> {
         kind: Kind,
         op: Pair<Rule>,
         rhs: Pair<Rule>,
-    ) -> Result<Test, String> {
+    ) -> Result<Test, FilterError> {
         let op_at = op.as_span().start();
         Ok(match op.as_rule() {
             Rule::set_op => self.set(name, kind, rhs)?,
             Rule::contains_op => {
                 if !matches!(kind, Kind::Bytes | Kind::Mac | Kind::Text) {
-                    return Err(self.error(
-                        op_at,
-                        format_args!(
-                            "{name} holds {}: \"contains\" needs bytes or text",
-                            kind_words(kind)
-                        ),
-                    ));
+                    let name = name.to_string();
+                    let kind = kind_words(kind);
+                    return Err(self.error(op_at, Problem::NotContainable { name, kind }));
                 }
                 // tshark reads a MAC field's `contains` operand as bytes only: a string, even "", is refused.
                 if kind == Kind::Mac && rhs.as_rule() == Rule::string {
-                    return Err(self.error(
-                        rhs.as_span().start(),
-                        format_args!(
-                            "{name} holds a MAC address: \"contains\" takes bytes (50:56), not a string"
-                        ),
-                    ));
+                    let problem = Problem::MacContainsString(name.to_string());
+                    return Err(self.error(rhs.as_span().start(), problem));
                 }
                 let as_kind = if kind == Kind::Mac { Kind::Bytes } else { kind };
                 Test::Contains(self.literal(name, as_kind, rhs)?)
@@ -270,10 +328,7 @@ impl Compiler<'_> {
             Rule::bitand_op => match self.literal(name, kind, rhs)? {
                 Lit::Uint(mask) if kind == Kind::Uint => Test::BitAnd(mask),
                 _ => {
-                    return Err(self.error(
-                        op_at,
-                        format_args!("{name} is not a number: \"&\" needs one"),
-                    ));
+                    return Err(self.error(op_at, Problem::NotANumber(name.to_string())));
                 }
             },
             _ => {
@@ -281,10 +336,7 @@ impl Compiler<'_> {
                 let rhs_at = rhs.as_span().start();
                 let lit = self.literal(name, kind, rhs)?;
                 if !matches!(cmp, Cmp::Eq | Cmp::Ne) && !ordered(&lit) {
-                    return Err(self.error(
-                        rhs_at,
-                        "only == and != take a network (ADDR/PREFIX) or a boolean",
-                    ));
+                    return Err(self.error(rhs_at, Problem::Unordered));
                 }
                 Test::Compare {
                     op: cmp,
@@ -295,7 +347,7 @@ impl Compiler<'_> {
         })
     }
 
-    fn set(&self, name: &str, kind: Kind, set: Pair<Rule>) -> Result<Test, String> {
+    fn set(&self, name: &str, kind: Kind, set: Pair<Rule>) -> Result<Test, FilterError> {
         let mut members = Vec::new();
         for m in set.into_inner().filter(|m| m.as_rule() == Rule::member) {
             let at = m.as_span().start();
@@ -307,7 +359,7 @@ impl Compiler<'_> {
                 .map(|v| self.literal(name, kind, v))
                 .transpose()?;
             if hi.is_some() && !ordered(&lo) {
-                return Err(self.error(at, "a range needs two single values"));
+                return Err(self.error(at, Problem::Range));
             }
             members.push((lo, hi));
         }
@@ -316,23 +368,18 @@ impl Compiler<'_> {
 
     /// A literal of `kind` for the field `name`: a number wider than tshark holds the field is refused
     /// (`infiniband.bth.opcode == 256`), as tshark refuses it.
-    fn literal(&self, name: &str, kind: Kind, p: Pair<Rule>) -> Result<Lit, String> {
+    fn literal(&self, name: &str, kind: Kind, p: Pair<Rule>) -> Result<Lit, FilterError> {
         let at = p.as_span().start();
         let (text, quoted) = match p.as_rule() {
             Rule::string => (p.into_inner().next().map_or("", |t| t.as_str()), true),
             _ => (p.as_str(), false),
         };
-        let lit = literal::read(kind, text, quoted).map_err(|e| self.error(at, e))?;
+        let lit = literal::read(kind, text, quoted).map_err(|e| self.error(at, e.into()))?;
         if let (Lit::Uint(n), Some(max)) = (&lit, widths::max(name))
             && *n > max
         {
-            return Err(self.error(
-                at,
-                format_args!(
-                    "\"{text}\" is too big for {name}, which tshark holds in {} bits: at most {max}",
-                    max.count_ones()
-                ),
-            ));
+            let (text, name) = (text.to_string(), name.to_string());
+            return Err(self.error(at, Problem::TooBig { text, name, max }));
         }
         Ok(lit)
     }

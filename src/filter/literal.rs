@@ -5,10 +5,34 @@ use parsers::fields::Kind;
 
 use super::Lit;
 
+/// A literal that is not a value of its field's kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LiteralError {
+    /// `what` was expected ("a number", "an IPv4 address", ...).
+    #[error("\"{text}\" is not {what}")]
+    Not { text: String, what: &'static str },
+    /// A quoted string for a field of `kind` (in words), which takes none.
+    #[error("\"{text}\" is a string; this field holds {kind}: write it without quotes")]
+    Quoted { text: String, kind: &'static str },
+    #[error("\"{text}\": the prefix length must be 0 to {max}")]
+    Prefix { text: String, max: u8 },
+    /// `\xHH` whose two characters (`hex`) are no ASCII character's code.
+    #[error("\\x{hex} is not an ASCII character")]
+    NotAscii { hex: String },
+    /// A backslash before `escaped` (nothing at the end of the string).
+    #[error("\\{} is not an escape (\\\", \\\\, \\n, \\t, \\r, \\xHH)", .escaped.map(String::from).unwrap_or_default())]
+    Escape { escaped: Option<char> },
+}
+
 /// Reads `text` (unquoted, or the inside of a quoted string) as a value of `kind`; the error says what
 /// was expected.
-pub(super) fn read(kind: Kind, text: &str, quoted: bool) -> Result<Lit, String> {
-    let not = |what: &str| Err(format!("\"{text}\" is not {what}"));
+pub(super) fn read(kind: Kind, text: &str, quoted: bool) -> Result<Lit, LiteralError> {
+    let not = |what: &'static str| {
+        Err(LiteralError::Not {
+            text: text.to_string(),
+            what,
+        })
+    };
     match kind {
         Kind::Text => Ok(Lit::Text(if quoted {
             unescape(text)?
@@ -16,10 +40,10 @@ pub(super) fn read(kind: Kind, text: &str, quoted: bool) -> Result<Lit, String> 
             text.to_string()
         })),
         Kind::Bytes if quoted => Ok(Lit::Bytes(unescape(text)?.into_bytes())),
-        _ if quoted => Err(format!(
-            "\"{text}\" is a string; this field holds {}: write it without quotes",
-            kind_words(kind)
-        )),
+        _ if quoted => Err(LiteralError::Quoted {
+            text: text.to_string(),
+            kind: kind_words(kind),
+        }),
         Kind::Uint => number(text)
             .map(Lit::Uint)
             .ok_or(())
@@ -89,13 +113,16 @@ pub(super) fn number(s: &str) -> Option<u64> {
 }
 
 /// `ADDR` or `ADDR/PREFIX`, the prefix at most `max`.
-fn network(text: &str, max: u8) -> Result<(&str, u8), String> {
+fn network(text: &str, max: u8) -> Result<(&str, u8), LiteralError> {
     let Some((addr, len)) = text.split_once('/') else {
         return Ok((text, max));
     };
     match len.parse::<u8>() {
         Ok(n) if n <= max => Ok((addr, n)),
-        _ => Err(format!("\"{text}\": the prefix length must be 0 to {max}")),
+        _ => Err(LiteralError::Prefix {
+            text: text.to_string(),
+            max,
+        }),
     }
 }
 
@@ -121,7 +148,7 @@ pub(super) fn bytes(text: &str) -> Option<Vec<u8>> {
 }
 
 /// The inside of a quoted string: `\"`, `\\`, `\n`, `\t`, `\r` and `\xHH`.
-fn unescape(s: &str) -> Result<String, String> {
+fn unescape(s: &str) -> Result<String, LiteralError> {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
@@ -139,15 +166,10 @@ fn unescape(s: &str) -> Result<String, String> {
                 let hex: String = chars.by_ref().take(2).collect();
                 match u8::from_str_radix(&hex, 16) {
                     Ok(b) if b.is_ascii() => out.push(char::from(b)),
-                    _ => return Err(format!("\\x{hex} is not an ASCII character")),
+                    _ => return Err(LiteralError::NotAscii { hex }),
                 }
             }
-            other => {
-                return Err(format!(
-                    "\\{} is not an escape (\\\", \\\\, \\n, \\t, \\r, \\xHH)",
-                    other.map(String::from).unwrap_or_default()
-                ));
-            }
+            escaped => return Err(LiteralError::Escape { escaped }),
         }
     }
     Ok(out)

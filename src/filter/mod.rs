@@ -17,7 +17,9 @@ use parsers::frame::Frame;
 use crate::analysis::{Class, Counted};
 use crate::source::Packet;
 
+pub use compile::{FilterError, Place, Problem};
 pub use eval::Matcher;
+pub use literal::LiteralError;
 pub use names::{ANALYSIS_FIELDS, Resolved, resolve};
 
 /// A compiled display filter.
@@ -34,7 +36,7 @@ pub struct Filter {
 
 impl Filter {
     /// Compiles `text`; a bad filter is one line naming the column and the problem.
-    pub fn new(text: &str) -> Result<Filter, String> {
+    pub fn new(text: &str) -> Result<Filter, FilterError> {
         compile::compile(text)
     }
 

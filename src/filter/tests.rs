@@ -228,7 +228,8 @@ fn bad_filters_say_where_and_what() {
     ] {
         let e = Filter::new(filter)
             .err()
-            .unwrap_or_else(|| panic!("{filter} compiled"));
+            .unwrap_or_else(|| panic!("{filter} compiled"))
+            .to_string();
         assert!(e.contains(error), "{filter}: {e}");
         assert_eq!(e.lines().count(), 1, "{e}");
     }
@@ -236,6 +237,7 @@ fn bad_filters_say_where_and_what() {
     assert!(
         Filter::new(&deep)
             .unwrap_err()
+            .to_string()
             .contains("nested deeper than 64")
     );
     // Hostile text is refused, never a panic.

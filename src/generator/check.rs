@@ -18,6 +18,7 @@ use parsers::psn;
 use rocescope::capture::{self, session::Session};
 use rocescope::report::Report;
 use rocescope::report::capture::StoppedBy;
+use rocescope::report::format::error_line;
 
 use super::records::{self, Role};
 
@@ -32,7 +33,7 @@ pub struct Running {
 pub fn start(iface: &str, mtu: Option<u32>) -> Result<Running, String> {
     let mut cfg = capture::Config::new(iface);
     cfg.pipeline.analysis.mtu = mtu;
-    let live = Session::open(&cfg)?;
+    let live = Session::open(&cfg).map_err(|e| error_line(&e))?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
     let source = format!("live capture on {iface}");
@@ -44,7 +45,7 @@ pub fn start(iface: &str, mtu: Option<u32>) -> Result<Running, String> {
                     .load(Ordering::Relaxed)
                     .then_some(StoppedBy::Generator)
             };
-            let ended = live.run(until, None, ())?;
+            let ended = live.run(until, None, ()).map_err(|e| error_line(&e))?;
             if let Some(e) = ended.error {
                 return Err(e);
             }

@@ -48,7 +48,7 @@ pub struct PortPlace {
 impl Layout {
     /// Every port of every device (or of device `only`) under the root. An error line when `only` is not
     /// there; no devices at all is an empty layout.
-    pub fn find(root: &Root, only: Option<&str>) -> Result<Layout, String> {
+    pub fn find(root: &Root, only: Option<&str>) -> Result<Layout, super::HostError> {
         let names = rdma::device_names(root).unwrap_or_default();
         if let Some(d) = only
             && !names.iter().any(|n| n == d)

@@ -12,6 +12,8 @@ pub mod rdma;
 pub mod read;
 
 use std::collections::BTreeMap;
+use std::io;
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -163,14 +165,45 @@ impl<'r> Scan<'r> {
     }
 }
 
-/// The one line for a device that is not there.
-pub fn no_such_device(name: &str, names: &[String]) -> String {
-    format!(
+/// Why the host could not be examined.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// `-d NAME` names no device; `devices` are the ones there.
+    #[error(
         "no RDMA device '{name}' (devices here: {}); give one of them with -d, or none for all",
-        if names.is_empty() {
-            "none".to_string()
-        } else {
-            names.join(", ")
-        }
-    )
+        list_or_none(.devices)
+    )]
+    NoSuchDevice { name: String, devices: Vec<String> },
+    /// `--root DIR` is a directory without `sys/class`: most likely the wrong one.
+    #[error(
+        "--root {}: no sys/class in it: not a recorded host tree (one holds the host's \
+         /sys/class/infiniband, /sys/class/net, /proc/... under the same paths: \
+         testdata/host/README.md)",
+        .dir.display()
+    )]
+    NotHostTree { dir: PathBuf },
+    #[error("--root {}: not a directory", .dir.display())]
+    NotDirectory { dir: PathBuf },
+    #[error("--root {}", .dir.display())]
+    Root {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The error for a device that is not there.
+pub fn no_such_device(name: &str, names: &[String]) -> HostError {
+    HostError::NoSuchDevice {
+        name: name.to_string(),
+        devices: names.to_vec(),
+    }
 }

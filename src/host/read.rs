@@ -6,6 +6,8 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::HostError;
+
 /// The most a sysfs or procfs value may hold (an attribute is at most a page; a table such as
 /// /proc/net/arp is more): beyond it the file is not what it claims to be.
 pub const MAX_VALUE: u64 = 64 << 10;
@@ -55,20 +57,21 @@ impl Root {
 
     /// A recorded tree; an error line when `dir` is not a directory or records no `sys/class` (a tree
     /// without it holds nothing doctor or counters could examine: most likely the wrong directory).
-    pub fn recorded(dir: &Path) -> Result<Root, String> {
+    pub fn recorded(dir: &Path) -> Result<Root, HostError> {
+        let dir_ = || dir.to_path_buf();
         match fs::metadata(dir) {
-            Ok(m) if m.is_dir() && !dir.join("sys/class").is_dir() => Err(format!(
-                "--root {}: no sys/class in it: not a recorded host tree (one holds the host's \
-                 /sys/class/infiniband, /sys/class/net, /proc/... under the same paths: \
-                 testdata/host/README.md)",
-                dir.display()
-            )),
+            Ok(m) if m.is_dir() && !dir.join("sys/class").is_dir() => {
+                Err(HostError::NotHostTree { dir: dir_() })
+            }
             Ok(m) if m.is_dir() => Ok(Root {
                 dir: dir.to_path_buf(),
                 live: false,
             }),
-            Ok(_) => Err(format!("--root {}: not a directory", dir.display())),
-            Err(e) => Err(format!("--root {}: {e}", dir.display())),
+            Ok(_) => Err(HostError::NotDirectory { dir: dir_() }),
+            Err(source) => Err(HostError::Root {
+                dir: dir_(),
+                source,
+            }),
         }
     }
 

@@ -1,5 +1,18 @@
 //! How figures are written, in one place for the text report, the status line, the TUI and the SVG plots.
 
+/// An error and its causes on one line, as the command line prints them (`{:#}` of the edge's errors):
+/// `cannot create out.pcap: Permission denied (os error 13)`.
+pub fn error_line(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        line.push_str(": ");
+        line.push_str(&c.to_string());
+        cause = c.source();
+    }
+    line
+}
+
 /// A bit rate from bytes per second, short: `1.2Gb/s`, `350.0kb/s`.
 pub fn bit_rate(bytes_per_s: f64) -> String {
     let bits = bytes_per_s * 8.0;

@@ -803,12 +803,23 @@ fn interval(i: &crate::analysis::rate::Intervals) -> Option<IntervalReport> {
     })
 }
 
+/// Why a report could not be made or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Source(#[from] crate::source::SourceError),
+    #[error(transparent)]
+    Pipeline(#[from] crate::pipeline::PipelineError),
+    #[error("cannot write the report")]
+    Write(#[source] io::Error),
+}
+
 /// The report of a capture file (or `-`, standard input): the pipeline over it, nothing else.
 pub fn analyze_file(
     path: &std::path::Path,
     cfg: &crate::pipeline::Config,
-) -> Result<Report, String> {
-    let mut source = crate::source::FileSource::open(path).map_err(|e| e.to_string())?;
+) -> Result<Report, ReportError> {
+    let mut source = crate::source::FileSource::open(path)?;
     let run = crate::pipeline::run(&mut source, cfg, &mut (), ())?;
     let mut report = Report::build(&run.engine, source.name());
     if let Some(e) = run.error {
@@ -827,7 +838,7 @@ pub enum Output {
     Text { top: Option<usize> },
 }
 
-pub fn write(sink: impl Write, report: &Report, output: Output) -> Result<(), String> {
+pub fn write(sink: impl Write, report: &Report, output: Output) -> Result<(), ReportError> {
     let mut out = BufWriter::new(sink);
     let written = match output {
         Output::Json => serde_json::to_writer_pretty(&mut out, report)
@@ -836,9 +847,7 @@ pub fn write(sink: impl Write, report: &Report, output: Output) -> Result<(), St
         Output::Text { top } => text::write(&mut out, report, top),
     };
     match written.and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            Err(format!("cannot write the report: {e}"))
-        }
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(ReportError::Write(e)),
         _ => Ok(()),
     }
 }

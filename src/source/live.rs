@@ -56,24 +56,26 @@ unsafe extern "C" {
 impl LiveSource {
     /// Opens and activates the capture with its filter set, or says in one line what is wrong and how to
     /// fix it.
-    pub fn open(cfg: &LiveConfig) -> Result<LiveSource, String> {
+    pub fn open(cfg: &LiveConfig) -> Result<LiveSource, LiveError> {
         let iface = cfg.interface.as_str();
         check_interface(iface)?;
         // Not immediate mode: libpcap then uses TPACKET_V3, whose blocks pack frames by their length and are
         // handed over full or after the 100 ms timeout. Immediate mode's TPACKET_V2 ring has one slot of the
         // snaplen (~64 KiB) per frame: 512 frames in 32 MiB, and drops from 200,000 frames/s
         // (benches/capture.sh).
+        let cannot = |source| LiveError::Cannot {
+            iface: iface.to_string(),
+            source,
+        };
         let cap = pcap::Capture::from_device(iface)
-            .map_err(|e| format!("cannot capture on '{iface}': {e}"))?
+            .map_err(cannot)?
             .promisc(cfg.promiscuous)
             .snaplen(cfg.snaplen as i32)
             .buffer_size(cfg.buffer_size as i32)
             .timeout(BLOCK_TIMEOUT_MS)
             .precision(pcap::Precision::Nano);
         let cap = cap.open().map_err(|e| activation_error(iface, &e))?;
-        let mut cap = cap
-            .setnonblock()
-            .map_err(|e| format!("cannot capture on '{iface}': {e}"))?;
+        let mut cap = cap.setnonblock().map_err(cannot)?;
         // `any`: Linux cooked capture v2 (it names the interface of each frame) when libpcap offers it.
         if iface == "any"
             && cap
@@ -86,13 +88,10 @@ impl LiveSource {
             Some(f) => f.clone(),
             None => default_filter(cfg.roce_port, cap.get_datalink().0 == 1),
         };
-        cap.filter(&filter, true).map_err(|e| {
-            let msg = match e {
-                pcap::Error::PcapError(m) => m,
-                other => other.to_string(),
-            };
-            format!("bad capture filter '{filter}': {msg} (see man 7 pcap-filter)")
-        })?;
+        if let Err(e) = cap.filter(&filter, true) {
+            let reason = libpcap_message(&e);
+            return Err(LiveError::BadFilter { filter, reason });
+        }
         let linktype = cap.get_datalink().0 as u16;
         // SAFETY: the handle is live for the duration of the call.
         let nano = unsafe { pcap_get_tstamp_precision(cap.as_ptr().cast()) } == 1;
@@ -176,57 +175,100 @@ pub fn default_filter(port: u16, ethernet: bool) -> String {
     }
 }
 
+/// Why a live capture could not start: one line that says what is wrong and, where it can, how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("no such interface '{iface}' (available: {})", list_or_none(.available))]
+    NoSuchInterface {
+        iface: String,
+        available: Vec<String>,
+    },
+    /// libpcap found no such device when activating (its message in `reason`).
+    #[error("no such interface '{iface}' ({reason})")]
+    NoDevice { iface: String, reason: String },
+    #[error("interface '{iface}' is down (bring it up: ip link set {iface} up)")]
+    Down { iface: String },
+    /// `reason` is libpcap's, `exe` the binary to give the capabilities to.
+    #[error(
+        "not permitted to capture on '{iface}' ({reason}): run as root, or give the binary the capabilities: \
+         sudo setcap cap_net_raw,cap_net_admin=eip {exe}"
+    )]
+    NotPermitted {
+        iface: String,
+        reason: String,
+        exe: String,
+    },
+    /// Activation failed otherwise (libpcap's message in `reason`).
+    #[error("cannot capture on '{iface}': {reason}")]
+    Refused { iface: String, reason: String },
+    #[error("cannot capture on '{iface}': {source}")]
+    Cannot {
+        iface: String,
+        #[source]
+        source: pcap::Error,
+    },
+    #[error("bad capture filter '{filter}': {reason} (see man 7 pcap-filter)")]
+    BadFilter { filter: String, reason: String },
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// libpcap's own words for an error (the pcap crate's `Display` prefixes them).
+fn libpcap_message(e: &pcap::Error) -> String {
+    match e {
+        pcap::Error::PcapError(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// An interface that exists and is up (`any` always is), or the one line that says otherwise.
-fn check_interface(iface: &str) -> Result<(), String> {
+fn check_interface(iface: &str) -> Result<(), LiveError> {
     let devices = pcap::Device::list().unwrap_or_default();
     let device = devices.iter().find(|d| d.name == iface);
     if device.is_none() && iface != "any" {
-        let mut names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
-        names.dedup();
-        return Err(format!(
-            "no such interface '{iface}' (available: {})",
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        ));
+        let mut available: Vec<String> = devices.iter().map(|d| d.name.clone()).collect();
+        available.dedup();
+        return Err(LiveError::NoSuchInterface {
+            iface: iface.to_string(),
+            available,
+        });
     }
     if let Some(d) = device
         && iface != "any"
         && !d.flags.is_up()
     {
-        return Err(format!(
-            "interface '{iface}' is down (bring it up: ip link set {iface} up)"
-        ));
+        return Err(LiveError::Down {
+            iface: iface.to_string(),
+        });
     }
     Ok(())
 }
 
-fn activation_error(iface: &str, e: &pcap::Error) -> String {
-    let msg = match e {
-        pcap::Error::PcapError(m) => m.clone(),
-        other => other.to_string(),
-    };
+fn activation_error(iface: &str, e: &pcap::Error) -> LiveError {
+    let msg = libpcap_message(e);
     let lower = msg.to_ascii_lowercase();
+    let iface = iface.to_string();
     if lower.contains("permission") || lower.contains("not permitted") || lower.is_empty() {
         let exe = std::env::current_exe()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| "rocescope".to_string());
-        format!(
-            "not permitted to capture on '{iface}' ({}): run as root, or give the binary the capabilities: \
-             sudo setcap cap_net_raw,cap_net_admin=eip {exe}",
-            if msg.is_empty() {
-                "permission denied"
-            } else {
-                &msg
-            }
-        )
+        let reason = if msg.is_empty() {
+            "permission denied".to_string()
+        } else {
+            msg
+        };
+        LiveError::NotPermitted { iface, reason, exe }
     } else if lower.contains("no such device") {
-        format!("no such interface '{iface}' ({msg})")
+        LiveError::NoDevice { iface, reason: msg }
     } else if lower.contains("not up") {
-        format!("interface '{iface}' is down (bring it up: ip link set {iface} up)")
+        LiveError::Down { iface }
     } else {
-        format!("cannot capture on '{iface}': {msg}")
+        LiveError::Refused { iface, reason: msg }
     }
 }

@@ -21,16 +21,46 @@ use crate::report::Report;
 use crate::report::format::round_step;
 use crate::source::{CaptureFormat, FileSource, Packet};
 
+/// Why frames, a flow's series or a packet could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("filter")]
+    Filter(#[source] crate::filter::FilterError),
+    #[error(
+        "filter: rocescope.event and rocescope.severity are rocescope dissect -Y's (the packet list has \
+         the analysis' classes: rocescope.class, .flow, .retransmission)"
+    )]
+    EventsFilter,
+    /// The capture file at `path` could not be read again.
+    #[error("{}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Source(#[from] crate::source::SourceError),
+    #[error(transparent)]
+    Pipeline(#[from] pipeline::PipelineError),
+    #[error("no flow {0}")]
+    NoFlow(u64),
+    #[error("frame {0} is not in the capture")]
+    NoFrame(u64),
+    /// Live capture: the frame has left the ring.
+    #[error(
+        "frame {frame} has left the capture buffer (it keeps the last {} frames or {} MiB)",
+        crate::capture::ring::MAX_FRAMES,
+        crate::capture::ring::MAX_BYTES >> 20
+    )]
+    LeftRing { frame: u64 },
+}
+
 /// The frames of the file the display filter `text` passes, each with how the engine counted it
 /// (`rocescope.class`, `.flow`, `.retransmission`; the events are `dissect -Y`'s).
-pub fn matching(index: &Index, text: &str) -> Result<Vec<u64>, String> {
-    let filter = Filter::new(text).map_err(|e| format!("filter: {e}"))?;
+pub fn matching(index: &Index, text: &str) -> Result<Vec<u64>, DataError> {
+    let filter = Filter::new(text).map_err(DataError::Filter)?;
     if filter.events {
-        return Err(
-            "filter: rocescope.event and rocescope.severity are rocescope dissect -Y's (the packet list has \
-             the analysis' classes: rocescope.class, .flow, .retransmission)"
-                .to_string(),
-        );
+        return Err(DataError::EventsFilter);
     }
     let mut m = Matcher::new(Arc::new(filter));
     let all: Vec<u64> = (1..=index.len()).collect();
@@ -98,7 +128,7 @@ impl Index {
         &self,
         numbers: &[u64],
         mut f: impl FnMut(u64, &Packet, &Frame),
-    ) -> Result<(), String> {
+    ) -> Result<(), DataError> {
         if numbers.is_empty() {
             return Ok(());
         }
@@ -117,9 +147,8 @@ impl Index {
                     let mut bytes = self.header.clone();
                     bytes.extend_from_slice(&rec);
                     let mut src =
-                        FileSource::from_reader(self.name(), Box::new(Cursor::new(bytes)))
-                            .map_err(|e| e.to_string())?;
-                    if let Some(p) = src.next_packet().map_err(|e| e.to_string())? {
+                        FileSource::from_reader(self.name(), Box::new(Cursor::new(bytes)))?;
+                    if let Some(p) = src.next_packet()? {
                         let frame =
                             parse_frame(p.linktype, p.data, p.orig_len as usize, &self.parse);
                         f(n, &p, &frame);
@@ -128,12 +157,12 @@ impl Index {
                 Ok(())
             }
             _ => {
-                let mut src = FileSource::open(&self.path).map_err(|e| e.to_string())?;
+                let mut src = FileSource::open(&self.path)?;
                 let last = *numbers.iter().max().unwrap_or(&0);
                 let mut wanted = numbers.iter().copied().peekable();
                 let mut n = 0u64;
                 while n < last {
-                    let Some(p) = src.next_packet().map_err(|e| e.to_string())? else {
+                    let Some(p) = src.next_packet()? else {
                         break;
                     };
                     n += 1;
@@ -191,32 +220,34 @@ impl Index {
         self.path.display().to_string()
     }
 
-    fn err(&self, e: io::Error) -> String {
-        format!("{}: {e}", self.path.display())
-    }
-}
-
-/// Why [`analyze`] gave no report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LoadError {
-    /// The progress callback said stop (the user quit).
-    Stopped,
-    /// The capture could not be read: one line that says why.
-    Failed(String),
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoadError::Stopped => f.write_str("stopped"),
-            LoadError::Failed(e) => f.write_str(e),
+    fn err(&self, source: io::Error) -> DataError {
+        DataError::Read {
+            path: self.path.clone(),
+            source,
         }
     }
 }
 
-impl From<String> for LoadError {
-    fn from(e: String) -> LoadError {
-        LoadError::Failed(e)
+/// Why [`analyze`] gave no report.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The progress callback said stop (the user quit).
+    #[error("stopped")]
+    Stopped,
+    /// The capture could not be read.
+    #[error(transparent)]
+    Failed(#[from] DataError),
+}
+
+impl From<crate::source::SourceError> for LoadError {
+    fn from(e: crate::source::SourceError) -> LoadError {
+        LoadError::Failed(e.into())
+    }
+}
+
+impl From<pipeline::PipelineError> for LoadError {
+    fn from(e: pipeline::PipelineError) -> LoadError {
+        LoadError::Failed(e.into())
     }
 }
 
@@ -228,7 +259,7 @@ pub fn analyze(
     cfg: &pipeline::Config,
     progress: impl FnMut(u64, u64) -> bool,
 ) -> Result<(Report, Index), LoadError> {
-    let mut src = FileSource::open(path).map_err(|e| e.to_string())?;
+    let mut src = FileSource::open(path)?;
     let format = src.format();
     let mut indexing = Indexing {
         ends: Vec::new(),
@@ -339,17 +370,23 @@ impl EngineSide for Classes {
 /// A frame the engine counted in no flow.
 const NO_FLOW: u32 = u32::MAX;
 
-fn read_prefix(path: &Path, len: usize) -> Result<Vec<u8>, String> {
+/// The error of reading `path` again.
+fn reading(path: &Path) -> impl FnOnce(io::Error) -> DataError {
+    let path = path.to_path_buf();
+    |source| DataError::Read { path, source }
+}
+
+fn read_prefix(path: &Path, len: usize) -> Result<Vec<u8>, DataError> {
     let mut header = vec![0; len];
     File::open(path)
         .and_then(|mut f| f.read_exact(&mut header))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(reading(path))?;
     Ok(header)
 }
 
 /// The blocks before the first packet of a pcapng whose packets are plain enhanced packet blocks (empty
 /// otherwise: its frames are read by a sequential pass).
-fn plain_pcapng_prefix<P>(path: &Path, ix: &Indexing<P>) -> Result<Vec<u8>, String> {
+fn plain_pcapng_prefix<P>(path: &Path, ix: &Indexing<P>) -> Result<Vec<u8>, DataError> {
     let Some(len) = ix
         .ng_prefix
         .filter(|&l| ix.ng_plain && l > 0 && l <= 1 << 20)
@@ -364,7 +401,7 @@ fn plain_pcapng_prefix<P>(path: &Path, ix: &Indexing<P>) -> Result<Vec<u8>, Stri
             f.seek(SeekFrom::Start(len))?;
             f.read_exact(&mut head)
         })
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(reading(path))?;
     Ok(if head == [6, 0, 0, 0] || head == [0, 0, 0, 6] {
         header
     } else {
@@ -447,8 +484,8 @@ struct SeriesBuilder {
 }
 
 impl SeriesBuilder {
-    fn new(report: &Report, flow: u64, first_ts: u64) -> Result<SeriesBuilder, String> {
-        let f = report.flow(flow).ok_or_else(|| format!("no flow {flow}"))?;
+    fn new(report: &Report, flow: u64, first_ts: u64) -> Result<SeriesBuilder, DataError> {
+        let f = report.flow(flow).ok_or(DataError::NoFlow(flow))?;
         let life_ns = ((f.last_time - f.first_time) * 1e9).max(1.0);
         let bucket_s = round_step(life_ns / 1e9 / THROUGHPUT_BUCKETS as f64);
         let buckets = ((life_ns / 1e9 / bucket_s).floor() as usize + 1).min(THROUGHPUT_BUCKETS);
@@ -545,7 +582,7 @@ pub fn throughput_of(
     flows: &[u64],
     bucket_s: f64,
     buckets: usize,
-) -> Result<Vec<Vec<u64>>, String> {
+) -> Result<Vec<Vec<u64>>, DataError> {
     let mut out = vec![vec![0u64; buckets.max(1)]; flows.len()];
     index.read_frames(&index.frames_of(flows), |n, p, _| {
         let Some(i) = index
@@ -564,13 +601,17 @@ pub fn throughput_of(
 }
 
 /// The series of one flow, from its frames in the file.
-pub fn flow_series(index: &Index, report: &Report, flow: u64) -> Result<FlowSeries, String> {
+pub fn flow_series(index: &Index, report: &Report, flow: u64) -> Result<FlowSeries, DataError> {
     let mut all = series_of(index, report, &[flow])?;
-    all.pop().ok_or_else(|| format!("no flow {flow}"))
+    all.pop().ok_or(DataError::NoFlow(flow))
 }
 
 /// The series of several flows in one read of their frames (at most one pass over the file).
-pub fn series_of(index: &Index, report: &Report, flows: &[u64]) -> Result<Vec<FlowSeries>, String> {
+pub fn series_of(
+    index: &Index,
+    report: &Report,
+    flows: &[u64],
+) -> Result<Vec<FlowSeries>, DataError> {
     let mut builders = flows
         .iter()
         .map(|&f| SeriesBuilder::new(report, f, index.first_ts))
@@ -744,7 +785,7 @@ pub fn packet_detail(number: u64, p: &Packet, frame: &Frame) -> PacketDetail {
 }
 
 /// Reads list rows for `numbers`.
-pub fn rows(index: &Index, numbers: &[u64]) -> Result<Vec<PacketRow>, String> {
+pub fn rows(index: &Index, numbers: &[u64]) -> Result<Vec<PacketRow>, DataError> {
     let mut out = Vec::with_capacity(numbers.len());
     index.read_frames(numbers, |n, p, f| {
         out.push(PacketRow {
@@ -756,10 +797,10 @@ pub fn rows(index: &Index, numbers: &[u64]) -> Result<Vec<PacketRow>, String> {
 }
 
 /// Reads the tree and hex of frame `number`.
-pub fn detail(index: &Index, number: u64) -> Result<PacketDetail, String> {
+pub fn detail(index: &Index, number: u64) -> Result<PacketDetail, DataError> {
     let mut out = None;
     index.read_frames(&[number], |n, p, f| out = Some(packet_detail(n, p, f)))?;
-    out.ok_or_else(|| format!("frame {number} is not in the capture"))
+    out.ok_or(DataError::NoFrame(number))
 }
 
 /// Live capture: the frames of `numbers` still in the ring, with the ring's link type and first time (the
@@ -819,15 +860,9 @@ pub fn ring_detail(
     ring: &Mutex<Ring>,
     parse: parsers::Config,
     number: u64,
-) -> Result<PacketDetail, String> {
+) -> Result<PacketDetail, DataError> {
     let (recs, linktype, _) = ring_frames(ring, &[number]);
-    let rec = recs.first().ok_or_else(|| {
-        format!(
-            "frame {number} has left the capture buffer (it keeps the last {} frames or {} MiB)",
-            crate::capture::ring::MAX_FRAMES,
-            crate::capture::ring::MAX_BYTES >> 20
-        )
-    })?;
+    let rec = recs.first().ok_or(DataError::LeftRing { frame: number })?;
     let p = rec_packet(rec, linktype);
     let frame = parse_frame(linktype, p.data, p.orig_len as usize, &parse);
     Ok(packet_detail(number, &p, &frame))
@@ -839,7 +874,7 @@ pub fn ring_series(
     parse: parsers::Config,
     report: &Report,
     flow: u64,
-) -> Result<FlowSeries, String> {
+) -> Result<FlowSeries, DataError> {
     let (recs, linktype, first_ts) = {
         let r = ring.lock().unwrap_or_else(|p| p.into_inner());
         (r.all(), r.linktype, r.first_ts.unwrap_or(0))

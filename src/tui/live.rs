@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::model::{Model, Msg};
-use super::{SNAPSHOT_EVERY, Store, Work, color_wanted, session};
+use super::{SNAPSHOT_EVERY, Store, TuiError, Work, color_wanted, session};
 use crate::analysis::Engine;
 use crate::capture::ring::Ring;
 use crate::capture::session::{Nic, Session, Watcher};
@@ -16,14 +16,15 @@ use crate::capture::{self, Control, Request};
 use crate::report::Report;
 use crate::report::capture::{CaptureStats, StoppedBy};
 use crate::report::counters::NicCounters;
+use crate::report::format::error_line;
 
 /// The terminal UI over a live capture.
-pub fn run(cfg: &capture::Config) -> Result<u8, String> {
+pub fn run(cfg: &capture::Config) -> Result<u8, TuiError> {
     if !io::stdout().is_terminal() {
-        return Err("tui: standard output is not a terminal".to_string());
+        return Err(TuiError::NotTerminal);
     }
     if cfg.write.as_deref() == Some(std::path::Path::new("-")) {
-        return Err("-w - would write the capture over the terminal: give a file name".into());
+        return Err(TuiError::WriteToTerminal);
     }
     // Open the capture (and the -w file) before the screen changes: its errors are one line.
     let cfg = capture::Config {
@@ -31,7 +32,7 @@ pub fn run(cfg: &capture::Config) -> Result<u8, String> {
         ..cfg.clone()
     };
     let live = Session::open(&cfg)?;
-    let ring = live.ring().ok_or("the capture keeps no ring")?;
+    let ring = live.ring().ok_or(TuiError::NoRing)?;
     let (requests, control_rx) = channel();
     let store = Store::Live {
         ring,
@@ -98,7 +99,7 @@ fn capture_thread(
     let control = Control {
         requests,
         answer: Box::new(move |a| {
-            let _ = answers.send(Work::Msg(Msg::Saved(a)));
+            let _ = answers.send(Work::Msg(Msg::Saved(a.map_err(|e| error_line(&e)))));
         }),
     };
     let watcher = Snapshots { tx, source, ring };
@@ -115,7 +116,7 @@ fn capture_thread(
             }
         }
         Err(e) => {
-            let _ = errors.send(Work::Msg(Msg::Error(e)));
+            let _ = errors.send(Work::Msg(Msg::Error(error_line(&e))));
         }
     }
 }

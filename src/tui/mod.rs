@@ -37,7 +37,8 @@ use ratatui::crossterm::event::{self, Event};
 use crate::capture::Request;
 use crate::capture::ring::{self, Ring};
 use crate::pipeline;
-use data::Index;
+use crate::report::format::error_line;
+use data::{DataError, Index};
 use model::{Cmd, Model, Msg, Progress, update};
 
 /// `rocescope tui FILE`.
@@ -86,14 +87,62 @@ enum Store {
     },
 }
 
+/// Why the terminal UI could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error("tui: standard output is not a terminal")]
+    NotTerminal,
+    /// The capture file at `path` cannot be opened.
+    #[error("{}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("-w - would write the capture over the terminal: give a file name")]
+    WriteToTerminal,
+    #[error("the capture keeps no ring")]
+    NoRing,
+    #[error("tui: no terminal to read keys from")]
+    NoKeys(#[source] io::Error),
+    #[error("tui: cannot handle signal {signal}")]
+    Signal {
+        signal: i32,
+        #[source]
+        source: io::Error,
+    },
+    /// Drawing on the terminal, or reading its events, failed.
+    #[error("tui")]
+    Terminal(#[source] io::Error),
+    #[error("tui: a worker thread panicked")]
+    Panicked,
+    #[error("{}", crate::capture::NOT_BUILT)]
+    NotBuilt,
+    #[cfg(all(feature = "live", unix))]
+    #[error(transparent)]
+    Capture(#[from] crate::capture::CaptureError),
+}
+
+/// Why `w` saved no frames.
+#[derive(Debug, thiserror::Error)]
+enum SaveError {
+    #[error("w: no current directory")]
+    NoDirectory(#[source] io::Error),
+    #[error(transparent)]
+    Write(#[from] crate::capture::writer::WriterError),
+}
+
 /// The terminal UI over a capture file. Returns the exit status the last report gives (4 when the capture
 /// was cut short, as `analyze` says).
-pub fn run(opts: &FileConfig) -> Result<u8, String> {
+pub fn run(opts: &FileConfig) -> Result<u8, TuiError> {
     if !io::stdout().is_terminal() {
-        return Err("tui: standard output is not a terminal".to_string());
+        return Err(TuiError::NotTerminal);
     }
     // Fail early on an unreadable file, before the screen changes.
-    std::fs::File::open(&opts.file).map_err(|e| format!("{}: {e}", opts.file.display()))?;
+    std::fs::File::open(&opts.file).map_err(|source| TuiError::Open {
+        path: opts.file.clone(),
+        source,
+    })?;
     let model = Model::new(opts.file.display().to_string(), color_wanted());
     session(model, Store::File(None), |tx, stop| {
         spawn_loader(opts, tx, stop);
@@ -103,14 +152,14 @@ pub fn run(opts: &FileConfig) -> Result<u8, String> {
 
 /// The terminal UI over a live capture (`rocescope tui -i IFACE`, `rocescope capture -i IFACE --tui`).
 #[cfg(all(feature = "live", unix))]
-pub fn run_live(cfg: &crate::capture::Config) -> Result<u8, String> {
+pub fn run_live(cfg: &crate::capture::Config) -> Result<u8, TuiError> {
     live::run(cfg)
 }
 
 /// The terminal UI over a live capture: not in this build.
 #[cfg(not(all(feature = "live", unix)))]
-pub fn run_live(_cfg: &crate::capture::Config) -> Result<u8, String> {
-    Err(crate::capture::NOT_BUILT.to_string())
+pub fn run_live(_cfg: &crate::capture::Config) -> Result<u8, TuiError> {
+    Err(TuiError::NotBuilt)
 }
 
 /// The runtime: owns the terminal, starts the worker (`start`: the file's loading pass or the capture
@@ -119,7 +168,7 @@ fn session(
     mut model: Model,
     mut store: Store,
     start: impl FnOnce(Sender<Work>, Arc<AtomicBool>) -> Option<std::thread::JoinHandle<()>>,
-) -> Result<u8, String> {
+) -> Result<u8, TuiError> {
     let keys = KeyInput::open()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
@@ -128,11 +177,13 @@ fn session(
         signal_hook::consts::SIGHUP,
         signal_hook::consts::SIGINT,
     ] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .map_err(|e| format!("tui: cannot handle signal {sig}: {e}"))?;
+        signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|source| TuiError::Signal {
+            signal: sig,
+            source,
+        })?;
     }
     // try_init: raw mode, alternate screen, and a panic hook that restores the terminal first.
-    let mut terminal = ratatui::try_init().map_err(|e| format!("tui: {e}"))?;
+    let mut terminal = ratatui::try_init().map_err(TuiError::Terminal)?;
     let _restore = Restore;
     // A panic in a worker restores the terminal too (ratatui's hook): then the loop must stop drawing.
     let restoring_hook = std::panic::take_hook();
@@ -142,18 +193,18 @@ fn session(
     }));
     let (tx, rx) = channel::<Work>();
     let worker = start(tx.clone(), Arc::clone(&stop));
-    let size = terminal.size().map_err(|e| format!("tui: {e}"))?;
+    let size = terminal.size().map_err(TuiError::Terminal)?;
     update(&mut model, Msg::Resize(size.width, size.height));
     let mut series_pending: Option<u64> = None;
     // Test hook: the end-to-end test checks that a panic leaves the terminal restored.
     let panic_after_draw = std::env::var_os("ROCESCOPE_TUI_TEST_PANIC").is_some();
     while !model.quit {
         if PANICKED.load(Ordering::SeqCst) {
-            return Err("tui: a worker thread panicked".to_string());
+            return Err(TuiError::Panicked);
         }
         terminal
             .draw(|f| view::view(&model, f))
-            .map_err(|e| format!("tui: {e}"))?;
+            .map_err(TuiError::Terminal)?;
         if panic_after_draw && model.report.is_some() {
             panic!("ROCESCOPE_TUI_TEST_PANIC is set");
         }
@@ -162,8 +213,8 @@ fn session(
             // The terminal is gone (its window closed, ssh dropped): nothing to draw on, quit.
             Input::HungUp => msgs.push(Msg::Quit),
             Input::Ready => {
-                while event::poll(Duration::ZERO).map_err(|e| format!("tui: {e}"))? {
-                    match event::read().map_err(|e| format!("tui: {e}"))? {
+                while event::poll(Duration::ZERO).map_err(TuiError::Terminal)? {
+                    match event::read().map_err(TuiError::Terminal)? {
                         Event::Key(k) => msgs.push(Msg::Key(k)),
                         Event::Resize(w, h) => msgs.push(Msg::Resize(w, h)),
                         _ => {}
@@ -210,7 +261,7 @@ struct KeyInput {
 
 #[cfg(unix)]
 impl KeyInput {
-    fn open() -> Result<KeyInput, String> {
+    fn open() -> Result<KeyInput, TuiError> {
         use std::os::fd::AsRawFd;
         if io::stdin().is_terminal() {
             return Ok(KeyInput {
@@ -218,8 +269,7 @@ impl KeyInput {
                 _tty: None,
             });
         }
-        let tty = std::fs::File::open("/dev/tty")
-            .map_err(|e| format!("tui: no terminal to read keys from: {e}"))?;
+        let tty = std::fs::File::open("/dev/tty").map_err(TuiError::NoKeys)?;
         Ok(KeyInput {
             fd: tty.as_raw_fd(),
             _tty: Some(tty),
@@ -252,7 +302,7 @@ struct KeyInput;
 
 #[cfg(not(unix))]
 impl KeyInput {
-    fn open() -> Result<KeyInput, String> {
+    fn open() -> Result<KeyInput, TuiError> {
         Ok(KeyInput)
     }
 
@@ -314,7 +364,7 @@ fn spawn_loader(opts: &FileConfig, tx: Sender<Work>, stop: Arc<AtomicBool>) {
             // The user quit: nobody is waiting for the report.
             Err(data::LoadError::Stopped) => {}
             Err(data::LoadError::Failed(e)) => {
-                let _ = tx.send(Work::Msg(Msg::Error(e)));
+                let _ = tx.send(Work::Msg(Msg::Error(error_line(&e))));
             }
         }
     });
@@ -342,7 +392,7 @@ fn run_cmds(
                     *series_pending = Some(flow);
                     let tx = tx.clone();
                     let report = Arc::clone(&report);
-                    let job: Box<dyn FnOnce() -> Result<data::FlowSeries, String> + Send> =
+                    let job: Box<dyn FnOnce() -> Result<data::FlowSeries, DataError> + Send> =
                         match store {
                             Store::File(Some(index)) => {
                                 let index = Arc::clone(index);
@@ -357,7 +407,7 @@ fn run_cmds(
                     std::thread::spawn(move || {
                         let msg = match job() {
                             Ok(s) => Msg::Series(Arc::new(s)),
-                            Err(e) => Msg::Error(e),
+                            Err(e) => Msg::Error(error_line(&e)),
                         };
                         let _ = tx.send(Work::Msg(msg));
                     });
@@ -367,19 +417,22 @@ fn run_cmds(
             (Cmd::FilterPackets(text), Store::File(Some(index))) => {
                 let (tx, index) = (tx.clone(), Arc::clone(index));
                 std::thread::spawn(move || {
-                    let msg = Msg::Filtered(data::matching(&index, &text));
+                    let msg = match data::matching(&index, &text) {
+                        Ok(frames) => Msg::Filtered(frames),
+                        Err(e) => Msg::Error(error_line(&e)),
+                    };
                     let _ = tx.send(Work::Msg(msg));
                 });
                 continue;
             }
-            (Cmd::FilterPackets(_), _) => Msg::Filtered(Err(
+            (Cmd::FilterPackets(_), _) => Msg::Error(
                 "the packet list's display filter reads a capture file: save the frames (w), then open them with rocescope tui FILE"
                     .to_string(),
-            )),
+            ),
             (Cmd::LoadRows(numbers), Store::File(Some(index))) => {
                 match data::rows(index, &numbers) {
                     Ok(rows) => Msg::Rows(rows),
-                    Err(e) => Msg::Error(e),
+                    Err(e) => Msg::Error(error_line(&e)),
                 }
             }
             (Cmd::LoadRows(numbers), Store::Live { ring, parse, .. }) => {
@@ -387,12 +440,12 @@ fn run_cmds(
             }
             (Cmd::LoadPacket(n), Store::File(Some(index))) => match data::detail(index, n) {
                 Ok(d) => Msg::Packet(d),
-                Err(e) => Msg::Error(e),
+                Err(e) => Msg::Error(error_line(&e)),
             },
             (Cmd::LoadPacket(n), Store::Live { ring, parse, .. }) => {
                 match data::ring_detail(ring, *parse, n) {
                     Ok(d) => Msg::Packet(d),
-                    Err(e) => Msg::Error(e),
+                    Err(e) => Msg::Error(error_line(&e)),
                 }
             }
             (
@@ -423,7 +476,8 @@ fn run_cmds(
             (Cmd::Save, Store::Live { ring, .. }) => {
                 let (ring, tx) = (Arc::clone(ring), tx.clone());
                 std::thread::spawn(move || {
-                    let _ = tx.send(Work::Msg(Msg::Saved(save_ring(&ring))));
+                    let saved = save_ring(&ring).map_err(|e| error_line(&e));
+                    let _ = tx.send(Work::Msg(Msg::Saved(saved)));
                 });
                 continue;
             }
@@ -435,7 +489,7 @@ fn run_cmds(
 }
 
 /// Writes the frames the ring holds to a new timestamped pcapng in the current directory.
-fn save_ring(ring: &Mutex<Ring>) -> Result<String, String> {
+fn save_ring(ring: &Mutex<Ring>) -> Result<String, SaveError> {
     let (recs, linktype, snaplen, iface) = {
         let r = ring.lock().unwrap_or_else(|p| p.into_inner());
         (r.all(), r.linktype, r.snaplen, r.interface.clone())
@@ -443,7 +497,7 @@ fn save_ring(ring: &Mutex<Ring>) -> Result<String, String> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let dir = std::env::current_dir().map_err(|e| format!("w: no current directory: {e}"))?;
+    let dir = std::env::current_dir().map_err(SaveError::NoDirectory)?;
     let path = ring::timestamped_path(&dir, &iface, now);
     let frames = ring::save(&recs, &path, linktype, snaplen, &iface)?;
     Ok(format!("{frames} frames saved to {}", path.display()))

@@ -288,8 +288,9 @@ pub enum Msg {
     Series(Arc<FlowSeries>),
     Rows(Vec<PacketRow>),
     Packet(PacketDetail),
-    /// The answer to [`Cmd::FilterPackets`]: the frames the filter passes, or why it cannot run.
-    Filtered(Result<Vec<u64>, String>),
+    /// The answer to [`Cmd::FilterPackets`]: the frames the filter passes (why it cannot run comes as
+    /// [`Msg::Error`]).
+    Filtered(Vec<u64>),
     Error(String),
     /// SIGTERM or another request to stop.
     Quit,
@@ -1054,12 +1055,8 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Cmd> {
             model.packets.detail = Some(p);
             Vec::new()
         }
-        Msg::Filtered(Ok(frames)) => {
+        Msg::Filtered(frames) => {
             model.filtered(Some(frames.into()));
-            Vec::new()
-        }
-        Msg::Filtered(Err(e)) => {
-            model.error = Some(e);
             Vec::new()
         }
         Msg::Error(e) => {

@@ -28,13 +28,32 @@ const COLOURS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
+/// Why the plots could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// The directory or a plot at `path` could not be written.
+    #[error("{}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Data(#[from] data::DataError),
+}
+
+fn writing(path: &Path) -> impl FnOnce(std::io::Error) -> PlotError {
+    let path = path.to_path_buf();
+    |source| PlotError::Write { path, source }
+}
+
 /// Writes `throughput.svg` and `flow-ID.svg` for the flows with requests; returns the files written.
-pub fn write(index: &Index, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn write(index: &Index, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    std::fs::create_dir_all(dir).map_err(writing(dir))?;
     let mut written = Vec::new();
-    let mut save = |name: String, svg: String| -> Result<(), String> {
+    let mut save = |name: String, svg: String| -> Result<(), PlotError> {
         let p = dir.join(name);
-        std::fs::write(&p, svg).map_err(|e| format!("{}: {e}", p.display()))?;
+        std::fs::write(&p, svg).map_err(writing(&p))?;
         written.push(p);
         Ok(())
     };
@@ -298,7 +317,7 @@ pub fn flow_svg(report: &Report, s: &FlowSeries) -> String {
 const OVERVIEW_BUCKETS: f64 = 100.0;
 
 /// The busiest flows' throughput over the capture, in round buckets of about a hundredth of it.
-fn throughput_svg(index: &Index, report: &Report) -> Result<String, String> {
+fn throughput_svg(index: &Index, report: &Report) -> Result<String, data::DataError> {
     let h = TOP + PSN_H + 60.0;
     let mut out = String::new();
     let mut flows: Vec<usize> = (0..report.flows.len()).collect();

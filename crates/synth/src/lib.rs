@@ -68,6 +68,6 @@ mod sim;
 mod truth;
 
 pub use lossless::{LosslessParams, LosslessTruth, SenderTruth, generate_lossless};
-pub use params::Params;
+pub use params::{Params, ParamsError};
 pub use sim::generate;
 pub use truth::{ConnTruth, RequesterTruth, ResponderTruth, Truth};

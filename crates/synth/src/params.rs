@@ -50,19 +50,30 @@ impl Default for Params {
     }
 }
 
+/// A parameter out of its range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParamsError {
+    #[error("MTU {0} is not 256, 512, 1024, 2048 or 4096")]
+    Mtu(u32),
+    #[error("hosts must be 2 to 254")]
+    Hosts(u8),
+    #[error("qps must be 1 to 100000")]
+    Qps(u32),
+    /// `name` (loss, ce, unanswered) is not in 0 to 1.
+    #[error("{name} must be a probability (0 to 1)")]
+    Probability { name: &'static str, value: f64 },
+}
+
 impl Params {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ParamsError> {
         if ![256, 512, 1024, 2048, 4096].contains(&self.mtu) {
-            return Err(format!(
-                "MTU {} is not 256, 512, 1024, 2048 or 4096",
-                self.mtu
-            ));
+            return Err(ParamsError::Mtu(self.mtu));
         }
         if !(2..=254).contains(&self.hosts) {
-            return Err("hosts must be 2 to 254".into());
+            return Err(ParamsError::Hosts(self.hosts));
         }
         if self.qps == 0 || self.qps > 100_000 {
-            return Err("qps must be 1 to 100000".into());
+            return Err(ParamsError::Qps(self.qps));
         }
         for (name, p) in [
             ("loss", self.loss),
@@ -70,7 +81,7 @@ impl Params {
             ("unanswered", self.unanswered),
         ] {
             if !(0.0..=1.0).contains(&p) {
-                return Err(format!("{name} must be a probability (0 to 1)"));
+                return Err(ParamsError::Probability { name, value: p });
             }
         }
         Ok(())

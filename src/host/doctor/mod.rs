@@ -155,7 +155,7 @@ impl Examination {
 }
 
 /// Examines every device (or `only`) under the root. An error line when `only` names no device.
-pub fn examine(root: &Root, only: Option<&str>) -> Result<Examination, String> {
+pub fn examine(root: &Root, only: Option<&str>) -> Result<Examination, super::HostError> {
     let mut host = HostFacts {
         root: root.name(),
         kernel: root.text("proc/sys/kernel/osrelease").ok(),
