@@ -498,7 +498,7 @@ mod tests {
     }
 
     #[test]
-    fn enhanced_packet_with_comments() -> Result<(), String> {
+    fn enhanced_packet_with_comments() -> Result<(), Failed> {
         let comments = ["stall".to_string(), "gap #2".to_string()];
         let epb = written(|b| {
             enhanced_packet_block_with_comments(b, 0, TS_NANOS, &[1, 2, 3, 4, 5], 64, &comments)

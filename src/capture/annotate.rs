@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use parsers::savefile;
 
@@ -39,22 +39,17 @@ impl Comments {
 }
 
 /// What went wrong writing the annotated capture.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum AnnotateError {
-    Read(SourceError),
-    Write(io::Error),
+    #[error("reading the capture again")]
+    Read(#[source] SourceError),
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
-
-impl std::fmt::Display for AnnotateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AnnotateError::Read(e) => write!(f, "reading the capture again: {e}"),
-            AnnotateError::Write(e) => write!(f, "writing the annotated capture: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for AnnotateError {}
 
 /// What [`write`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +63,11 @@ pub struct Annotated {
 /// lines for its number.
 pub fn write(input: &Path, comments: &Comments, out: &Path) -> Result<Annotated, AnnotateError> {
     let mut source = FileSource::open(input).map_err(AnnotateError::Read)?;
-    let file = File::create(out).map_err(AnnotateError::Write)?;
+    let failed = |source| AnnotateError::Write {
+        path: out.to_path_buf(),
+        source,
+    };
+    let file = File::create(out).map_err(failed)?;
     let mut out = BufWriter::new(file);
     let mut block = Vec::new();
     savefile::section_header_block(&mut block);
@@ -111,12 +110,12 @@ pub fn write(input: &Path, comments: &Comments, out: &Path) -> Result<Annotated,
             packet.orig_len,
             lines,
         );
-        out.write_all(&block).map_err(AnnotateError::Write)?;
+        out.write_all(&block).map_err(failed)?;
         block.clear();
         // Its bytes are written: a file read in place gives their pages back.
         source.done_before(end);
     }
-    out.write_all(&block).map_err(AnnotateError::Write)?;
-    out.flush().map_err(AnnotateError::Write)?;
+    out.write_all(&block).map_err(failed)?;
+    out.flush().map_err(failed)?;
     Ok(done)
 }

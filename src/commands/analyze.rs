@@ -42,7 +42,7 @@ pub fn run(cfg: &Config) -> ExitCode {
         return super::points::run(cfg);
     }
     if let Some(why) = annotate_refused(cfg) {
-        return fail(why);
+        return fail(anyhow!(why));
     }
     // --plot: the pass that analyses also records how each frame was counted; the plots then read the
     // plotted flows' frames once more.
