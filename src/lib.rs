@@ -11,6 +11,7 @@ pub mod dissect;
 pub mod export;
 pub mod filter;
 pub mod host;
+pub mod inject;
 pub mod pipeline;
 pub mod report;
 pub mod source;

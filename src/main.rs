@@ -29,6 +29,8 @@ fn main() -> ExitCode {
         Command::Tui(a) => run(a.config().map(|c| commands::tui::run(&c))),
         Command::Doctor(a) => commands::doctor::run(&a.config()),
         Command::Counters(a) => commands::counters::run(&a.config()),
+        #[cfg(target_os = "linux")]
+        Command::Inject(a) => commands::inject::run(&a.config()),
         #[cfg(all(feature = "rdma", target_os = "linux"))]
         Command::Gen(cmd) => generator::main(cmd.into()),
         #[cfg(all(feature = "rdma", target_os = "linux"))]

@@ -2,13 +2,13 @@
 //! one's code names (`crate::X`, `rocescope::X`, `super::X` from a module's root file). The graph must have
 //! no cycle, and every edge must go down the layer order the architecture sets (docs/architecture.md):
 //!
-//! parsers (crate) <- source, host <- analysis <- filter <- pipeline <- report <- capture, dissect, export <- tui
+//! parsers (crate) <- source, host <- analysis <- filter <- pipeline <- report <- capture, dissect, export, inject <- tui
 //!     <- commands, generator, lab <- cli <- main
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Each top-level module and its layer: a module may name only modules of lower layers.
-const LAYERS: [(&str, u32); 15] = [
+const LAYERS: [(&str, u32); 16] = [
     ("source", 1),
     ("host", 1),
     ("analysis", 2),
@@ -18,6 +18,7 @@ const LAYERS: [(&str, u32); 15] = [
     ("capture", 6),
     ("dissect", 6),
     ("export", 6),
+    ("inject", 6),
     ("tui", 7),
     ("commands", 8),
     ("generator", 8),

@@ -706,6 +706,25 @@ sc_gen_read_loss() { netem eth1 loss 4% && gen_run --op read -s 8192 -n 32 --dep
 # FETCH_AND_ADDs with 5% loss each way: lost requests (NAK, resend) and lost ATOMIC ACKNOWLEDGEs (the requester
 # resends the atomic with the same PSN and operands; the responder answers it from its cache of atomic results)
 sc_atomic_loss() { netem eth0 loss 5% && netem eth1 loss 5% && perf_pair ib_atomic_bw "-A FETCH_AND_ADD -n 100 -t 4 -o 4"; }
+# issue 21: packets chosen by PSN acted on by `rocescope inject` (NFQUEUE on the guest's output hook, which rxe's
+# requests and responses both leave through) while ib_write_bw runs under it: the 6th request's first transmission
+# dropped, the first ACK dropped, the 10th request CE-marked, the 14th corrupted (its ICRC wrong); the log
+# (inject.jsonl: one JSON line per action, the counts last) comes back beside the cable. Needs EXTRA_BINARIES.
+sc_inject_write() {
+    local r
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES"; return 1; }
+    cat > /tmp/inject-wrap <<'EOF2'
+#!/bin/sh
+exec rocescope inject --log /tmp/inject.jsonl --rule 'req psn=+5 drop' --rule 'resp class=ack drop' \
+    --rule 'req psn=+9 ce' --rule 'req psn=+13 corrupt' -- "$@"
+EOF2
+    chmod +x /tmp/inject-wrap
+    PT_WRAP=/tmp/inject-wrap perf_pair ib_write_bw "-s 1024 -n 32 -t 4"; r=$?
+    PT_WRAP=""
+    echo "--- inject log"; cat /tmp/inject.jsonl
+    lab_return /tmp/inject.jsonl || r=1
+    return $r
+}
 # reordering on the path (no loss): netem delays 75% of the packets by 1 ms and sends 25% (correlation 50%) at once,
 # ahead of the delayed ones; 1 ms is far below the QP timeout (-u 17, about 0.5 s). Requests reordered (eth0): the
 # responder NAKs the PSN it expected (sequence error) and the requester goes back to it

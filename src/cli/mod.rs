@@ -68,6 +68,11 @@ pub enum Command {
     /// layer, each finding with its evidence, its meaning and the fix. Exit 0: no error; 1: an error
     /// finding; 4: no RDMA here.
     Doctor(DoctorArgs),
+    /// Acts on chosen RoCE packets on their way out of this host (Linux, root, nftables' NFQUEUE): drop,
+    /// CE-mark, corrupt, delay, duplicate or reorder them by direction, QP, PSN, class and resend; every
+    /// action logged as JSON.
+    #[cfg(target_os = "linux")]
+    Inject(InjectArgs),
     /// The RDMA ports' hw_counters and their netdevs' statistics (per-priority pause frames included where
     /// the driver has them) as deltas per interval, by the kernel's names; the whole run's at the end.
     Counters(CountersArgs),
@@ -629,6 +634,49 @@ impl ExpectFlag {
             all.extend(found);
         }
         Ok(all.into())
+    }
+}
+
+/// `rocescope inject` options.
+#[cfg(target_os = "linux")]
+#[derive(Args, Debug, Clone)]
+pub struct InjectArgs {
+    /// What to do to which RoCE packets, as DIRECTION [SELECTOR...] ACTION (repeat for more; the first rule
+    /// that matches a packet and has not acted `times` yet acts): 'req qp=0 psn=+5 drop', 'resp psn=+3 drop',
+    /// 'req psn=+9 ce', 'resp class=ack delay 20ms' (docs/inject.md).
+    #[arg(long = "rule", value_name = "RULE", required = true, value_parser = rocescope::inject::rules::Rule::parse)]
+    pub rules: Vec<rocescope::inject::rules::Rule>,
+    /// Only the RoCE datagrams leaving through this network device (default: every one the host sends).
+    #[arg(short = 'd', long = "device", value_name = "DEV", value_parser = values::parse_netdev)]
+    pub device: Option<String>,
+    /// The NFQUEUE number (and of the nftables table rocescope_inject_N).
+    #[arg(long, value_name = "N", default_value = "0")]
+    pub queue: u16,
+    /// Where each action goes, one JSON line each, and the counts at the end (`-`: standard output).
+    #[arg(long, value_name = "FILE", default_value = "-")]
+    pub log: PathBuf,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub duration: Option<f64>,
+    /// A command to run once the injector stands on the path: it stops when the command exits, and the
+    /// exit status is the command's.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[cfg(target_os = "linux")]
+impl InjectArgs {
+    pub fn config(&self) -> commands::inject::Config {
+        commands::inject::Config {
+            rules: self.rules.clone(),
+            path: rocescope::inject::nfqueue::Path {
+                queue: self.queue,
+                device: self.device.clone(),
+            },
+            log: self.log.clone(),
+            duration: self.duration.map(Duration::from_secs_f64),
+            command: self.command.clone(),
+        }
     }
 }
 

@@ -18,6 +18,8 @@ pub enum ValueError {
     Size(String),
     #[error("'{0}' is not a number of seconds")]
     Secs(String),
+    #[error("'{0}' is not a network device name (1-15 letters, digits, '.', '-', '_', '@', ':')")]
+    Netdev(String),
     #[error("'{0}': the interval must be at least 0.01 seconds")]
     Interval(String),
     #[error("'{0}' is not a QP number (use decimal or 0x-prefixed hex)")]
@@ -111,6 +113,16 @@ pub fn parse_secs(s: &str) -> Result<f64, ValueError> {
         Ok(v) if (0.0..1e9).contains(&v) => Ok(v),
         _ => Err(ValueError::Secs(s.to_string())),
     }
+}
+
+/// A Linux network device's name, as the kernel allows it (IFNAMSIZ - 1 bytes, no '/', no space), of the
+/// characters that need no quoting where rocescope passes it on (an nftables rule).
+pub fn parse_netdev(s: &str) -> Result<String, ValueError> {
+    let fits = (1..16).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-@:".contains(&b));
+    fits.then(|| s.to_string())
+        .ok_or_else(|| ValueError::Netdev(s.to_string()))
 }
 
 /// An interval between readings: seconds, more than 0 (at least 10 ms).

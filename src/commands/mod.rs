@@ -7,6 +7,8 @@ pub mod dissect;
 pub mod doctor;
 #[cfg(feature = "export")]
 pub mod export;
+#[cfg(target_os = "linux")]
+pub mod inject;
 pub mod points;
 pub mod tui;
 

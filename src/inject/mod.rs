@@ -1,0 +1,261 @@
+//! `rocescope inject`: acts on chosen RoCE packets on their way (drop, CE mark, corrupt, delay, duplicate,
+//! reorder) and logs every action, so that a NIC's reaction can be judged against what was done.
+//!
+//! [`Injector`] is the decision, pure: it takes each IPv4 datagram the path hands it (as NFQUEUE does, from
+//! the IP header on) and says what to do, with the facts of the packet for the log; [`edit`] changes the bytes
+//! (CE, a flipped bit). Where it stands on the path is the backend's: `nfqueue` (Linux, nftables' queue on
+//! the output hook: kernel-path RoCE, Soft-RoCE).
+use std::net::Ipv4Addr;
+
+use parsers::aeth::{Aeth, Syndrome};
+use parsers::bth::Bth;
+use parsers::ipv4::{Ipv4Header, PROTO_UDP};
+use parsers::opcode::{CNP, Opcode};
+use parsers::udp::UdpHeader;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+pub mod edit;
+#[cfg(target_os = "linux")]
+pub mod nfqueue;
+pub mod rules;
+
+use rules::{Action, Class, Direction, PsnSelector, QpSelector, Rule};
+
+/// The RoCEv2 UDP port.
+pub const ROCE_PORT: u16 = 4791;
+
+/// The (PSN, flow) pairs whose transmissions are counted at most: past it the counts start again (a
+/// resend rule then takes a later PSN's transmission for its first).
+const OCCURRENCES_KEPT: usize = 1 << 20;
+
+/// A RoCE packet as the injector sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Seen {
+    #[serde(serialize_with = "as_text")]
+    pub src: Ipv4Addr,
+    #[serde(serialize_with = "as_text")]
+    pub dst: Ipv4Addr,
+    /// The IPv4 identification: which frame of a capture it is (a resend has another).
+    pub ip_id: u16,
+    pub dest_qp: u32,
+    pub psn: u32,
+    pub opcode: u8,
+    #[serde(serialize_with = "class_name")]
+    pub class: Class,
+    /// The flow's index among the flows of its direction, in the order first seen.
+    pub qp: u32,
+    /// Its PSN's transmissions before this one, in its flow (0: the first).
+    pub resend: u32,
+    /// Its PSN less the flow's first PSN seen (mod 2^24).
+    pub psn_from_first: u32,
+}
+
+fn as_text<S: serde::Serializer>(a: &Ipv4Addr, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(a)
+}
+
+fn class_name<S: serde::Serializer>(c: &Class, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.name())
+}
+
+/// What to do with one datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Not RoCE, or no rule for it: let it go as it is.
+    Pass,
+    /// Rule `rule` acts on it.
+    Act {
+        rule: usize,
+        action: Action,
+        seen: Seen,
+    },
+}
+
+/// How many datagrams the injector saw, of them RoCE, matched by a rule, acted on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub seen: u64,
+    pub roce: u64,
+    pub matched: u64,
+    pub acted: u64,
+    /// Per rule, in the order given: the packets it acted on.
+    pub by_rule: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FlowKey {
+    requests: bool,
+    src: [u8; 4],
+    dst: [u8; 4],
+    dest_qp: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FlowState {
+    index: u32,
+    first_psn: u32,
+}
+
+/// The rules and what the run has seen: flows in the order first seen, each PSN's transmissions.
+#[derive(Debug)]
+pub struct Injector {
+    rules: Vec<Rule>,
+    flows: FxHashMap<FlowKey, FlowState>,
+    /// Flows first seen, per direction: [responses, requests].
+    flows_seen: [u32; 2],
+    transmissions: FxHashMap<(FlowKey, u32), u32>,
+    pub counts: Counts,
+}
+
+impl Injector {
+    pub fn new(rules: Vec<Rule>) -> Injector {
+        let n = rules.len();
+        Injector {
+            rules,
+            flows: FxHashMap::default(),
+            flows_seen: [0; 2],
+            transmissions: FxHashMap::default(),
+            counts: Counts {
+                by_rule: vec![0; n],
+                ..Counts::default()
+            },
+        }
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// What to do with `datagram` (from its IPv4 header on).
+    pub fn decide(&mut self, datagram: &[u8]) -> Decision {
+        self.counts.seen += 1;
+        let Some(seen) = self.look(datagram) else {
+            return Decision::Pass;
+        };
+        self.counts.roce += 1;
+        // The first rule that matches it and has not yet acted as often as it may.
+        let mut matched = false;
+        let mut chosen = None;
+        for (i, r) in self.rules.iter().enumerate() {
+            if !matches(r, &seen) {
+                continue;
+            }
+            matched = true;
+            let done = self.counts.by_rule.get(i).copied().unwrap_or(0);
+            if r.times.is_none_or(|budget| done < budget) {
+                chosen = Some((i, r.action));
+                break;
+            }
+        }
+        self.counts.matched += u64::from(matched);
+        let Some((rule, action)) = chosen else {
+            return Decision::Pass;
+        };
+        if let Some(n) = self.counts.by_rule.get_mut(rule) {
+            *n += 1;
+        }
+        self.counts.acted += 1;
+        Decision::Act { rule, action, seen }
+    }
+
+    /// The packet's facts, its flow and its PSN's transmissions counted; `None` when it is no RoCEv2
+    /// packet over IPv4 (a fragment, another protocol or port, a damaged header).
+    fn look(&mut self, datagram: &[u8]) -> Option<Seen> {
+        let (ip, rest) = Ipv4Header::parse(datagram).ok()?;
+        if ip.protocol != PROTO_UDP || ip.is_fragment() {
+            return None;
+        }
+        let (udp, rest) = UdpHeader::parse(rest).ok()?;
+        if udp.dst_port != ROCE_PORT {
+            return None;
+        }
+        let (bth, rest) = Bth::parse(rest).ok()?;
+        let op = bth.op();
+        let class = class_of(op, rest)?;
+        let key = FlowKey {
+            requests: class == Class::Request,
+            src: ip.src,
+            dst: ip.dst,
+            dest_qp: bth.dest_qp,
+        };
+        let next = &mut self.flows_seen[usize::from(key.requests)];
+        let flow = *self.flows.entry(key).or_insert_with(|| {
+            let index = *next;
+            *next += 1;
+            FlowState {
+                index,
+                first_psn: bth.psn,
+            }
+        });
+        if self.transmissions.len() >= OCCURRENCES_KEPT {
+            self.transmissions.clear();
+        }
+        let sent = self.transmissions.entry((key, bth.psn)).or_insert(0);
+        let resend = *sent;
+        *sent += 1;
+        Some(Seen {
+            src: Ipv4Addr::from(ip.src),
+            dst: Ipv4Addr::from(ip.dst),
+            ip_id: ip.id,
+            dest_qp: bth.dest_qp,
+            psn: bth.psn,
+            opcode: bth.opcode,
+            class,
+            qp: flow.index,
+            resend,
+            psn_from_first: bth.psn.wrapping_sub(flow.first_psn) & 0x00FF_FFFF,
+        })
+    }
+}
+
+/// The class of a packet with opcode `op`, `rest` after its BTH.
+fn class_of(op: Opcode, rest: &[u8]) -> Option<Class> {
+    if op.0 == CNP {
+        return Some(Class::Cnp);
+    }
+    if op.is_request() {
+        return Some(Class::Request);
+    }
+    if op.is_read_response() {
+        return Some(Class::ReadResponse);
+    }
+    if op.is_atomic_ack() {
+        return Some(Class::AtomicAck);
+    }
+    if op.is_ack() {
+        let (aeth, _) = Aeth::parse(rest).ok()?;
+        return Some(match aeth.decoded() {
+            Syndrome::Ack { .. } => Class::Ack,
+            Syndrome::RnrNak { .. } => Class::RnrNak,
+            _ => Class::Nak,
+        });
+    }
+    None
+}
+
+fn matches(rule: &Rule, seen: &Seen) -> bool {
+    let direction = match rule.direction {
+        Direction::Requests => seen.class == Class::Request,
+        Direction::Responses => seen.class != Class::Request,
+        Direction::Any => true,
+    };
+    let qp = match rule.qp {
+        None => true,
+        Some(QpSelector::Index(i)) => seen.qp == i,
+        Some(QpSelector::Qpn(n)) => seen.dest_qp == n,
+    };
+    let psn = match rule.psn {
+        None => true,
+        Some(PsnSelector::Absolute(p)) => seen.psn == p,
+        Some(PsnSelector::FromFirst(k)) => seen.psn_from_first == k,
+    };
+    direction
+        && qp
+        && psn
+        && rule.class.is_none_or(|c| c == seen.class)
+        && seen.resend == rule.resend
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,232 @@
+//! `rocescope inject` on real kernel RoCE: the Soft-RoCE lab (lab/README.md) runs `info`, then `inject_write`:
+//! `ib_write_bw -s 1024 -n 32 -t 4` (one WRITE_ONLY per message at path MTU 1024) under
+//! `rocescope inject --rule 'req psn=+5 drop' --rule 'resp class=ack drop' --rule 'req psn=+9 ce'
+//! --rule 'req psn=+13 corrupt'`, on the guest's output hook (NFQUEUE), the cable captured on the host after it.
+//!
+//! Held against the cable (tshark, and lab/icrc_check.py's own ICRC), the counters and the rules' words, not
+//! against rocescope's analysis:
+//! - the log names, for each rule, the one packet it acted on: the PSN the rule gives (the first request PSN
+//!   on the cable + k), its first transmission, the class and direction the rule selects;
+//! - a dropped packet (its IPv4 source and identification: the kernel numbers a host's packets to a peer one by
+//!   one) is nowhere on the cable; the CE-marked one is there with ECN 3 and a right ICRC; the corrupted one is
+//!   there with a wrong ICRC, and it is the only frame with one;
+//! - the reactions the IBTA prescribes: for the lost request and for the corrupted one (which the responder
+//!   must drop silently), a PSN sequence error NAK (AETH 0x60) naming that PSN, then the PSN resent (go-back-N);
+//!   the lost ACK's PSN covered by a later ACK (coalesced); rxe1 `out_of_seq_request` and rxe0
+//!   `completer_retry_err` +2 (the two NAKs); the counts the injector gives (seen = the cable's RoCE frames +
+//!   the two dropped);
+//! - ib_write_bw completes its 32 messages (exit 0).
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+mod lab_support;
+use lab_support::{number, root, run_lab, tshark_fields};
+
+const REQUESTER: &str = "10.0.0.1";
+const RESPONDER: &str = "10.0.0.2";
+const NAK_PSN_SEQUENCE_ERROR: u64 = 0x60;
+const ACKNOWLEDGE: u64 = 17;
+
+#[derive(Debug)]
+struct Frame {
+    no: u64,
+    src: String,
+    ip_id: u64,
+    ecn: u64,
+    op: u64,
+    psn: u64,
+    syndrome: Option<u64>,
+}
+
+fn cable(path: &Path) -> Vec<Frame> {
+    let fields = [
+        "frame.number",
+        "ip.src",
+        "ip.id",
+        "ip.dsfield.ecn",
+        "infiniband.bth.opcode",
+        "infiniband.bth.psn",
+        "infiniband.aeth.syndrome",
+    ];
+    tshark_fields(path, &fields)
+        .into_iter()
+        .filter(|r| !r[4].is_empty())
+        .map(|r| Frame {
+            no: number(&r[0]).unwrap(),
+            src: r[1].clone(),
+            ip_id: number(&r[2]).unwrap(),
+            ecn: number(&r[3]).unwrap(),
+            op: number(&r[4]).unwrap(),
+            psn: number(&r[5]).unwrap(),
+            syndrome: number(&r[6]),
+        })
+        .collect()
+}
+
+/// The frames lab/icrc_check.py finds with a wrong ICRC.
+fn bad_icrc(path: &Path) -> Vec<u64> {
+    let out = Command::new("python3")
+        .arg(root().join("lab/icrc_check.py"))
+        .arg(path)
+        .output()
+        .expect("run lab/icrc_check.py");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split(": frame ").nth(1))
+        .filter_map(|l| l.split(':').next()?.parse().ok())
+        .collect()
+}
+
+/// The counter's change over the scenario, from its log's "rxe hw_counters that changed".
+fn counter(log: &str, device: &str, name: &str) -> i64 {
+    log.lines()
+        .skip_while(|l| !l.starts_with("--- rxe hw_counters that changed"))
+        .filter_map(|l| l.strip_prefix(&format!("{device} {name} ")))
+        .find_map(|v| v.trim_start_matches('+').parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn injected_faults_and_the_reactions_the_rules_prescribe() {
+    let (lab_out, _) = run_lab("lab-inject", &["info", "inject_write"]);
+    let dir = lab_out.join("inject_write");
+    let log = fs::read_to_string(dir.join("perftest.log")).expect("perftest.log");
+    assert!(
+        log.contains("--- client output (exit 0)") && log.contains("--- server output (exit 0)"),
+        "ib_write_bw did not complete under the injector:\n{log}"
+    );
+    let frames = cable(&dir.join("cable.pcap"));
+    let lines: Vec<Value> = fs::read_to_string(dir.join("inject.jsonl"))
+        .expect("inject.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let (summary, actions) = lines.split_last().expect("the log has lines");
+    let first_request = frames
+        .iter()
+        .find(|f| f.src == REQUESTER)
+        .expect("requests on the cable")
+        .psn;
+    let first_ack = frames
+        .iter()
+        .find(|f| f.src == RESPONDER && f.op == ACKNOWLEDGE)
+        .expect("ACKs on the cable");
+
+    // One action per rule, in the order they came: the ACK first (the first answer), then by PSN.
+    let acted: Vec<(u64, &str, &str, u64)> = actions
+        .iter()
+        .map(|a| {
+            (
+                a["rule"].as_u64().unwrap(),
+                a["action"].as_str().unwrap(),
+                a["src"].as_str().unwrap(),
+                a["resend"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        acted,
+        [
+            (1, "drop", RESPONDER, 0),
+            (0, "drop", REQUESTER, 0),
+            (2, "ce", REQUESTER, 0),
+            (3, "corrupt", REQUESTER, 0)
+        ],
+        "{actions:?}"
+    );
+    let psn_of = |rule: u64| {
+        actions
+            .iter()
+            .find(|a| a["rule"] == rule)
+            .and_then(|a| a["psn"].as_u64())
+            .unwrap()
+    };
+    let id_of = |rule: u64| {
+        actions
+            .iter()
+            .find(|a| a["rule"] == rule)
+            .and_then(|a| a["ip_id"].as_u64())
+            .unwrap()
+    };
+    let psn = |k: u64| (first_request + k) % (1 << 24);
+    assert_eq!([psn_of(0), psn_of(2), psn_of(3)], [psn(5), psn(9), psn(13)]);
+
+    // The drops: not on the cable. The first ACK acknowledges the first request, which was dropped on its
+    // way: the first ACK on the cable is for a later PSN.
+    for (rule, src) in [(0, REQUESTER), (1, RESPONDER)] {
+        let id = id_of(rule);
+        let there: Vec<u64> = frames
+            .iter()
+            .filter(|f| f.src == src && f.ip_id == id)
+            .map(|f| f.no)
+            .collect();
+        assert!(
+            there.is_empty(),
+            "rule {rule}'s dropped packet (ip.id {id:#x}) on the cable at {there:?}"
+        );
+    }
+    assert_eq!(
+        psn_of(1),
+        first_request,
+        "the first ACK answers the first request"
+    );
+    assert!(first_ack.psn > first_request && first_ack.syndrome.is_some_and(|s| s < 0x20));
+
+    // CE: there, ECN 3, ICRC right; corrupt: there, the only wrong ICRC.
+    let frame_of = |rule: u64| {
+        frames
+            .iter()
+            .find(|f| f.src == REQUESTER && f.ip_id == id_of(rule))
+            .unwrap_or_else(|| panic!("rule {rule}'s packet not on the cable"))
+    };
+    let (ce, corrupted) = (frame_of(2), frame_of(3));
+    assert_eq!((ce.psn, ce.ecn), (psn(9), 3));
+    assert_eq!(corrupted.psn, psn(13));
+    assert_eq!(bad_icrc(&dir.join("cable.pcap")), [corrupted.no]);
+
+    // The responder's NAK for each lost request (dropped, or damaged and dropped silently), then the resend.
+    let dropped_at = frames
+        .iter()
+        .position(|f| f.src == REQUESTER && f.psn == psn(6))
+        .unwrap();
+    let corrupted_at = frames.iter().position(|f| f.no == corrupted.no).unwrap();
+    for (lost, after) in [(psn(5), dropped_at), (psn(13), corrupted_at)] {
+        let nak = frames.iter().skip(after).position(|f| {
+            f.src == RESPONDER && f.syndrome == Some(NAK_PSN_SEQUENCE_ERROR) && f.psn == lost
+        });
+        let nak = nak
+            .map(|i| i + after)
+            .unwrap_or_else(|| panic!("no NAK for PSN {lost}"));
+        let resent = frames
+            .iter()
+            .skip(nak)
+            .any(|f| f.src == REQUESTER && f.psn == lost);
+        assert!(
+            resent,
+            "PSN {lost} not resent after its NAK (frame {})",
+            frames[nak].no
+        );
+    }
+    let naks = frames
+        .iter()
+        .filter(|f| f.syndrome == Some(NAK_PSN_SEQUENCE_ERROR))
+        .count();
+    assert_eq!(naks, 2);
+    assert_eq!(counter(&log, "rxe1", "out_of_seq_request"), 2, "{log}");
+    assert_eq!(counter(&log, "rxe0", "completer_retry_err"), 2, "{log}");
+
+    // The injector's counts: every RoCE frame on the cable and the two it dropped.
+    let s = &summary["summary"];
+    assert_eq!(s["roce"].as_u64(), Some(frames.len() as u64 + 2), "{s}");
+    assert_eq!(
+        (s["acted"].as_u64(), s["by_rule"].clone()),
+        (Some(4), serde_json::json!([1, 1, 1, 1]))
+    );
+    assert!(
+        log.contains("inject: "),
+        "its line on standard error:\n{log}"
+    );
+}
