@@ -1,20 +1,23 @@
 //! `rocescope inject` on real kernel RoCE: the Soft-RoCE lab (lab/README.md) runs `info`, then `inject_write`:
 //! `ib_write_bw -s 1024 -n 32 -t 4` (one WRITE_ONLY per message at path MTU 1024) under
 //! `rocescope inject --rule 'req psn=+5 drop' --rule 'resp class=ack drop' --rule 'req psn=+9 ce'
-//! --rule 'req psn=+13 corrupt'`, on the guest's output hook (NFQUEUE), the cable captured on the host after it.
+//! --rule 'req psn=+13 corrupt' --rule 'req psn=+17 duplicate' --rule 'req psn=+21 reorder'
+//! --rule 'resp class=ack delay 20ms'`, on the guest's output hook (NFQUEUE), the cable captured on the host
+//! after it.
 //!
 //! Held against the cable (tshark, and lab/icrc_check.py's own ICRC), the counters and the rules' words, not
 //! against rocescope's analysis:
 //! - the log names, for each rule, the one packet it acted on: the PSN the rule gives (the first request PSN
 //!   on the cable + k), its first transmission, the class and direction the rule selects;
-//! - a dropped packet (its IPv4 source and identification: the kernel numbers a host's packets to a peer one by
-//!   one) is nowhere on the cable; the CE-marked one is there with ECN 3 and a right ICRC; the corrupted one is
-//!   there with a wrong ICRC, and it is the only frame with one;
-//! - the reactions the IBTA prescribes: for the lost request and for the corrupted one (which the responder
-//!   must drop silently), a PSN sequence error NAK (AETH 0x60) naming that PSN, then the PSN resent (go-back-N);
-//!   the lost ACK's PSN covered by a later ACK (coalesced); rxe1 `out_of_seq_request` and rxe0
-//!   `completer_retry_err` +2 (the two NAKs); the counts the injector gives (seen = the cable's RoCE frames +
-//!   the two dropped);
+//! - by the IPv4 source and identification (the kernel numbers a host's packets to a peer one by one): a
+//!   dropped packet is nowhere on the cable; the CE-marked one is there with ECN 3 and a right ICRC; the
+//!   corrupted one with a wrong ICRC, the only one; the duplicated one twice; the reordered one behind the
+//!   request after it; the delayed ACK (the second: the first was dropped) behind an ACK for a later PSN;
+//! - the reactions the IBTA prescribes: for the lost request, the corrupted one (which the responder must drop
+//!   silently) and the reordered one, a PSN sequence error NAK (AETH 0x60) naming that PSN, then the PSN resent
+//!   (go-back-N); the lost ACK covered by a later ACK (coalesced); rxe1 `out_of_seq_request` and rxe0
+//!   `completer_retry_err` as many as the NAKs on the cable, `duplicate_request` for the copy; the injector's
+//!   counts (the cable's RoCE frames but its own copy, which it does not queue, and the two it dropped);
 //! - ib_write_bw completes its 32 messages (exit 0).
 use std::fs;
 use std::path::Path;
@@ -131,9 +134,12 @@ fn injected_faults_and_the_reactions_the_rules_prescribe() {
         acted,
         [
             (1, "drop", RESPONDER, 0),
+            (6, "delay", RESPONDER, 0),
             (0, "drop", REQUESTER, 0),
             (2, "ce", REQUESTER, 0),
-            (3, "corrupt", REQUESTER, 0)
+            (3, "corrupt", REQUESTER, 0),
+            (4, "duplicate", REQUESTER, 0),
+            (5, "reorder", REQUESTER, 0),
         ],
         "{actions:?}"
     );
@@ -152,7 +158,10 @@ fn injected_faults_and_the_reactions_the_rules_prescribe() {
             .unwrap()
     };
     let psn = |k: u64| (first_request + k) % (1 << 24);
-    assert_eq!([psn_of(0), psn_of(2), psn_of(3)], [psn(5), psn(9), psn(13)]);
+    assert_eq!(
+        [psn_of(0), psn_of(2), psn_of(3), psn_of(4), psn_of(5)],
+        [psn(5), psn(9), psn(13), psn(17), psn(21)]
+    );
 
     // The drops: not on the cable. The first ACK acknowledges the first request, which was dropped on its
     // way: the first ACK on the cable is for a later PSN.
@@ -187,13 +196,50 @@ fn injected_faults_and_the_reactions_the_rules_prescribe() {
     assert_eq!(corrupted.psn, psn(13));
     assert_eq!(bad_icrc(&dir.join("cable.pcap")), [corrupted.no]);
 
+    // Duplicate: two frames with its identification, its PSN. Reorder: behind the first frame of the PSN
+    // after it. Delay: the second ACK (the first was dropped) behind an ACK for a later PSN.
+    let with_id = |src: &str, id: u64| -> Vec<&Frame> {
+        frames
+            .iter()
+            .filter(|f| f.src == src && f.ip_id == id)
+            .collect()
+    };
+    let copies = with_id(REQUESTER, id_of(4));
+    assert_eq!(
+        copies.iter().map(|f| f.psn).collect::<Vec<_>>(),
+        [psn(17), psn(17)]
+    );
+    let held = with_id(REQUESTER, id_of(5));
+    let next = frames
+        .iter()
+        .find(|f| f.src == REQUESTER && f.psn == psn(22))
+        .unwrap();
+    assert!(
+        held.len() == 1 && held[0].no > next.no,
+        "{held:?} not behind {next:?}"
+    );
+    let late = with_id(RESPONDER, id_of(6));
+    assert_eq!(late.len(), 1);
+    let overtaken = frames.iter().any(|f| {
+        f.src == RESPONDER && f.no < late[0].no && f.op == ACKNOWLEDGE && f.psn > late[0].psn
+    });
+    assert!(
+        overtaken,
+        "the delayed ACK {late:?} came before every later ACK"
+    );
+
     // The responder's NAK for each lost request (dropped, or damaged and dropped silently), then the resend.
     let dropped_at = frames
         .iter()
         .position(|f| f.src == REQUESTER && f.psn == psn(6))
         .unwrap();
     let corrupted_at = frames.iter().position(|f| f.no == corrupted.no).unwrap();
-    for (lost, after) in [(psn(5), dropped_at), (psn(13), corrupted_at)] {
+    let held_at = frames.iter().position(|f| f.no == next.no).unwrap();
+    for (lost, after) in [
+        (psn(5), dropped_at),
+        (psn(13), corrupted_at),
+        (psn(21), held_at),
+    ] {
         let nak = frames.iter().skip(after).position(|f| {
             f.src == RESPONDER && f.syndrome == Some(NAK_PSN_SEQUENCE_ERROR) && f.psn == lost
         });
@@ -214,16 +260,31 @@ fn injected_faults_and_the_reactions_the_rules_prescribe() {
         .iter()
         .filter(|f| f.syndrome == Some(NAK_PSN_SEQUENCE_ERROR))
         .count();
-    assert_eq!(naks, 2);
-    assert_eq!(counter(&log, "rxe1", "out_of_seq_request"), 2, "{log}");
-    assert_eq!(counter(&log, "rxe0", "completer_retry_err"), 2, "{log}");
+    // Each NAK is a request the responder took out of sequence and a go-back-N the requester made (the
+    // reordered request may draw a second: rxe NAKs the PSN after it too when the resend crosses it).
+    assert!(naks >= 3, "{naks} NAKs");
+    assert_eq!(
+        counter(&log, "rxe1", "out_of_seq_request"),
+        naks as i64,
+        "{log}"
+    );
+    assert_eq!(
+        counter(&log, "rxe0", "completer_retry_err"),
+        naks as i64,
+        "{log}"
+    );
+    assert!(
+        counter(&log, "rxe1", "duplicate_request") >= 1,
+        "the copy is a duplicate:\n{log}"
+    );
 
-    // The injector's counts: every RoCE frame on the cable and the two it dropped.
+    // The injector's counts: every RoCE frame on the cable but the copy it sent itself (marked: not
+    // queued), and the two it dropped.
     let s = &summary["summary"];
-    assert_eq!(s["roce"].as_u64(), Some(frames.len() as u64 + 2), "{s}");
+    assert_eq!(s["roce"].as_u64(), Some(frames.len() as u64 - 1 + 2), "{s}");
     assert_eq!(
         (s["acted"].as_u64(), s["by_rule"].clone()),
-        (Some(4), serde_json::json!([1, 1, 1, 1]))
+        (Some(7), serde_json::json!([1, 1, 1, 1, 1, 1, 1]))
     );
     assert!(
         log.contains("inject: "),

@@ -708,7 +708,8 @@ sc_gen_read_loss() { netem eth1 loss 4% && gen_run --op read -s 8192 -n 32 --dep
 sc_atomic_loss() { netem eth0 loss 5% && netem eth1 loss 5% && perf_pair ib_atomic_bw "-A FETCH_AND_ADD -n 100 -t 4 -o 4"; }
 # issue 21: packets chosen by PSN acted on by `rocescope inject` (NFQUEUE on the guest's output hook, which rxe's
 # requests and responses both leave through) while ib_write_bw runs under it: the 6th request's first transmission
-# dropped, the first ACK dropped, the 10th request CE-marked, the 14th corrupted (its ICRC wrong); the log
+# dropped, the first ACK dropped, the 10th request CE-marked, the 14th corrupted (its ICRC wrong), the 18th sent
+# twice, the 22nd held behind the 23rd, the second ACK 20 ms late; the log
 # (inject.jsonl: one JSON line per action, the counts last) comes back beside the cable. Needs EXTRA_BINARIES.
 sc_inject_write() {
     local r
@@ -716,7 +717,8 @@ sc_inject_write() {
     cat > /tmp/inject-wrap <<'EOF2'
 #!/bin/sh
 exec rocescope inject --log /tmp/inject.jsonl --rule 'req psn=+5 drop' --rule 'resp class=ack drop' \
-    --rule 'req psn=+9 ce' --rule 'req psn=+13 corrupt' -- "$@"
+    --rule 'req psn=+9 ce' --rule 'req psn=+13 corrupt' --rule 'req psn=+17 duplicate' \
+    --rule 'req psn=+21 reorder' --rule 'resp class=ack delay 20ms' -- "$@"
 EOF2
     chmod +x /tmp/inject-wrap
     PT_WRAP=/tmp/inject-wrap perf_pair ib_write_bw "-s 1024 -n 32 -t 4"; r=$?

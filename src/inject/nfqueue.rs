@@ -126,7 +126,6 @@ pub struct Queue {
     path: Path,
     queue: nfq::Queue,
     held: Vec<Held>,
-    copies: Option<std::os::fd::OwnedFd>,
 }
 
 impl Queue {
@@ -144,7 +143,6 @@ impl Queue {
             path,
             queue,
             held: Vec::new(),
-            copies: None,
         })
     }
 
@@ -236,7 +234,7 @@ impl Queue {
                 let copy = msg.get_payload().to_vec();
                 msg.set_verdict(nfq::Verdict::Accept);
                 self.verdict(msg, Some(flow))?;
-                self.send_copy(&copy, seen.dst)
+                self.send_copy(&copy, seen.src, seen.dst)
             }
             Action::Delay(d) => {
                 msg.set_verdict(nfq::Verdict::Accept);
@@ -296,44 +294,51 @@ impl Queue {
     }
 
     /// Sends a copy of `datagram` (a raw IPv4 socket, the header as it is), marked so that the table lets
-    /// it through.
-    fn send_copy(&mut self, datagram: &[u8], dst: Ipv4Addr) -> Result<(), NfqueueError> {
+    /// it through, and bound to its source address: routed as the original is (a host's policy rules may
+    /// pick the device by the source; unbound, a copy to a local address would take the loopback).
+    fn send_copy(
+        &mut self,
+        datagram: &[u8],
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+    ) -> Result<(), NfqueueError> {
         use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-        if self.copies.is_none() {
-            // SAFETY: socket(2) returns a new descriptor or -1; a descriptor is owned from here on.
-            let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW) };
-            if fd < 0 {
-                return Err(NfqueueError::Copy(io::Error::last_os_error()));
-            }
-            // SAFETY: fd is a descriptor just opened and owned by no one else.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-            let mark = COPY_MARK;
-            // SAFETY: a u32 option value of its size, on a valid descriptor.
-            let rc = unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_MARK,
-                    (&raw const mark).cast(),
-                    std::mem::size_of::<u32>() as libc::socklen_t,
-                )
-            };
-            if rc != 0 {
-                return Err(NfqueueError::Copy(io::Error::last_os_error()));
-            }
-            self.copies = Some(fd);
+        let failed = || NfqueueError::Copy(io::Error::last_os_error());
+        // SAFETY: socket(2) returns a new descriptor or -1.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW) };
+        if fd < 0 {
+            return Err(failed());
         }
-        let Some(fd) = &self.copies else {
-            return Ok(());
+        // SAFETY: fd is a descriptor just opened and owned by no one else; it closes when dropped.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mark = COPY_MARK;
+        // SAFETY: a u32 option value of its size, on a valid descriptor.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_MARK,
+                (&raw const mark).cast(),
+                std::mem::size_of::<u32>() as libc::socklen_t,
+            )
         };
-        let addr = libc::sockaddr_in {
+        if rc != 0 {
+            return Err(failed());
+        }
+        let addr = |a: Ipv4Addr| libc::sockaddr_in {
             sin_family: libc::AF_INET as libc::sa_family_t,
             sin_port: 0,
             sin_addr: libc::in_addr {
-                s_addr: u32::from(dst).to_be(),
+                s_addr: u32::from(a).to_be(),
             },
             sin_zero: [0; 8],
         };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let (from, to) = (addr(src), addr(dst));
+        // SAFETY: a sockaddr_in of the length given, on a valid descriptor.
+        if unsafe { libc::bind(fd.as_raw_fd(), (&raw const from).cast(), len) } != 0 {
+            return Err(failed());
+        }
         // SAFETY: the buffer and the address are valid for the lengths given.
         let sent = unsafe {
             libc::sendto(
@@ -341,12 +346,12 @@ impl Queue {
                 datagram.as_ptr().cast(),
                 datagram.len(),
                 0,
-                (&raw const addr).cast(),
-                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                (&raw const to).cast(),
+                len,
             )
         };
         if sent < 0 {
-            return Err(NfqueueError::Copy(io::Error::last_os_error()));
+            return Err(failed());
         }
         Ok(())
     }
