@@ -15,25 +15,38 @@ use std::time::Duration;
 use serde::Serialize;
 
 use parsers::psn;
-use rocescope::capture::{self, session::Session};
+use rocescope::capture::{self, CaptureError, session::Session};
 use rocescope::report::Report;
 use rocescope::report::capture::StoppedBy;
-use rocescope::report::format::error_line;
 
 use super::records::{self, Role};
+
+/// Why the fabric check's capture did not give its report.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The capture session could not open or run.
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// The capture stopped on an error of its own (the line its stats carry).
+    #[error("{0}")]
+    Stopped(String),
+    #[error("cannot start the capture thread")]
+    Thread(#[source] std::io::Error),
+    #[error("the capture thread panicked")]
+    Panicked,
+}
 
 /// A capture running on its own thread; it ends with its report, or the error that stopped it.
 pub struct Running {
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<Result<Report, String>>,
+    thread: JoinHandle<Result<Report, CheckError>>,
 }
 
-/// Opens the capture on `iface` (errors: the capture session's one-line messages) and starts it, with
-/// `rocescope capture -i IFACE`'s defaults.
-pub fn start(iface: &str, mtu: Option<u32>) -> Result<Running, String> {
+/// Opens the capture on `iface` and starts it, with `rocescope capture -i IFACE`'s defaults.
+pub fn start(iface: &str, mtu: Option<u32>) -> Result<Running, CheckError> {
     let mut cfg = capture::Config::new(iface);
     cfg.pipeline.analysis.mtu = mtu;
-    let live = Session::open(&cfg).map_err(|e| error_line(&e))?;
+    let live = Session::open(&cfg)?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
     let source = format!("live capture on {iface}");
@@ -45,9 +58,9 @@ pub fn start(iface: &str, mtu: Option<u32>) -> Result<Running, String> {
                     .load(Ordering::Relaxed)
                     .then_some(StoppedBy::Generator)
             };
-            let ended = live.run(until, None, ()).map_err(|e| error_line(&e))?;
+            let ended = live.run(until, None, ())?;
             if let Some(e) = ended.error {
-                return Err(e);
+                return Err(CheckError::Stopped(e));
             }
             let mut report = Report::build(&ended.engine, &source);
             let dropped = ended.stats.dropped + ended.stats.if_dropped;
@@ -55,19 +68,17 @@ pub fn start(iface: &str, mtu: Option<u32>) -> Result<Running, String> {
             report.capture_stats = Some(ended.stats);
             Ok(report)
         })
-        .map_err(|e| format!("cannot start the capture thread: {e}"))?;
+        .map_err(CheckError::Thread)?;
     Ok(Running { stop, thread })
 }
 
 impl Running {
     /// Waits `grace`, stops the capture and returns its final report (`capture_stats.stopped_by`:
     /// `generator`), or the error that stopped it.
-    pub fn finish(self, grace: Duration) -> Result<Report, String> {
+    pub fn finish(self, grace: Duration) -> Result<Report, CheckError> {
         std::thread::sleep(grace);
         self.stop.store(true, Ordering::Relaxed);
-        self.thread
-            .join()
-            .map_err(|_| "the capture thread panicked".to_string())?
+        self.thread.join().map_err(|_| CheckError::Panicked)?
     }
 
     /// Stops the capture without waiting (the generator failed before its report).

@@ -133,51 +133,60 @@ impl WorkConfig {
     /// Is `--fault` possible with the rest of the run? `loopback`: `gen loopback`, whose responder QP is in
     /// this process (`gen client` cannot make `gen server` post no receives, and connects to the QPs the
     /// server offered).
-    pub fn check_fault(&self, loopback: bool) -> Result<(), String> {
+    pub fn check_fault(&self, loopback: bool) -> Result<(), ConfigError> {
         let Some(f) = self.fault else {
             return Ok(());
         };
         match f {
-            Fault::BadRkey if self.duration.is_some() => {
-                Err("--fault bad-rkey needs -n (the faulty message is the last one)".to_string())
+            Fault::BadRkey if self.duration.is_some() => Err(ConfigError::BadRkeyNeedsIters),
+            Fault::BadRkey if self.op == Op::Send => Err(ConfigError::BadRkeyNeedsRkey),
+            Fault::WrongQpn | Fault::NoReceive if !loopback => {
+                Err(ConfigError::FaultNeedsLoopback { fault: f.name() })
             }
-            Fault::BadRkey if self.op == Op::Send => Err(
-                "--fault bad-rkey needs --op write, write-imm or read (a SEND carries no R_Key)"
-                    .to_string(),
-            ),
-            Fault::WrongQpn | Fault::NoReceive if !loopback => Err(format!(
-                "--fault {} needs gen loopback (the responder QP here is gen server's)",
-                f.name()
-            )),
-            Fault::NoReceive if !self.op.consumes_receive() => Err(format!(
-                "--fault no-receive needs --op send or write-imm (--op {} consumes no receive)",
-                op_flag(self.op)
-            )),
+            Fault::NoReceive if !self.op.consumes_receive() => {
+                Err(ConfigError::NoReceiveNeedsReceives {
+                    op: op_flag(self.op),
+                })
+            }
             _ => Ok(()),
         }
     }
 
     /// Checks what every requester shares; returns the buffer length of `slots` messages.
-    pub fn buffer_len(&self, slots: u64) -> Result<usize, String> {
+    pub fn buffer_len(&self, slots: u64) -> Result<usize, ConfigError> {
         if !(self.timeout > 0.0 && self.timeout.is_finite()) {
-            return Err(format!(
-                "--timeout {} is not a positive number of seconds",
-                self.timeout
-            ));
+            return Err(ConfigError::Timeout {
+                timeout: self.timeout,
+            });
         }
         // the atomics move one 8-byte word: the remote one at offset 0 of the responder's buffer (8-byte
         // aligned), the original values into the requester's slots
         let buf_len = u64::from(self.message_size())
             .checked_mul(slots)
             .filter(|&l| l <= 1 << 32)
-            .ok_or_else(|| {
-                format!(
-                    "-s {} x {slots} message slots is more than 4 GiB of buffers",
-                    self.size
-                )
+            .ok_or(ConfigError::Buffers {
+                size: self.size,
+                slots,
             })?;
         Ok(buf_len as usize)
     }
+}
+
+/// A run the options ask for that cannot be done.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--fault bad-rkey needs -n (the faulty message is the last one)")]
+    BadRkeyNeedsIters,
+    #[error("--fault bad-rkey needs --op write, write-imm or read (a SEND carries no R_Key)")]
+    BadRkeyNeedsRkey,
+    #[error("--fault {fault} needs gen loopback (the responder QP here is gen server's)")]
+    FaultNeedsLoopback { fault: &'static str },
+    #[error("--fault no-receive needs --op send or write-imm (--op {op} consumes no receive)")]
+    NoReceiveNeedsReceives { op: &'static str },
+    #[error("--timeout {timeout} is not a positive number of seconds")]
+    Timeout { timeout: f64 },
+    #[error("-s {size} x {slots} message slots is more than 4 GiB of buffers")]
+    Buffers { size: u32, slots: u64 },
 }
 
 /// `--op`'s value for `op`.
@@ -217,30 +226,32 @@ mod tests {
         assert_eq!(work(Op::Read, Fault::BadRkey).check_fault(false), Ok(()));
         assert_eq!(
             work(Op::Write, Fault::NoReceive).check_fault(true),
-            Err(
-                "--fault no-receive needs --op send or write-imm (--op write consumes no receive)"
-                    .to_string()
-            )
+            Err(ConfigError::NoReceiveNeedsReceives { op: "write" })
         );
         assert_eq!(
             work(Op::FetchAdd, Fault::NoReceive)
                 .check_fault(true)
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "--fault no-receive needs --op send or write-imm (--op fetch-add consumes no receive)"
         );
         for f in [Fault::WrongQpn, Fault::NoReceive] {
             assert_eq!(
-                work(Op::Send, f).check_fault(false),
-                Err(format!(
+                work(Op::Send, f)
+                    .check_fault(false)
+                    .unwrap_err()
+                    .to_string(),
+                format!(
                     "--fault {} needs gen loopback (the responder QP here is gen server's)",
                     f.name()
-                ))
+                )
             );
         }
         assert!(
             work(Op::Send, Fault::BadRkey)
                 .check_fault(true)
                 .unwrap_err()
+                .to_string()
                 .contains("a SEND carries no R_Key")
         );
         // the R_Key goes wrong on the last of -n messages; the other faults take --duration too
@@ -252,6 +263,7 @@ mod tests {
             timed(Fault::BadRkey)
                 .check_fault(true)
                 .unwrap_err()
+                .to_string()
                 .contains("needs -n")
         );
         assert_eq!(timed(Fault::NoReceive).check_fault(true), Ok(()));

@@ -9,19 +9,19 @@ use super::config::LoopbackConfig;
 use super::plan;
 use super::records::{Fault, Report};
 use super::run::{self, Pair, Peer, Setup};
-use super::verbs::{self, ConnectParams, Queues, Side, connect, open_side};
+use super::verbs::{self, ConnectParams, Queues, Side, VerbsError, connect, open_side};
 
-pub fn run(cfg: &LoopbackConfig, stop: &AtomicBool) -> Result<Report, String> {
+pub fn run(cfg: &LoopbackConfig, stop: &AtomicBool) -> anyhow::Result<Report> {
     let w = &cfg.work;
     w.check_fault(true)?;
     let buf_len = w.buffer_len(u64::from(w.depth))?;
     let list = verbs::devices()?;
     if cfg.device == cfg.peer_device {
-        return Err(format!(
+        anyhow::bail!(
             "--peer-device must differ from -d ({}): rxe loops a device's traffic to itself inside the \
              driver, nothing would reach the wire",
             cfg.device
-        ));
+        );
     }
     let q = Queues {
         send: w.depth,
@@ -63,7 +63,7 @@ pub fn run(cfg: &LoopbackConfig, stop: &AtomicBool) -> Result<Report, String> {
     for (a, b) in sides {
         pairs.push(connect_pair(a, b, &p, limit, w.depth, wrong)?);
     }
-    run::run(&mut pairs, w, &setup, stop)
+    Ok(run::run(&mut pairs, w, &setup, stop)?)
 }
 
 /// Connects `a` and `b` to each other: a pair of `limit` messages. `wrong_qpn` (--fault wrong-qpn, with the
@@ -75,7 +75,7 @@ fn connect_pair(
     limit: u64,
     depth: u32,
     wrong_qpn: Option<&[u32]>,
-) -> Result<Pair, String> {
+) -> Result<Pair, VerbsError> {
     let (aq, bq) = (a.qp.qp_number(), b.qp.qp_number());
     let dest = wrong_qpn.map_or(bq, |taken| plan::wrong_qpn(bq, taken));
     let (ag, bg) = (a.gid.gid, b.gid.gid);

@@ -32,6 +32,7 @@ use std::time::Duration;
 use config::{Command, WorkConfig};
 use output::print_report;
 use records::{Report, StoppedBy};
+use rocescope::report::format::error_line;
 
 pub fn main(cmd: Command) -> ExitCode {
     // Ctrl-C / SIGTERM: stop posting, let what is in flight complete, report, tear down (the verbs objects
@@ -45,12 +46,12 @@ pub fn main(cmd: Command) -> ExitCode {
     }
     match cmd {
         Command::Loopback(cfg) => requester(&cfg.work, &stop, |s| loopback::run(&cfg, s)),
-        Command::Client(cfg) => requester(&cfg.work, &stop, |s| remote::client(&cfg, s)),
+        Command::Client(cfg) => requester(&cfg.work, &stop, |s| Ok(remote::client(&cfg, s)?)),
         Command::Server(cfg) => match remote::serve(&cfg, &stop) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),
             Err(e) => {
-                eprintln!("rocescope: gen server: {e}");
+                eprintln!("rocescope: gen server: {}", error_line(&e));
                 ExitCode::from(1)
             }
         },
@@ -61,7 +62,7 @@ pub fn main(cmd: Command) -> ExitCode {
 fn requester(
     w: &WorkConfig,
     stop: &AtomicBool,
-    run: impl FnOnce(&AtomicBool) -> Result<Report, String>,
+    run: impl FnOnce(&AtomicBool) -> anyhow::Result<Report>,
 ) -> ExitCode {
     if let Some(iface) = &w.capture {
         return with_capture(w, iface, stop, run);
@@ -72,7 +73,7 @@ fn requester(
             exit_status(&report)
         }
         Err(e) => {
-            eprintln!("rocescope: gen: {e}");
+            eprintln!("rocescope: gen: {e:#}");
             ExitCode::from(1)
         }
     }
@@ -93,13 +94,13 @@ fn with_capture(
     w: &WorkConfig,
     iface: &str,
     stop: &AtomicBool,
-    run: impl FnOnce(&AtomicBool) -> Result<Report, String>,
+    run: impl FnOnce(&AtomicBool) -> anyhow::Result<Report>,
 ) -> ExitCode {
     // the capture is active before the generator opens a device, let alone posts
     let running = match check::start(iface, w.mtu) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("rocescope: gen: {e}");
+            eprintln!("rocescope: gen: {}", error_line(&e));
             return ExitCode::from(1);
         }
     };
@@ -107,7 +108,7 @@ fn with_capture(
         Ok(r) => r,
         Err(e) => {
             running.abort();
-            eprintln!("rocescope: gen: {e}");
+            eprintln!("rocescope: gen: {e:#}");
             return ExitCode::from(1);
         }
     };
@@ -115,13 +116,13 @@ fn with_capture(
         Ok(c) => c,
         Err(e) => {
             print_report(&report, w.json);
-            eprintln!("rocescope: gen: --capture {iface}: {e}");
+            eprintln!("rocescope: gen: --capture {iface}: {}", error_line(&e));
             return ExitCode::from(1);
         }
     };
     let result = check::verify(&report, &captured);
     if let Err(e) = output::print_checked(&report, &captured, &result, w.json) {
-        eprintln!("rocescope: gen: {e}");
+        eprintln!("rocescope: gen: {e:#}");
         return ExitCode::from(1);
     }
     if report.error.is_some() || report.stopped_by == StoppedBy::Signal {

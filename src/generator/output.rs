@@ -1,6 +1,7 @@
 //! What `gen` prints: a run's report as text or JSON, with the fabric check when there is one, and a
 //! server's report of each client run. Errors go to standard error, as `rocescope: gen: ...`.
 
+use anyhow::Context;
 use serde::Serialize;
 
 use super::check::Check;
@@ -127,7 +128,7 @@ pub fn print_checked(
     captured: &rocescope::report::Report,
     check: &Check,
     json: bool,
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
     if json {
         print_json(&WithCapture {
             generator: report,
@@ -146,7 +147,7 @@ pub fn print_checked(
     println!();
     let mut out = std::io::stdout().lock();
     rocescope::report::text::write(&mut out, captured, None)
-        .map_err(|e| format!("cannot write the capture report: {e}"))?;
+        .context("cannot write the capture report")?;
     drop(out);
     for l in super::check::detail_lines(check) {
         println!("{l}");

@@ -21,9 +21,34 @@ pub struct PathEnd {
     pub netdev_mtu: Option<u32>,
 }
 
+/// A path MTU the network device of one end cannot carry: rxe would put nothing on the wire and no
+/// completion would come.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "path MTU {mtu} is larger than {netdev} ({device}, MTU {netdev_mtu}) allows ({}): rxe would put nothing on \
+     the wire and no completion would come",
+    limit_text(*.limit)
+)]
+pub struct MtuTooLarge {
+    pub mtu: u32,
+    /// The RDMA device ("rxe1", "rxe1 on the server") and its network device.
+    pub device: String,
+    pub netdev: String,
+    pub netdev_mtu: u32,
+    /// The largest path MTU it carries, if any.
+    pub limit: Option<u32>,
+}
+
+fn limit_text(limit: Option<u32>) -> String {
+    match limit {
+        Some(l) => format!("at most {l} after {RXE_HEADERS} header bytes"),
+        None => "not even 256".to_string(),
+    }
+}
+
 /// The path MTU and where it comes from: `given` (--mtu), or the smaller active MTU of the two ends; never
 /// more than either network device carries.
-pub fn path_mtu(given: Option<u32>, ends: &[PathEnd; 2]) -> Result<(u32, String), String> {
+pub fn path_mtu(given: Option<u32>, ends: &[PathEnd; 2]) -> Result<(u32, String), MtuTooLarge> {
     let [a, b] = ends;
     let (mtu, source) = match given {
         Some(m) => (m, "--mtu".to_string()),
@@ -48,19 +73,17 @@ pub fn check_netdev_mtu(
     netdev: Option<&str>,
     netdev_mtu: Option<u32>,
     mtu: u32,
-) -> Result<(), String> {
+) -> Result<(), MtuTooLarge> {
     if let Some(n) = netdev_mtu {
         let limit = max_path_mtu_for_netdev(n);
         if limit.is_none_or(|l| mtu > l) {
-            return Err(format!(
-                "path MTU {mtu} is larger than {} ({name}, MTU {n}) allows ({}): rxe would put nothing on the \
-                 wire and no completion would come",
-                netdev.unwrap_or("?"),
-                match limit {
-                    Some(l) => format!("at most {l} after {RXE_HEADERS} header bytes"),
-                    None => "not even 256".to_string(),
-                }
-            ));
+            return Err(MtuTooLarge {
+                mtu,
+                device: name.to_string(),
+                netdev: netdev.unwrap_or("?").to_string(),
+                netdev_mtu: n,
+                limit,
+            });
         }
     }
     Ok(())
@@ -255,6 +278,7 @@ mod tests {
         assert!(
             path_mtu(Some(2048), &ends())
                 .unwrap_err()
+                .to_string()
                 .starts_with("path MTU 2048 is larger than eth0 (rxe1 on the server, MTU 1500) allows (at most 1024 after 80 header bytes)")
         );
     }

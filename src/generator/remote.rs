@@ -2,7 +2,7 @@
 //! the server the responder; they agree on QPNs, PSNs, GIDs, the path MTU, R_Keys and buffer addresses over
 //! TCP (src/generator/oob.rs) and the server reports what it received and found in its memory at the end.
 
-use std::io::{BufReader, BufWriter};
+use std::io::{self, BufReader, BufWriter};
 use std::net::{Ipv6Addr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -12,27 +12,142 @@ use sideway::ibverbs::address::Gid;
 use sideway::ibverbs::device::DeviceList;
 use sideway::ibverbs::queue_pair::QueuePair;
 
-use super::config::{ClientConfig, PortConfig, ServerConfig, WorkConfig};
-use super::oob;
+use rocescope::report::format::error_line;
+
+use super::config::{ClientConfig, ConfigError, PortConfig, ServerConfig, WorkConfig};
+use super::oob::{self, Invalid, OobError};
 use super::output::print_server_report;
 use super::pattern;
-use super::plan::{self, PathEnd};
+use super::plan::{self, MtuTooLarge, PathEnd};
 use super::records::{
     CheckStatus, ClientQp, Connect, DataCheck, Done, Endpoint, Hello, Msg, Op, Report, ServerQp,
     ServerReport, Summary, Welcome,
 };
 use super::run::{self, Pair, Peer, RemoteQp, Setup};
-use super::verbs::{self, ConnectParams, Queues, Side, connect, endpoint, open_side, post_recv};
+use super::verbs::{
+    self, ConnectParams, Queues, Side, VerbsError, connect, endpoint, open_side, post_recv,
+};
 
-fn gid_of(text: &str) -> Result<Gid, String> {
+/// What ends a `gen client` run before its report.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot resolve '{host}'")]
+    Resolve {
+        host: String,
+        #[source]
+        source: io::Error,
+    },
+    /// `last`: the last connect's error, in the middle of the line before what to do (not a source).
+    #[error(
+        "cannot reach gen server at {host}:{port} ({}): start `rocescope gen server` there first, or give \
+         its port with -p",
+        .last.as_ref().map_or("no address".to_string(), |e| e.to_string())
+    )]
+    Unreachable {
+        host: String,
+        port: u16,
+        last: Option<io::Error>,
+    },
+    /// The exchange with the server: what it said, or did not say.
+    #[error("gen server {host}:{port}")]
+    Server {
+        host: String,
+        port: u16,
+        #[source]
+        source: OobError,
+    },
+    #[error("gen server {host}:{port}")]
+    Socket {
+        host: String,
+        port: u16,
+        #[source]
+        source: io::Error,
+    },
+    /// A GID of the server's offer that is not one.
+    #[error(transparent)]
+    Offer(#[from] Invalid),
+    #[error(transparent)]
+    Mtu(#[from] MtuTooLarge),
+    #[error(transparent)]
+    Verbs(#[from] VerbsError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// What ends one client's run on the server (said to the client when it is still there).
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Socket(io::Error),
+    #[error(transparent)]
+    Oob(#[from] OobError),
+    /// The client asked for what this server refuses.
+    #[error(transparent)]
+    Refused(#[from] Invalid),
+    #[error(transparent)]
+    Mtu(#[from] MtuTooLarge),
+    #[error(transparent)]
+    Verbs(#[from] VerbsError),
+    #[error("the server was interrupted")]
+    Interrupted,
+    /// Nothing arrived for --timeout seconds; `done`: the client had said it is done.
+    #[error(
+        "nothing for {timeout:.1} s: {received} messages received{}",
+        if *.done { ", fewer than the client posted" } else { ", and the client has not said it is done" }
+    )]
+    Stalled {
+        timeout: f64,
+        received: u64,
+        done: bool,
+    },
+    #[error("the client reported: {message}")]
+    ClientReported { message: String },
+    #[error("unexpected message during the run")]
+    Unexpected,
+    #[error(
+        "{dev}: QP {qpn:#x}: receive {wr_id} completed with {} (status {status})",
+        plan::wc_status_name(*.status)
+    )]
+    ReceiveStatus {
+        dev: String,
+        qpn: u32,
+        wr_id: u64,
+        status: u32,
+    },
+    #[error("receive completion out of order: wr_id {wr_id}, expected {expected}")]
+    ReceiveOrder { wr_id: u64, expected: u64 },
+}
+
+/// Why `gen server` stops serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// `why` is in the middle of the line, before what to do: not a source.
+    #[error("cannot listen on {bind}:{port}: {why} (another gen server? choose another with -p)")]
+    Listen {
+        bind: String,
+        port: u16,
+        why: io::Error,
+    },
+    #[error("cannot listen")]
+    Nonblocking(#[source] io::Error),
+    #[error(transparent)]
+    Verbs(#[from] VerbsError),
+    #[error("accept")]
+    Accept(#[source] io::Error),
+}
+
+fn gid_of(text: &str) -> Result<Gid, Invalid> {
     text.parse::<Ipv6Addr>()
         .map(Gid::from)
-        .map_err(|_| format!("the peer sent '{text}' as a GID"))
+        .map_err(|_| Invalid::Gid {
+            text: text.to_string(),
+        })
 }
 
 /// Tells the peer why this end gives up (best effort: it may be gone), and hands the reason on.
-fn fail(wr: &mut BufWriter<TcpStream>, e: String) -> String {
-    let _ = oob::send(wr, &Msg::Error { message: e.clone() });
+fn fail<E: std::error::Error>(wr: &mut BufWriter<TcpStream>, e: E) -> E {
+    let message = error_line(&e);
+    let _ = oob::send(wr, &Msg::Error { message });
     e
 }
 
@@ -49,7 +164,7 @@ fn connect_params(c: &Connect, port: u8) -> ConnectParams {
 }
 
 /// `gen client HOST`.
-pub fn client(cfg: &ClientConfig, stop: &AtomicBool) -> Result<Report, String> {
+pub fn client(cfg: &ClientConfig, stop: &AtomicBool) -> Result<Report, ClientError> {
     let w = &cfg.work;
     w.check_fault(false)?;
     let buf_len = w.buffer_len(u64::from(w.depth))?;
@@ -83,12 +198,15 @@ pub fn client(cfg: &ClientConfig, stop: &AtomicBool) -> Result<Report, String> {
     Ok(report)
 }
 
-fn tcp_connect(host: &str, port: u16, patience: Duration) -> Result<TcpStream, String> {
+fn tcp_connect(host: &str, port: u16, patience: Duration) -> Result<TcpStream, ClientError> {
     let t0 = Instant::now();
     loop {
         let addrs: Vec<_> = (host, port)
             .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve '{host}': {e}"))?
+            .map_err(|source| ClientError::Resolve {
+                host: host.to_string(),
+                source,
+            })?
             .collect();
         let mut last = None;
         for a in &addrs {
@@ -98,11 +216,11 @@ fn tcp_connect(host: &str, port: u16, patience: Duration) -> Result<TcpStream, S
             }
         }
         if t0.elapsed() >= patience {
-            return Err(format!(
-                "cannot reach gen server at {host}:{port} ({}): start `rocescope gen server` there first, \
-                 or give its port with -p",
-                last.map_or("no address".to_string(), |e| e.to_string())
-            ));
+            return Err(ClientError::Unreachable {
+                host: host.to_string(),
+                port,
+                last,
+            });
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -112,16 +230,19 @@ fn tcp_connect(host: &str, port: u16, patience: Duration) -> Result<TcpStream, S
 struct ToServer {
     rd: BufReader<TcpStream>,
     wr: BufWriter<TcpStream>,
-    /// "gen server HOST:PORT"
-    name: String,
+    host: String,
+    port: u16,
 }
 
 impl ToServer {
-    fn connect(cfg: &ClientConfig) -> Result<ToServer, String> {
+    fn connect(cfg: &ClientConfig) -> Result<ToServer, ClientError> {
         let patience = Duration::from_secs_f64(cfg.connect_timeout);
         let stream = tcp_connect(&cfg.host, cfg.tcp_port, patience)?;
-        let name = format!("gen server {}:{}", cfg.host, cfg.tcp_port);
-        let ctx = |e: std::io::Error| format!("{name}: {e}");
+        let ctx = |source| ClientError::Socket {
+            host: cfg.host.clone(),
+            port: cfg.tcp_port,
+            source,
+        };
         // each reply is due within --timeout
         stream
             .set_read_timeout(Some(Duration::from_secs_f64(cfg.work.timeout)))
@@ -131,28 +252,38 @@ impl ToServer {
         Ok(ToServer {
             rd,
             wr: BufWriter::new(stream),
-            name,
+            host: cfg.host.clone(),
+            port: cfg.tcp_port,
         })
     }
 
-    fn ctx(&self, e: String) -> String {
-        format!("{}: {e}", self.name)
+    /// `e` as this server's.
+    fn ctx(&self, e: impl Into<OobError>) -> ClientError {
+        ClientError::Server {
+            host: self.host.clone(),
+            port: self.port,
+            source: e.into(),
+        }
     }
 
-    fn fail(&mut self, e: String) -> String {
+    fn fail<E: std::error::Error>(&mut self, e: E) -> E {
         fail(&mut self.wr, e)
     }
 
-    fn send(&mut self, m: &Msg) -> Result<(), String> {
+    fn send(&mut self, m: &Msg) -> Result<(), ClientError> {
         oob::send(&mut self.wr, m).map_err(|e| self.ctx(e))
     }
 
-    fn expect<T>(&mut self, what: &str, pick: impl FnOnce(Msg) -> Option<T>) -> Result<T, String> {
-        oob::expect(&mut self.rd, what, pick).map_err(|e| self.ctx(e))
+    fn expect<T>(
+        &mut self,
+        due: &'static str,
+        pick: impl FnOnce(Msg) -> Option<T>,
+    ) -> Result<T, ClientError> {
+        oob::expect(&mut self.rd, due, pick).map_err(|e| self.ctx(e))
     }
 
     /// Hello, and the server's offer for `qps` QPs.
-    fn welcome(&mut self, hello: &Hello, qps: usize) -> Result<Welcome, String> {
+    fn welcome(&mut self, hello: &Hello, qps: usize) -> Result<Welcome, ClientError> {
         self.send(&Msg::Hello(hello.clone()))?;
         let welcome = self.expect("welcome", |m| match m {
             Msg::Welcome(x) => Some(x),
@@ -171,7 +302,7 @@ impl ToServer {
         cfg: &ClientConfig,
         sides: &[Side],
         welcome: &Welcome,
-    ) -> Result<(Setup, ConnectParams), String> {
+    ) -> Result<(Setup, ConnectParams), ClientError> {
         let w = &cfg.work;
         let a = &sides[0];
         let ends = [a.path_end(), server_end(&welcome.qps[0].endpoint)];
@@ -210,7 +341,7 @@ impl ToServer {
         sides: Vec<Side>,
         welcome: Welcome,
         slots: u64,
-    ) -> Result<Vec<Pair>, String> {
+    ) -> Result<Vec<Pair>, ClientError> {
         let limit = w.iters_limit().unwrap_or(u64::MAX);
         let mut pairs = Vec::with_capacity(sides.len());
         for (mut s, sq) in sides.into_iter().zip(welcome.qps) {
@@ -253,7 +384,12 @@ impl ToServer {
             Ok(s) => merge_summary(report, s),
             Err(e) => {
                 if report.error.is_none() {
-                    report.error = Some(self.ctx(format!("no summary after the run: {e}")));
+                    report.error = Some(format!(
+                        "gen server {}:{}: no summary after the run: {}",
+                        self.host,
+                        self.port,
+                        error_line(&e)
+                    ));
                 }
             }
         }
@@ -293,16 +429,16 @@ fn merge_summary(r: &mut Report, s: Summary) {
 }
 
 /// `gen server`: serves --runs clients one after the other. Exit status 1 if any run failed.
-pub fn serve(cfg: &ServerConfig, stop: &AtomicBool) -> Result<bool, String> {
-    let listener = TcpListener::bind((cfg.bind.as_str(), cfg.tcp_port)).map_err(|e| {
-        format!(
-            "cannot listen on {}:{}: {e} (another gen server? choose another with -p)",
-            cfg.bind, cfg.tcp_port
-        )
-    })?;
+pub fn serve(cfg: &ServerConfig, stop: &AtomicBool) -> Result<bool, ServeError> {
+    let listener =
+        TcpListener::bind((cfg.bind.as_str(), cfg.tcp_port)).map_err(|why| ServeError::Listen {
+            bind: cfg.bind.clone(),
+            port: cfg.tcp_port,
+            why,
+        })?;
     listener
         .set_nonblocking(true)
-        .map_err(|e| format!("cannot listen: {e}"))?;
+        .map_err(ServeError::Nonblocking)?;
     // check the device now: a bad -d is said at once, not when the first client comes
     let list = verbs::devices()?;
     let dev = verbs::device_name(&list, cfg.device.as_deref(), &cfg.port)?;
@@ -328,7 +464,7 @@ pub fn serve(cfg: &ServerConfig, stop: &AtomicBool) -> Result<bool, String> {
 }
 
 /// The next client, or None once stopped.
-fn accept(listener: &TcpListener, stop: &AtomicBool) -> Result<Option<TcpStream>, String> {
+fn accept(listener: &TcpListener, stop: &AtomicBool) -> Result<Option<TcpStream>, ServeError> {
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
@@ -338,7 +474,7 @@ fn accept(listener: &TcpListener, stop: &AtomicBool) -> Result<Option<TcpStream>
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(50))
             }
-            Err(e) => return Err(format!("accept: {e}")),
+            Err(e) => return Err(ServeError::Accept(e)),
         }
     }
 }
@@ -392,13 +528,13 @@ fn serve_one(
     };
     let result = stream
         .try_clone()
-        .map_err(|e| e.to_string())
+        .map_err(ServerError::Socket)
         .and_then(|writer| respond(cfg, list, dev, stream, writer, &mut run, stop));
     let mut r = run.report;
     r.seconds = run.t0.elapsed().as_secs_f64();
     r.summary.data_check = run.check;
     if let Err(e) = result {
-        r.summary.error = Some(format!("client {client}: {e}"));
+        r.summary.error = Some(format!("client {client}: {}", error_line(&e)));
         if r.summary.data_check.status == CheckStatus::Passed {
             r.summary.data_check.status = CheckStatus::Incomplete;
         }
@@ -415,10 +551,10 @@ fn respond(
     writer: TcpStream,
     run: &mut ServerRun,
     stop: &AtomicBool,
-) -> Result<(), String> {
+) -> Result<(), ServerError> {
     stream
         .set_read_timeout(Some(Duration::from_secs_f64(cfg.timeout)))
-        .map_err(|e| e.to_string())?;
+        .map_err(ServerError::Socket)?;
     let _ = writer.set_nodelay(true);
     let mut rd = BufReader::new(stream);
     let mut serving = Serving::handshake(cfg, list, dev, &mut rd, BufWriter::new(writer), run)?;
@@ -427,7 +563,7 @@ fn respond(
 }
 
 /// The client's messages during the run, read on a thread of their own; the last one is the reader's error.
-fn read_in_background(mut rd: BufReader<TcpStream>) -> mpsc::Receiver<Result<Msg, String>> {
+fn read_in_background(mut rd: BufReader<TcpStream>) -> mpsc::Receiver<Result<Msg, OobError>> {
     let (tx, msgs) = mpsc::channel();
     std::thread::spawn(move || {
         while let Ok(m) = oob::recv(&mut rd).map_err(|e| {
@@ -451,7 +587,7 @@ struct Serving {
 }
 
 impl Serving {
-    fn fail(&mut self, e: String) -> String {
+    fn fail<E: std::error::Error>(&mut self, e: E) -> E {
         fail(&mut self.wr, e)
     }
 
@@ -464,7 +600,7 @@ impl Serving {
         rd: &mut BufReader<TcpStream>,
         mut wr: BufWriter<TcpStream>,
         run: &mut ServerRun,
-    ) -> Result<Serving, String> {
+    ) -> Result<Serving, ServerError> {
         let hello = oob::expect(rd, "hello", |m| match m {
             Msg::Hello(h) => Some(h),
             _ => None,
@@ -522,7 +658,7 @@ impl Serving {
     }
 
     /// The client's QPs and choices, against what this server's QPs can do.
-    fn check(&self, c: &Connect) -> Result<(), String> {
+    fn check(&self, c: &Connect) -> Result<(), ServerError> {
         c.validate(self.qps.len())?;
         for r in &self.qps {
             let s = &r.side;
@@ -532,7 +668,7 @@ impl Serving {
     }
 
     /// Each QP's memory laid out, connected to its client QP, its receives posted.
-    fn connect(&mut self, c: &Connect, port: u8) -> Result<(), String> {
+    fn connect(&mut self, c: &Connect, port: u8) -> Result<(), ServerError> {
         let cp = connect_params(c, port);
         let h = &self.hello;
         for (r, cq) in self.qps.iter_mut().zip(&c.qps) {
@@ -553,16 +689,16 @@ impl Serving {
     fn traffic(
         &mut self,
         cfg: &ServerConfig,
-        msgs: &mpsc::Receiver<Result<Msg, String>>,
+        msgs: &mpsc::Receiver<Result<Msg, OobError>>,
         run: &mut ServerRun,
         stop: &AtomicBool,
-    ) -> Result<(), String> {
+    ) -> Result<(), ServerError> {
         let timeout = Duration::from_secs_f64(cfg.timeout);
         let receives = self.hello.op.consumes_receive();
         let mut last_progress = Instant::now();
         loop {
             if stop.load(Ordering::Relaxed) {
-                return Err(self.fail("the server was interrupted".to_string()));
+                return Err(self.fail(ServerError::Interrupted));
             }
             let mut progressed = self.on_message(msgs, run)?;
             if receives {
@@ -575,22 +711,17 @@ impl Serving {
                 check_memory(&self.hello, &self.qps, d, run);
                 run.report.summary.data_check = run.check.clone();
                 let summary = run.report.summary.clone();
-                return oob::send(&mut self.wr, &Msg::Summary(summary));
+                return Ok(oob::send(&mut self.wr, &Msg::Summary(summary))?);
             }
             if progressed {
                 last_progress = Instant::now();
             } else if last_progress.elapsed() > timeout {
                 run.report.summary.received = self.qps.iter().map(|r| r.received).sum();
-                let e = format!(
-                    "nothing for {:.1} s: {} messages received{}",
-                    cfg.timeout,
-                    run.report.summary.received,
-                    if self.done.is_some() {
-                        ", fewer than the client posted"
-                    } else {
-                        ", and the client has not said it is done"
-                    }
-                );
+                let e = ServerError::Stalled {
+                    timeout: cfg.timeout,
+                    received: run.report.summary.received,
+                    done: self.done.is_some(),
+                };
                 return Err(self.fail(e));
             } else {
                 std::thread::sleep(Duration::from_micros(50));
@@ -601,9 +732,9 @@ impl Serving {
     /// The client's word during the run, if any: only Done is due. Returns whether it said something.
     fn on_message(
         &mut self,
-        msgs: &mpsc::Receiver<Result<Msg, String>>,
+        msgs: &mpsc::Receiver<Result<Msg, OobError>>,
         run: &mut ServerRun,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, ServerError> {
         match msgs.try_recv() {
             Ok(Ok(Msg::Done(d))) => {
                 d.validate(self.qps.len()).map_err(|e| self.fail(e))?;
@@ -614,16 +745,16 @@ impl Serving {
                 self.done = Some(d);
                 Ok(true)
             }
-            Ok(Ok(Msg::Error { message })) => Err(format!("the client reported: {message}")),
-            Ok(Ok(_)) => Err(self.fail("unexpected message during the run".to_string())),
+            Ok(Ok(Msg::Error { message })) => Err(ServerError::ClientReported { message }),
+            Ok(Ok(_)) => Err(self.fail(ServerError::Unexpected)),
             // the reader ended: with the client gone, nothing more will be said
-            Ok(Err(e)) => Err(e),
+            Ok(Err(e)) => Err(e.into()),
             Err(_) => Ok(false),
         }
     }
 
     /// Checks what arrived and posts the receives again; returns whether anything did.
-    fn poll_receives(&mut self, run: &mut ServerRun) -> Result<bool, String> {
+    fn poll_receives(&mut self, run: &mut ServerRun) -> Result<bool, ServerError> {
         let mut progressed = false;
         for i in 0..self.qps.len() {
             let r = &mut self.qps[i];
@@ -649,7 +780,7 @@ fn open_responders(
     list: &DeviceList,
     dev: &str,
     hello: &Hello,
-) -> Result<Vec<Responder>, String> {
+) -> Result<Vec<Responder>, VerbsError> {
     let recv_depth = if hello.op.consumes_receive() {
         hello.slots as u32
     } else {
@@ -701,20 +832,18 @@ fn receive(
     h: &Hello,
     (wr_id, status, byte_len, imm): (u64, u32, u32, u32),
     run: &mut ServerRun,
-) -> Result<(), String> {
+) -> Result<(), ServerError> {
     let k = r.received;
     if status != 0 {
-        return Err(format!(
-            "{}: QP {:#x}: receive {wr_id} completed with {} (status {status})",
-            r.side.name,
-            r.side.qp.qp_number(),
-            plan::wc_status_name(status)
-        ));
+        return Err(ServerError::ReceiveStatus {
+            dev: r.side.name.clone(),
+            qpn: r.side.qp.qp_number(),
+            wr_id,
+            status,
+        });
     }
     if wr_id != k {
-        return Err(format!(
-            "receive completion out of order: wr_id {wr_id}, expected {k}"
-        ));
+        return Err(ServerError::ReceiveOrder { wr_id, expected: k });
     }
     let size = h.size as usize;
     let off = (k % h.slots) as usize * size;

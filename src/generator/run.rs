@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use sideway::ibverbs::queue_pair::{
-    PostSendGuard, QueuePair, SetScatterGatherEntry, WorkRequestFlags,
+    PostSendError, PostSendGuard, QueuePair, SetScatterGatherEntry, WorkRequestFlags,
 };
 
 use super::config::WorkConfig;
@@ -22,9 +22,10 @@ use super::records::{
     CheckStatus, DataCheck, Endpoint, Fault, Flow, Latency, Op, PairEndpoints, RateReport, Report,
     StoppedBy,
 };
-use super::verbs::{Side, endpoint, io_of, post_recv};
+use super::verbs::{Side, VerbsError, endpoint, post_recv};
 use super::wire::{self, PairIds};
 use parsers::psn::{add_wide as psn_add, packets as packets_per_message};
+use rocescope::report::format::error_line;
 
 /// The responder QP of a pair.
 pub enum Peer {
@@ -145,7 +146,7 @@ pub fn run(
     w: &WorkConfig,
     setup: &Setup,
     stop: &AtomicBool,
-) -> Result<Report, String> {
+) -> Result<Report, VerbsError> {
     prepare(pairs, w)?;
     let mut run = Run::start(w, setup.mtu);
     let error = match run.drive(pairs, stop) {
@@ -162,7 +163,7 @@ fn posts_receives(w: &WorkConfig) -> bool {
 }
 
 /// Before the first post: a local responder's first receives, and the remote word of the atomics.
-fn prepare(pairs: &mut [Pair], w: &WorkConfig) -> Result<(), String> {
+fn prepare(pairs: &mut [Pair], w: &WorkConfig) -> Result<(), VerbsError> {
     for p in pairs.iter_mut() {
         if let Peer::Local(b) = &mut p.b {
             while posts_receives(w) && p.recv.posted < p.limit.min(u64::from(w.depth)) {
@@ -184,7 +185,7 @@ enum Halt {
     /// A completion error, a deadline, a post failure: the report says it (exit status 1).
     Reported(String),
     /// A receive could not be posted again: the run fails without a report.
-    Failed(String),
+    Failed(VerbsError),
 }
 
 /// A work completion of the requester's send queue.
@@ -337,8 +338,11 @@ impl Run<'_> {
         }
         self.post_send(p, off).map_err(|e| {
             Halt::Reported(format!(
-                "{}: QP {:#x}: post send of message {}: {e}",
-                p.a.name, p.aq, p.posted
+                "{}: QP {:#x}: post send of message {}: {}",
+                p.a.name,
+                p.aq,
+                p.posted,
+                error_line(&e)
             ))
         })?;
         p.posted += 1;
@@ -389,7 +393,7 @@ impl Run<'_> {
         (raddr, rkey)
     }
 
-    fn post_send(&self, p: &mut Pair, off: usize) -> Result<(), String> {
+    fn post_send(&self, p: &mut Pair, off: usize) -> Result<(), PostSendError> {
         let (raddr, rkey) = self.target(p, off);
         let (laddr, lkey) = (p.a.buf.addr(off), p.a.mr.lkey());
         let (aq, k) = (p.aq, p.posted);
@@ -411,7 +415,7 @@ impl Run<'_> {
         };
         // SAFETY: the slot is inside a's registered buffer.
         unsafe { h.setup_sge(lkey, laddr, self.size32) };
-        g.post().map_err(|e| io_of(&e))
+        g.post()
     }
 
     /// A local responder's receives (SEND, WRITE with immediate): check the data, post the receive again.

@@ -6,7 +6,6 @@
 //! (`ibv_post_send`), max_rd_atomic and max_dest_rd_atomic >= 1, the RoCE v2 GID with an IPv4-mapped
 //! address, and a path MTU the network device can carry.
 
-use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -18,13 +17,14 @@ use sideway::ibverbs::device_context::{DeviceContext, Mtu};
 use sideway::ibverbs::memory_region::MemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{
-    BasicQueuePair, QueuePair, QueuePairAttribute, QueuePairAttributeMask, QueuePairState,
-    SetScatterGatherEntry,
+    BasicQueuePair, ModifyQueuePairError, QueuePair, QueuePairAttribute, QueuePairAttributeMask,
+    QueuePairState, SetScatterGatherEntry,
 };
 
 use super::config::PortConfig;
 use super::plan::{self, PathEnd, ipv4_mapped, mtu_bytes};
 use super::records::Endpoint;
+use rocescope::report::format::error_line;
 
 /// Memory the device reads and writes: 8-byte aligned, never moved, freed after the MR is deregistered.
 /// Owned through a raw pointer (from `Box::into_raw`): the device and this process both write it.
@@ -105,21 +105,142 @@ pub struct Side {
     pub sq_psn: u32,
 }
 
+/// A sideway error (each wraps the io::Error of the verbs call).
+type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+/// A verbs call that failed, on which device, and what to do when RDMA is missing.
+#[derive(Debug, thiserror::Error)]
+pub enum VerbsError {
+    #[error(
+        "no RDMA here: libibverbs (libibverbs.so.1) could not be loaded; install libibverbs1 and \
+         ibverbs-providers (rdma-core), then make a Soft-RoCE device on this host with `sudo rocescope lab up`"
+    )]
+    NoLibibverbs,
+    #[error(
+        "no RDMA here: this kernel has no RDMA support (libibverbs: ibv_get_device_list failed with ENOSYS); \
+         run where RDMA devices exist, or on a kernel with rdma_rxe and `sudo rocescope lab up`"
+    )]
+    NoKernelRdma,
+    /// `why` is in the middle of the line, before what to do: not a source.
+    #[error(
+        "no RDMA here: libibverbs cannot list the RDMA devices: {why}; `sudo rocescope lab up` makes a \
+         Soft-RoCE device"
+    )]
+    CannotList { why: Cause },
+    #[error(
+        "no RDMA device here (libibverbs found none; Soft-RoCE: rdma link add rxe0 type rxe netdev ETH)"
+    )]
+    NoDevice,
+    #[error(
+        "no RDMA device with a RoCE v2 IPv4-mapped GID on port {port} (devices: {}); give one with -d, or a \
+         GID with -x",
+        .seen.join(", ")
+    )]
+    NoRoceDevice { port: u8, seen: Vec<String> },
+    #[error("no RDMA device '{name}' (devices: {})", names_or_none(.devices))]
+    UnknownDevice { name: String, devices: Vec<String> },
+    #[error("{dev}: cannot open")]
+    Open {
+        dev: String,
+        #[source]
+        source: Cause,
+    },
+    #[error("{dev}: cannot read the GID table")]
+    GidTable {
+        dev: String,
+        #[source]
+        source: Cause,
+    },
+    /// `gids`: the port's GIDs, "index GID (type)" each.
+    #[error("{dev} port {port} has no GID index {index}; its GIDs: {gids}")]
+    NoGidIndex {
+        dev: String,
+        port: u8,
+        index: u8,
+        gids: String,
+    },
+    #[error(
+        "{dev} port {port} has no RoCE v2 GID with an IPv4-mapped address (::ffff:a.b.c.d); its GIDs: {gids}; \
+         give one with -x"
+    )]
+    NoRoceGid { dev: String, port: u8, gids: String },
+    #[error("{dev}: cannot query port {port}")]
+    QueryPort {
+        dev: String,
+        port: u8,
+        #[source]
+        source: Cause,
+    },
+    #[error("{dev}: cannot query the device")]
+    QueryDevice {
+        dev: String,
+        #[source]
+        source: Cause,
+    },
+    #[error("{dev}: cannot allocate a protection domain")]
+    AllocPd {
+        dev: String,
+        #[source]
+        source: Cause,
+    },
+    /// `why` is in the middle of the line, before what to do: not a source.
+    #[error(
+        "{dev}: cannot register {bytes} bytes of memory: {} (non-root users: raise RLIMIT_MEMLOCK, ulimit -l)",
+        error_line(.why.as_ref())
+    )]
+    Register {
+        dev: String,
+        bytes: usize,
+        why: Cause,
+    },
+    #[error("{dev}: cannot create a completion queue")]
+    CreateCq {
+        dev: String,
+        #[source]
+        source: Cause,
+    },
+    #[error("{dev}: cannot create an RC QP")]
+    CreateQp {
+        dev: String,
+        #[source]
+        source: Cause,
+    },
+    /// `state`: INIT, RTR or RTS.
+    #[error("{dev}: QP {qpn:#x} to {state}")]
+    Modify {
+        dev: String,
+        qpn: u32,
+        state: &'static str,
+        #[source]
+        source: Cause,
+    },
+    #[error("{dev}: post receive")]
+    PostRecv {
+        dev: String,
+        #[source]
+        source: Cause,
+    },
+}
+
+fn names_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
 /// The RDMA devices of this host, or one line saying why there are none and what to do.
-pub fn devices() -> Result<DeviceList, String> {
-    let list = DeviceList::new().map_err(|e| match &e.0 {
-        GetDeviceListErrorKind::Ibverbs(io) => no_rdma_message(io),
-        _ => format!(
-            "no RDMA here: libibverbs cannot list the RDMA devices: {e}; `sudo rocescope lab up` makes a \
-             Soft-RoCE device"
-        ),
+pub fn devices() -> Result<DeviceList, VerbsError> {
+    let list = DeviceList::new().map_err(|e| {
+        let errno = match &e.0 {
+            GetDeviceListErrorKind::Ibverbs(io) => io.raw_os_error(),
+            _ => None,
+        };
+        no_rdma(errno, e.into())
     })?;
     if list.is_empty() {
-        return Err(
-            "no RDMA device here (libibverbs found none; Soft-RoCE: rdma link add rxe0 type rxe \
-                    netdev ETH)"
-                .to_string(),
-        );
+        return Err(VerbsError::NoDevice);
     }
     Ok(list)
 }
@@ -129,7 +250,7 @@ pub fn device_name(
     list: &DeviceList,
     given: Option<&str>,
     port: &PortConfig,
-) -> Result<String, String> {
+) -> Result<String, VerbsError> {
     if let Some(d) = given {
         return Ok(d.to_string());
     }
@@ -143,43 +264,19 @@ pub fn device_name(
         }
         seen.push(name);
     }
-    Err(format!(
-        "no RDMA device with a RoCE v2 IPv4-mapped GID on port {} (devices: {}); give one with -d, or a GID \
-         with -x",
-        port.ib_port,
-        seen.join(", ")
-    ))
+    Err(VerbsError::NoRoceDevice {
+        port: port.ib_port,
+        seen,
+    })
 }
 
-fn no_rdma_message(e: &io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::EOPNOTSUPP) => "no RDMA here: libibverbs (libibverbs.so.1) could not be loaded; install \
-             libibverbs1 and ibverbs-providers (rdma-core), then make a Soft-RoCE device on this host with \
-             `sudo rocescope lab up`"
-            .to_string(),
-        Some(libc::ENOSYS) => "no RDMA here: this kernel has no RDMA support (libibverbs: \
-             ibv_get_device_list failed with ENOSYS); run where RDMA devices exist, or on a kernel with rdma_rxe \
-             and `sudo rocescope lab up`"
-            .to_string(),
-        _ => format!(
-            "no RDMA here: libibverbs cannot list the RDMA devices: {e}; `sudo rocescope lab up` makes a \
-             Soft-RoCE device"
-        ),
+/// Why libibverbs lists no device: `e`, with the errno of its call if any.
+fn no_rdma(errno: Option<i32>, e: Cause) -> VerbsError {
+    match errno {
+        Some(libc::EOPNOTSUPP) => VerbsError::NoLibibverbs,
+        Some(libc::ENOSYS) => VerbsError::NoKernelRdma,
+        _ => VerbsError::CannotList { why: e },
     }
-}
-
-pub fn io_of<E: std::error::Error>(e: &E) -> String {
-    // sideway's errors wrap an io::Error whose text is the useful part
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        let t = inner.to_string();
-        if !s.contains(&t) {
-            s = format!("{s}: {t}");
-        }
-        src = inner.source();
-    }
-    s
 }
 
 pub fn mtu_enum(bytes: u32) -> Mtu {
@@ -205,10 +302,11 @@ fn pick_gid(
     dev: &str,
     port: u8,
     forced: Option<u8>,
-) -> Result<GidInfo, String> {
-    let table = ctx
-        .query_gid_table()
-        .map_err(|e| format!("{dev}: cannot read the GID table: {}", io_of(&e)))?;
+) -> Result<GidInfo, VerbsError> {
+    let table = ctx.query_gid_table().map_err(|e| VerbsError::GidTable {
+        dev: dev.to_string(),
+        source: e.into(),
+    })?;
     let entries: Vec<_> = table
         .iter()
         .filter(|e| e.port_num() == u32::from(port) && !e.gid().is_zero())
@@ -231,25 +329,23 @@ fn pick_gid(
         Some(i) => entries
             .iter()
             .find(|e| e.gid_index() == u32::from(i))
-            .ok_or_else(|| {
-                format!(
-                    "{dev} port {port} has no GID index {i}; its GIDs: {}",
-                    describe()
-                )
+            .ok_or_else(|| VerbsError::NoGidIndex {
+                dev: dev.to_string(),
+                port,
+                index: i,
+                gids: describe(),
             })?,
         None => entries
             .iter()
             .find(|e| e.gid_type() == GidType::RoceV2 && ipv4_mapped(&e.gid().raw).is_some())
-            .ok_or_else(|| {
-                format!(
-                    "{dev} port {port} has no RoCE v2 GID with an IPv4-mapped address (::ffff:a.b.c.d); its \
-                     GIDs: {}; give one with -x",
-                    if entries.is_empty() {
-                        "none".to_string()
-                    } else {
-                        describe()
-                    }
-                )
+            .ok_or_else(|| VerbsError::NoRoceGid {
+                dev: dev.to_string(),
+                port,
+                gids: if entries.is_empty() {
+                    "none".to_string()
+                } else {
+                    describe()
+                },
             })?,
     };
     let ip = ipv4_mapped(&entry.gid().raw);
@@ -286,24 +382,31 @@ pub fn open_side(
     port: &PortConfig,
     buf_len: usize,
     q: &Queues,
-) -> Result<Side, String> {
+) -> Result<Side, VerbsError> {
+    let dev = || name.to_string();
     let ctx = open_device(list, name)?;
     let pattr = ctx
         .query_port(port.ib_port)
-        .map_err(|e| format!("{name}: cannot query port {}: {}", port.ib_port, io_of(&e)))?;
+        .map_err(|e| VerbsError::QueryPort {
+            dev: dev(),
+            port: port.ib_port,
+            source: e.into(),
+        })?;
     let active_mtu = mtu_bytes(pattr.active_mtu() as u32).unwrap_or(1024);
-    let dattr = ctx
-        .query_device()
-        .map_err(|e| format!("{name}: cannot query the device: {}", io_of(&e)))?;
+    let dattr = ctx.query_device().map_err(|e| VerbsError::QueryDevice {
+        dev: dev(),
+        source: e.into(),
+    })?;
     let max_rd_atom = dattr
         .max_qp_rd_atom()
         .min(dattr.max_qp_init_rd_atom())
         .max(0) as u32;
     let gid = pick_gid(&ctx, name, port.ib_port, port.gid_index)?;
     let netdev_mtu = gid.netdev.as_deref().and_then(netdev_mtu);
-    let pd = ctx
-        .alloc_pd()
-        .map_err(|e| format!("{name}: cannot allocate a protection domain: {}", io_of(&e)))?;
+    let pd = ctx.alloc_pd().map_err(|e| VerbsError::AllocPd {
+        dev: dev(),
+        source: e.into(),
+    })?;
     let buf = Buffer::new(buf_len);
     let mr = register(&pd, &buf, name)?;
     let (qp, send_cq, recv_cq) = create_qp(&ctx, &pd, name, q)?;
@@ -324,20 +427,18 @@ pub fn open_side(
     })
 }
 
-fn open_device(list: &DeviceList, name: &str) -> Result<Arc<DeviceContext>, String> {
-    let dev = list.iter().find(|d| d.name() == name).ok_or_else(|| {
-        let names: Vec<String> = list.iter().map(|d| d.name()).collect();
-        format!(
-            "no RDMA device '{name}' (devices: {})",
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        )
-    })?;
-    dev.open()
-        .map_err(|e| format!("{name}: cannot open: {}", io_of(&e)))
+fn open_device(list: &DeviceList, name: &str) -> Result<Arc<DeviceContext>, VerbsError> {
+    let dev = list
+        .iter()
+        .find(|d| d.name() == name)
+        .ok_or_else(|| VerbsError::UnknownDevice {
+            name: name.to_string(),
+            devices: list.iter().map(|d| d.name()).collect(),
+        })?;
+    dev.open().map_err(|e| VerbsError::Open {
+        dev: name.to_string(),
+        source: e.into(),
+    })
 }
 
 /// The MTU of network device `netdev`, from sysfs.
@@ -352,7 +453,7 @@ fn register(
     pd: &Arc<ProtectionDomain>,
     buf: &Buffer,
     name: &str,
-) -> Result<Arc<MemoryRegion>, String> {
+) -> Result<Arc<MemoryRegion>, VerbsError> {
     // SAFETY: buf lives in the Side, after the MR in drop order, and is never moved or freed before it.
     unsafe {
         pd.reg_mr(
@@ -364,13 +465,10 @@ fn register(
                 | AccessFlags::RemoteAtomic,
         )
     }
-    .map_err(|e| {
-        format!(
-            "{name}: cannot register {} bytes of memory: {} (non-root users: raise RLIMIT_MEMLOCK, \
-             ulimit -l)",
-            buf.len,
-            io_of(&e)
-        )
+    .map_err(|e| VerbsError::Register {
+        dev: name.to_string(),
+        bytes: buf.len,
+        why: e.into(),
     })
 }
 
@@ -386,16 +484,17 @@ fn create_qp(
         Arc<BasicCompletionQueue>,
         Arc<BasicCompletionQueue>,
     ),
-    String,
+    VerbsError,
 > {
     let mut cqb = ctx.create_cq_builder();
     cqb.setup_cqe(q.cqe);
-    let send_cq = cqb
-        .build()
-        .map_err(|e| format!("{name}: cannot create a completion queue: {}", io_of(&e)))?;
-    let recv_cq = cqb
-        .build()
-        .map_err(|e| format!("{name}: cannot create a completion queue: {}", io_of(&e)))?;
+    let cq_error =
+        |e: sideway::ibverbs::completion::CreateCompletionQueueError| VerbsError::CreateCq {
+            dev: name.to_string(),
+            source: e.into(),
+        };
+    let send_cq = cqb.build().map_err(cq_error)?;
+    let recv_cq = cqb.build().map_err(cq_error)?;
     let mut qpb = pd.create_qp_builder();
     qpb.setup_send_cq(send_cq.clone())
         .setup_recv_cq(recv_cq.clone())
@@ -404,9 +503,10 @@ fn create_qp(
         .setup_max_send_sge(1)
         .setup_max_recv_sge(1)
         .setup_max_inline_data(0);
-    let qp = qpb
-        .build()
-        .map_err(|e| format!("{name}: cannot create an RC QP: {}", io_of(&e)))?;
+    let qp = qpb.build().map_err(|e| VerbsError::CreateQp {
+        dev: name.to_string(),
+        source: e.into(),
+    })?;
     Ok((qp, send_cq, recv_cq))
 }
 
@@ -427,15 +527,17 @@ pub fn connect(
     peer_gid: &Gid,
     peer_sq_psn: u32,
     p: &ConnectParams,
-) -> Result<(), String> {
+) -> Result<(), VerbsError> {
     let name = side.name.clone();
     let qpn = side.qp.qp_number();
-    let step = |what: &str, e: &dyn std::error::Error| {
-        let mut s = format!("{name}: QP {qpn:#x} to {what}: {e}");
-        if let Some(src) = e.source() {
-            s = format!("{s}: {src}");
+    let step = |state: &'static str| {
+        let dev = name.clone();
+        move |e: ModifyQueuePairError| VerbsError::Modify {
+            dev,
+            qpn,
+            state,
+            source: e.into(),
         }
-        s
     };
     let mut a = QueuePairAttribute::new();
     a.setup_state(QueuePairState::Init)
@@ -447,7 +549,7 @@ pub fn connect(
                 | AccessFlags::RemoteRead
                 | AccessFlags::RemoteAtomic,
         );
-    side.qp.modify(&a).map_err(|e| step("INIT", &e))?;
+    side.qp.modify(&a).map_err(step("INIT"))?;
 
     let mut a = QueuePairAttribute::new();
     a.setup_state(QueuePairState::ReadyToReceive)
@@ -462,7 +564,7 @@ pub fn connect(
         .setup_service_level(0)
         .setup_grh(peer_gid, 0, side.gid.index, 64, p.tclass);
     a.setup_address_vector(&ah);
-    side.qp.modify(&a).map_err(|e| step("RTR", &e))?;
+    side.qp.modify(&a).map_err(step("RTR"))?;
 
     let mut a = QueuePairAttribute::new();
     a.setup_state(QueuePairState::ReadyToSend)
@@ -471,19 +573,21 @@ pub fn connect(
         .setup_retry_cnt(p.retry_count)
         .setup_rnr_retry(p.rnr_retry)
         .setup_max_read_atomic(p.rd_atomic);
-    side.qp.modify(&a).map_err(|e| step("RTS", &e))?;
+    side.qp.modify(&a).map_err(step("RTS"))?;
     Ok(())
 }
 
-pub fn post_recv(side: &mut Side, wqe: u64, size: u32, depth: u32) -> Result<(), String> {
+pub fn post_recv(side: &mut Side, wqe: u64, size: u32, depth: u32) -> Result<(), VerbsError> {
     let slot = (wqe % u64::from(depth)) as usize;
     let addr = side.buf.addr(slot * size as usize);
     let lkey = side.mr.lkey();
     let mut g = side.qp.start_post_recv();
     // SAFETY: the slot is inside the registered buffer, which outlives the QP.
     unsafe { g.construct_wr(wqe).setup_sge(lkey, addr, size) };
-    g.post()
-        .map_err(|e| format!("{}: post receive: {}", side.name, io_of(&e)))
+    g.post().map_err(|e| VerbsError::PostRecv {
+        dev: side.name.clone(),
+        source: e.into(),
+    })
 }
 
 impl Side {
@@ -501,7 +605,7 @@ impl Side {
     pub fn qp_state_now(&self) -> String {
         match self.qp.query(QueuePairAttributeMask::State) {
             Ok((a, _)) => format!("{:?}", a.state()),
-            Err(e) => format!("unknown ({})", io_of(&e)),
+            Err(e) => format!("unknown ({})", error_line(&e)),
         }
     }
 }

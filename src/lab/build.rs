@@ -5,7 +5,10 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::ip::{Net, Tools, rule_args};
+use anyhow::{anyhow, bail};
+use rocescope::report::format::error_line;
+
+use super::ip::{Net, ToolError, Tools, rule_args};
 use super::layout::Layout;
 use super::state::{Item, State, save_state};
 use super::system::{
@@ -17,16 +20,16 @@ use super::system::{
 const GID_WAIT: Duration = Duration::from_secs(5);
 
 /// The checks before anything is changed; returns whether the local rule must move.
-pub fn preflight(cfg: &Layout, net: &Net) -> Result<bool, String> {
+pub fn preflight(cfg: &Layout, net: &Net) -> anyhow::Result<bool> {
     let redo = "`rocescope lab down` if an earlier lab left it, or choose another --name";
     for n in [&cfg.veth_a, &cfg.veth_b] {
         if netdev_exists(n) {
-            return Err(format!("interface {n} already exists: {redo}"));
+            bail!("interface {n} already exists: {redo}");
         }
     }
     for n in [&cfg.rxe_a, &cfg.rxe_b] {
         if rdma_dev_exists(n) {
-            return Err(format!("RDMA device {n} already exists: {redo}"));
+            bail!("RDMA device {n} already exists: {redo}");
         }
     }
     for (opt, ip) in [("--addr-a", cfg.addr_a), ("--addr-b", cfg.addr_b)] {
@@ -35,37 +38,33 @@ pub fn preflight(cfg: &Layout, net: &Net) -> Result<bool, String> {
             .iter()
             .find(|(_, a, _)| *a == ip.to_string())
         {
-            return Err(format!(
-                "{ip} is already an address of {dev}: choose another {opt}"
-            ));
+            bail!("{ip} is already an address of {dev}: choose another {opt}");
         }
     }
     for t in [cfg.table_a, cfg.table_b] {
         if net.table_in_use(t) {
-            return Err(format!(
-                "routing table {t} is already in use: choose another --table"
-            ));
+            bail!("routing table {t} is already in use: choose another --table");
         }
     }
     let prefs: Vec<u32> = net.rules.iter().filter_map(Net::rule_pref).collect();
     for p in [cfg.pref_a, cfg.pref_b] {
         if prefs.contains(&p) {
-            return Err(format!(
-                "rule preference {p} is already in use: choose another --pref"
-            ));
+            bail!("rule preference {p} is already in use: choose another --pref");
         }
     }
     let local = net.local_prefs();
     let Some(&first_local) = local.iter().min() else {
-        return Err("no IPv4 rule looks up the local table: this host's policy routing is unusual, lab up will not touch it".into());
+        bail!(
+            "no IPv4 rule looks up the local table: this host's policy routing is unusual, lab up will not touch it"
+        );
     };
     if first_local != 0 {
         // already moved (as in the lab guest): it only has to come after the lab's rules
         if first_local <= cfg.pref_b {
-            return Err(format!(
+            bail!(
                 "the local table rule is at pref {first_local}, before the lab's rules: choose a --pref below {}",
                 first_local.saturating_sub(1)
-            ));
+            );
         }
         return Ok(false);
     }
@@ -74,11 +73,11 @@ pub fn preflight(cfg: &Layout, net: &Net) -> Result<bool, String> {
         .iter()
         .find(|&&p| p > 0 && p <= cfg.pref_local && !local.contains(&p))
     {
-        return Err(format!(
+        bail!(
             "rule pref {p} would come before the local table once it moves to pref {}: choose a --pref below {}",
             cfg.pref_local,
             p.saturating_sub(2).max(1)
-        ));
+        );
     }
     Ok(true)
 }
@@ -91,13 +90,13 @@ pub struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn record(&mut self, item: Item) -> Result<(), String> {
+    fn record(&mut self, item: Item) -> anyhow::Result<()> {
         self.st.items.push(item);
         save_state(self.path, self.st, false)
     }
 
     /// Sets a sysctl when it differs, recording the previous value.
-    fn sysctl(&mut self, key: &str, value: &str) -> Result<(), String> {
+    fn sysctl(&mut self, key: &str, value: &str) -> anyhow::Result<()> {
         let previous = sysctl_get(key)?;
         if previous == value {
             return Ok(());
@@ -111,7 +110,7 @@ impl Builder<'_> {
     }
 
     /// Every item of the layout, in order; `move_local`: the `local` table rule is still at pref 0.
-    pub fn build(&mut self, move_local: bool) -> Result<(), String> {
+    pub fn build(&mut self, move_local: bool) -> anyhow::Result<()> {
         let c = self.st.layout.clone();
         self.ctx.ip(&[
             "link", "add", &c.veth_a, "type", "veth", "peer", "name", &c.veth_b,
@@ -123,7 +122,7 @@ impl Builder<'_> {
         self.sysctls(&c)?;
         let mac = |dev: &str| {
             read_trim(&Path::new("/sys/class/net").join(dev).join("address"))
-                .ok_or_else(|| format!("cannot read the MAC address of {dev}"))
+                .ok_or_else(|| anyhow!("cannot read the MAC address of {dev}"))
         };
         let (mac_a, mac_b) = (mac(&c.veth_a)?, mac(&c.veth_b)?);
         self.addresses(&c)?;
@@ -140,7 +139,7 @@ impl Builder<'_> {
         wait_for_gids(&c)
     }
 
-    fn sysctls(&mut self, c: &Layout) -> Result<(), String> {
+    fn sysctls(&mut self, c: &Layout) -> anyhow::Result<()> {
         for dev in [&c.veth_a, &c.veth_b] {
             // no router solicitations or DAD probes on the wire being captured
             for k in ["router_solicitations", "dad_transmits"] {
@@ -157,7 +156,7 @@ impl Builder<'_> {
     }
 
     /// Each veth up with its /32.
-    fn addresses(&mut self, c: &Layout) -> Result<(), String> {
+    fn addresses(&mut self, c: &Layout) -> anyhow::Result<()> {
         for (dev, addr) in [(&c.veth_a, c.addr_a), (&c.veth_b, c.addr_b)] {
             self.ctx.ip(&["link", "set", dev, "up"])?;
             self.ctx
@@ -172,7 +171,7 @@ impl Builder<'_> {
 
     /// Per direction, a route to the peer's address over the veth, in a table of its own, and the rule that
     /// sends locally generated traffic from one address to the other there.
-    fn routes_and_rules(&mut self, c: &Layout) -> Result<(), String> {
+    fn routes_and_rules(&mut self, c: &Layout) -> anyhow::Result<()> {
         let dirs = [
             (&c.veth_a, c.addr_a, c.addr_b, c.table_a, c.pref_a),
             (&c.veth_b, c.addr_b, c.addr_a, c.table_b, c.pref_b),
@@ -209,20 +208,20 @@ impl Builder<'_> {
     }
 
     /// The `local` table rule from pref 0 to `to`, after the lab's rules.
-    fn move_local_rule(&mut self, to: u32) -> Result<(), String> {
+    fn move_local_rule(&mut self, to: u32) -> anyhow::Result<()> {
         // add before delete: the host is never without a local table rule
         let pref = to.to_string();
         let ctx = self.ctx;
         ctx.ip(&["-4", "rule", "add", "pref", &pref, "lookup", "local"])?;
         if let Err(e) = ctx.ip(&["-4", "rule", "del", "pref", "0", "lookup", "local"]) {
             let _ = ctx.ip(&["-4", "rule", "del", "pref", &pref, "lookup", "local"]);
-            return Err(e);
+            return Err(e.into());
         }
         self.record(Item::LocalRuleMoved { from: 0, to })
     }
 
     /// The peer's MAC as a permanent neighbour: no ARP on the wire being captured.
-    fn neighbour(&mut self, dev: &str, peer: Ipv4Addr, mac: &str) -> Result<(), String> {
+    fn neighbour(&mut self, dev: &str, peer: Ipv4Addr, mac: &str) -> anyhow::Result<()> {
         self.ctx.ip(&[
             "neigh",
             "replace",
@@ -242,22 +241,25 @@ impl Builder<'_> {
     }
 
     /// The rxe device `rxe` on `dev`, or why Soft-RoCE is not there.
-    fn rxe(&mut self, rxe: &str, dev: &str) -> Result<(), String> {
+    fn rxe(&mut self, rxe: &str, dev: &str) -> anyhow::Result<()> {
         if let Err(e) = self
             .ctx
             .rdma(&["link", "add", rxe, "type", "rxe", "netdev", dev])
         {
-            let why = e.split_once("failed: ").map_or(e.as_str(), |(_, w)| w);
+            let why = match &e {
+                ToolError::Failed { why, .. } => why.clone(),
+                e => error_line(e),
+            };
             let what = if why.contains("NETLINK_RDMA") {
                 "the kernel has no RDMA support loaded: load Soft-RoCE with"
             } else {
                 "is Soft-RoCE there? try"
             };
-            return Err(format!(
+            bail!(
                 "cannot create the rxe device {rxe} on {dev} (`rdma link add` said: {why}): {what} \
                  `modprobe rdma_rxe` ({})",
                 rxe_package_hint()
-            ));
+            );
         }
         self.record(Item::Rxe {
             name: rxe.to_string(),
@@ -267,7 +269,7 @@ impl Builder<'_> {
 }
 
 /// Until both rxe devices have their RoCE v2 IPv4-mapped GID, at most [`GID_WAIT`].
-fn wait_for_gids(c: &Layout) -> Result<(), String> {
+fn wait_for_gids(c: &Layout) -> anyhow::Result<()> {
     let t0 = Instant::now();
     loop {
         let missing: Vec<String> = [(&c.rxe_a, c.addr_a), (&c.rxe_b, c.addr_b)]
@@ -279,11 +281,11 @@ fn wait_for_gids(c: &Layout) -> Result<(), String> {
             return Ok(());
         }
         if t0.elapsed() > GID_WAIT {
-            return Err(format!(
+            bail!(
                 "no RoCE v2 IPv4-mapped GID on {} after {} s",
                 missing.join(" and "),
                 GID_WAIT.as_secs()
-            ));
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -298,23 +300,30 @@ mod tests {
     fn local_rule_placement() {
         let c = crate::lab::layout::example();
         let host = r#"[{"priority":0,"src":"all","table":"local"},{"priority":32766,"src":"all","table":"main"}]"#;
-        assert_eq!(preflight(&c, &net(host)), Ok(true));
+        assert!(preflight(&c, &net(host)).unwrap());
         // the lab guest: local already at 200, after rules 100/101
         let guest = r#"[{"priority":100,"src":"10.0.0.1","dst":"10.0.0.2","iif":"lo","table":"100"},
             {"priority":200,"src":"all","table":"local"},{"priority":32766,"src":"all","table":"main"}]"#;
-        assert_eq!(preflight(&c, &net(guest)), Ok(false));
+        assert!(!preflight(&c, &net(guest)).unwrap());
         let early = r#"[{"priority":5,"src":"all","table":"local"}]"#;
-        assert!(preflight(&c, &net(early)).unwrap_err().contains("pref 5"));
+        assert!(
+            preflight(&c, &net(early))
+                .unwrap_err()
+                .to_string()
+                .contains("pref 5")
+        );
         let in_way = r#"[{"priority":0,"src":"all","table":"local"},{"priority":12,"src":"all","table":"9"}]"#;
         assert!(
             preflight(&c, &net(in_way))
                 .unwrap_err()
+                .to_string()
                 .contains("rule pref 12")
         );
         let taken = r#"[{"priority":0,"src":"all","table":"local"},{"priority":11,"src":"all","table":"9"}]"#;
         assert!(
             preflight(&c, &net(taken))
                 .unwrap_err()
+                .to_string()
                 .contains("preference 11")
         );
     }

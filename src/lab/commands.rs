@@ -6,6 +6,8 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::{Context, bail};
+
 use super::build::{Builder, preflight};
 use super::ip::Tools;
 use super::layout::{Config, Layout};
@@ -13,7 +15,7 @@ use super::state::{Item, State, load_state, remove_state, save_state, state_path
 use super::system::{gids, port_state, rdma_dev_exists, require_root, roce_v2_ipv4_gid};
 use super::undo::undo_all;
 
-pub fn up(cfg: &Config) -> Result<ExitCode, String> {
+pub fn up(cfg: &Config) -> anyhow::Result<ExitCode> {
     let path = state_path();
     let layout = Layout::of(cfg)?;
     // Privilege first: another user may not even read the state file's directory.
@@ -31,23 +33,23 @@ pub fn up(cfg: &Config) -> Result<ExitCode, String> {
 }
 
 /// A lab is recorded in `path`: fine when it is complete and `layout`'s, an error otherwise.
-fn already_up(st: &State, layout: &Layout, path: &Path) -> Result<(), String> {
+fn already_up(st: &State, layout: &Layout, path: &Path) -> anyhow::Result<()> {
     let c = &st.layout;
     if !st.complete {
-        return Err(format!(
+        bail!(
             "an earlier `lab up` did not finish (state in {}): run `rocescope lab down` first",
             path.display()
-        ));
+        );
     }
     if c != layout {
-        return Err(format!(
+        bail!(
             "already up with other settings ({} on {}, {} on {}; state in {}): `rocescope lab down` first",
             c.rxe_a,
             c.veth_a,
             c.rxe_b,
             c.veth_b,
             path.display()
-        ));
+        );
     }
     say!(
         "lab: already up ({} on {}, {} on {}; state in {}): `rocescope lab status` checks it, `rocescope lab down` removes it",
@@ -67,7 +69,7 @@ fn build_recorded(
     path: &Path,
     layout: Layout,
     move_local: bool,
-) -> Result<State, String> {
+) -> anyhow::Result<State> {
     let mut st = State {
         version: 1,
         complete: false,
@@ -81,20 +83,21 @@ fn build_recorded(
         path,
     }
     .build(move_local);
+    // the step's error, then what its undoing did: the order of the line `lab up` says
     if let Err(e) = built {
         let (_, failed) = undo_all(ctx, &st.items);
         if failed.is_empty() {
             remove_state(path);
-            return Err(format!("{e}; lab up undid everything it had done"));
+            bail!("{e:#}; lab up undid everything it had done");
         }
         let n = failed.len();
         let first = failed[0].1.clone();
         st.items = failed.into_iter().map(|(i, _)| i).collect();
         let _ = save_state(path, &st, false);
-        return Err(format!(
-            "{e}; undoing it failed too for {n} item(s) ({first}): see `rocescope lab status`, then `rocescope lab down` (state in {})",
+        bail!(
+            "{e:#}; undoing it failed too for {n} item(s) ({first}): see `rocescope lab status`, then `rocescope lab down` (state in {})",
             path.display()
-        ));
+        );
     }
     st.complete = true;
     save_state(path, &st, false)?;
@@ -153,14 +156,14 @@ fn print_built(st: &State, path: &Path, move_local: bool) {
     say!("then: rocescope lab down");
 }
 
-pub fn down() -> Result<ExitCode, String> {
+pub fn down() -> anyhow::Result<ExitCode> {
     let path = state_path();
     require_root()?;
     let Some(mut st) = load_state(&path)? else {
-        return Err(format!(
+        bail!(
             "not up (no state file {}): nothing to remove",
             path.display()
-        ));
+        );
     };
     let ctx = Tools::find()?;
     let (done, failed) = undo_all(&ctx, &st.items);
@@ -172,14 +175,14 @@ pub fn down() -> Result<ExitCode, String> {
         let first = failed[0].1.clone();
         st.items = failed.into_iter().map(|(i, _)| i).collect();
         save_state(&path, &st, false)?;
-        return Err(format!(
+        bail!(
             "{n} item(s) could not be undone ({first}); they stay in {}: fix that and run `rocescope lab down` again",
             path.display()
-        ));
+        );
     }
-    fs::remove_file(&path).map_err(|e| {
+    fs::remove_file(&path).with_context(|| {
         format!(
-            "undone, but cannot remove the state file {}: {e}",
+            "undone, but cannot remove the state file {}",
             path.display()
         )
     })?;
@@ -195,13 +198,13 @@ pub fn down() -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn status() -> Result<ExitCode, String> {
+pub fn status() -> anyhow::Result<ExitCode> {
     let path = state_path();
     let Some(st) = load_state(&path)? else {
-        return Err(format!(
+        bail!(
             "not up (no state file {}): `rocescope lab up` builds it",
             path.display()
-        ));
+        );
     };
     let ctx = Tools::find()?;
     let net = ctx.snapshot()?;
@@ -241,10 +244,10 @@ pub fn status() -> Result<ExitCode, String> {
             format!("{} of {} items missing", missing.len(), st.items.len()),
         );
     }
-    Err(format!(
+    bail!(
         "partly broken: {}: `rocescope lab down` removes the rest, then `rocescope lab up`",
         why.join(", ")
-    ))
+    )
 }
 
 /// Says how rxe device `rxe` is (port state, GIDs); returns what is wrong with it for a lab on `addr`.

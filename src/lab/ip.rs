@@ -7,6 +7,27 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+/// Why `ip` or `rdma` did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// `why` is in the middle of the line, before what to do: not a source.
+    #[error("cannot run {}: {why}: install iproute2", .prog.display())]
+    NoIp { prog: PathBuf, why: std::io::Error },
+    #[error("{} is not iproute2's ip (busybox's cannot do this): install iproute2", .prog.display())]
+    NotIproute2 { prog: PathBuf },
+    #[error("cannot run {}", .prog.display())]
+    Run {
+        prog: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The command ran and failed; `why`: the first line it said (or its exit status).
+    #[error("`{command}` failed: {why}")]
+    Failed { command: String, why: String },
+    #[error("`ip {args}` did not print a JSON array")]
+    NotJson { args: String },
+}
+
 /// The programs this module runs.
 pub struct Tools {
     ip: PathBuf,
@@ -23,7 +44,7 @@ fn find_tool(name: &str, dirs: &[&str]) -> PathBuf {
 }
 
 impl Tools {
-    pub fn find() -> Result<Tools, String> {
+    pub fn find() -> Result<Tools, ToolError> {
         let ctx = Tools {
             ip: find_tool("ip", &["/usr/sbin", "/sbin", "/usr/bin", "/bin"]),
             rdma: find_tool("rdma", &["/usr/bin", "/usr/sbin", "/bin", "/sbin"]),
@@ -32,19 +53,19 @@ impl Tools {
             .arg("-V")
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("cannot run {}: {e}: install iproute2", ctx.ip.display()))?;
+            .map_err(|why| ToolError::NoIp {
+                prog: ctx.ip.clone(),
+                why,
+            })?;
         let text =
             String::from_utf8_lossy(&v.stdout).into_owned() + &String::from_utf8_lossy(&v.stderr);
         if !text.contains("iproute2") {
-            return Err(format!(
-                "{} is not iproute2's ip (busybox's cannot do this): install iproute2",
-                ctx.ip.display()
-            ));
+            return Err(ToolError::NotIproute2 { prog: ctx.ip });
         }
         Ok(ctx)
     }
 
-    fn run<S: AsRef<str>>(&self, prog: &Path, args: &[S]) -> Result<String, String> {
+    fn run<S: AsRef<str>>(&self, prog: &Path, args: &[S]) -> Result<String, ToolError> {
         let args: Vec<&str> = args.iter().map(|s| s.as_ref()).collect();
         let name = prog
             .file_name()
@@ -54,7 +75,10 @@ impl Tools {
             .args(&args)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("cannot run {}: {e}", prog.display()))?;
+            .map_err(|source| ToolError::Run {
+                prog: prog.to_path_buf(),
+                source,
+            })?;
         if o.status.success() {
             return Ok(String::from_utf8_lossy(&o.stdout).into_owned());
         }
@@ -67,18 +91,21 @@ impl Tools {
             .find(|l| !l.is_empty())
             .map(str::to_string)
             .unwrap_or_else(|| o.status.to_string());
-        Err(format!("`{name} {}` failed: {why}", args.join(" ")))
+        Err(ToolError::Failed {
+            command: format!("{name} {}", args.join(" ")),
+            why,
+        })
     }
 
-    pub fn ip<S: AsRef<str>>(&self, args: &[S]) -> Result<String, String> {
+    pub fn ip<S: AsRef<str>>(&self, args: &[S]) -> Result<String, ToolError> {
         self.run(&self.ip, args)
     }
 
-    pub fn rdma<S: AsRef<str>>(&self, args: &[S]) -> Result<String, String> {
+    pub fn rdma<S: AsRef<str>>(&self, args: &[S]) -> Result<String, ToolError> {
         self.run(&self.rdma, args)
     }
 
-    fn ip_json(&self, args: &[&str]) -> Result<Vec<Value>, String> {
+    fn ip_json(&self, args: &[&str]) -> Result<Vec<Value>, ToolError> {
         let mut a = vec!["-j"];
         a.extend_from_slice(args);
         let out = self.ip(&a)?;
@@ -87,11 +114,11 @@ impl Tools {
         }
         match serde_json::from_str::<Value>(&out) {
             Ok(Value::Array(v)) => Ok(v),
-            _ => Err(format!("`ip {}` did not print a JSON array", a.join(" "))),
+            _ => Err(ToolError::NotJson { args: a.join(" ") }),
         }
     }
 
-    pub fn snapshot(&self) -> Result<Net, String> {
+    pub fn snapshot(&self) -> Result<Net, ToolError> {
         Ok(Net {
             rules: self.ip_json(&["-4", "rule", "show"])?,
             routes: self.ip_json(&["-4", "route", "show", "table", "all"])?,

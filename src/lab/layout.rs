@@ -43,23 +43,23 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn of(a: &Config) -> Result<Layout, String> {
+    pub fn of(a: &Config) -> anyhow::Result<Layout> {
         for (opt, ip) in [("--addr-a", a.addr_a), ("--addr-b", a.addr_b)] {
             if ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() || ip.is_broadcast() {
-                return Err(format!("{opt} {ip} is not a usable unicast address"));
+                anyhow::bail!("{opt} {ip} is not a usable unicast address");
             }
         }
         if a.addr_a == a.addr_b {
-            return Err(format!(
+            anyhow::bail!(
                 "--addr-a and --addr-b are both {}: the two ends need two addresses",
                 a.addr_a
-            ));
+            );
         }
         let (ta, tb) = (a.table, a.table + 1);
         if [ta, tb].iter().any(|t| (253..=255).contains(t)) {
-            return Err(format!(
+            anyhow::bail!(
                 "--table {ta}: tables {ta} and {tb} would include a kernel table (253 default, 254 main, 255 local)"
-            ));
+            );
         }
         Ok(Layout {
             veth_a: format!("{}0", a.name),

@@ -45,7 +45,7 @@ pub fn main(cmd: Command) -> ExitCode {
     match r {
         Ok(code) => code,
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "rocescope: lab: {e}");
+            let _ = writeln!(std::io::stderr(), "rocescope: lab: {e:#}");
             ExitCode::from(1)
         }
     }

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
+use anyhow::{Context, anyhow};
 use serde::{Deserialize, Serialize};
 
 use super::layout::Layout;
@@ -110,45 +111,49 @@ pub fn state_path() -> PathBuf {
 /// The most a state file is read: `lab up` writes a few KB.
 pub const MAX_STATE: u64 = 1 << 20;
 
-pub fn load_state(path: &Path) -> Result<Option<State>, String> {
+/// The state file's content, None when there is none. The causes of "not lab up's" are in the middle of
+/// the line, before what to do.
+pub fn load_state(path: &Path) -> anyhow::Result<Option<State>> {
     use rocescope::source::printout::{ReadFailure, read_regular};
     match read_regular(path, MAX_STATE) {
         Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| {
-            format!(
+            anyhow!(
                 "the state file {} is not lab up's ({e}): move it away if no lab is up",
                 path.display()
             )
         }),
         Err(ReadFailure::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e @ (ReadFailure::NotRegular(_) | ReadFailure::TooLarge(..))) => Err(format!(
+        Err(e @ (ReadFailure::NotRegular(_) | ReadFailure::TooLarge(..))) => Err(anyhow!(
             "the state file {} is {e}: not lab up's; move it away if no lab is up",
             path.display()
         )),
-        Err(e) => Err(format!(
+        // ReadFailure is a Display, not an Error: its text is the cause
+        Err(e) => Err(anyhow!(
             "cannot read the state file {}: {e}",
             path.display()
         )),
     }
 }
 
-pub fn save_state(path: &Path, st: &State, first: bool) -> Result<(), String> {
-    let err = |e: std::io::Error| format!("cannot write the state file {}: {e}", path.display());
-    let body = serde_json::to_vec_pretty(st).map_err(|e| e.to_string())?;
-    if first {
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(err)?;
+pub fn save_state(path: &Path, st: &State, first: bool) -> anyhow::Result<()> {
+    let body = serde_json::to_vec_pretty(st).context("cannot encode the lab's state")?;
+    let written = || -> std::io::Result<()> {
+        if first {
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir)?;
+            }
+            // create_new: two `lab up` at once cannot both own the lab
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)?;
+            return f.write_all(&body);
         }
-        // create_new: two `lab up` at once cannot both own the lab
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(err)?;
-        return f.write_all(&body).map_err(err);
-    }
-    let tmp = path.with_extension("json.tmp");
-    fs::write(&tmp, &body).map_err(err)?;
-    fs::rename(&tmp, path).map_err(err)
+        let tmp = path.with_extension("json.tmp");
+        fs::write(&tmp, &body)?;
+        fs::rename(&tmp, path)
+    };
+    written().with_context(|| format!("cannot write the state file {}", path.display()))
 }
 
 /// Removes the state file, and /run/rocescope when that is left empty.

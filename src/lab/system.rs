@@ -5,6 +5,8 @@ use std::fs;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+
 pub fn netdev_exists(name: &str) -> bool {
     Path::new("/sys/class/net").join(name).exists()
 }
@@ -13,16 +15,16 @@ pub fn rdma_dev_exists(name: &str) -> bool {
     Path::new("/sys/class/infiniband").join(name).exists()
 }
 
-pub fn sysctl_get(key: &str) -> Result<String, String> {
+pub fn sysctl_get(key: &str) -> anyhow::Result<String> {
     let p = Path::new("/proc/sys").join(key);
     fs::read_to_string(&p)
         .map(|s| s.trim().to_string())
-        .map_err(|e| format!("cannot read {}: {e}", p.display()))
+        .with_context(|| format!("cannot read {}", p.display()))
 }
 
-pub fn sysctl_set(key: &str, value: &str) -> Result<(), String> {
+pub fn sysctl_set(key: &str, value: &str) -> anyhow::Result<()> {
     let p = Path::new("/proc/sys").join(key);
-    fs::write(&p, value).map_err(|e| format!("cannot write {} to {}: {e}", value, p.display()))
+    fs::write(&p, value).with_context(|| format!("cannot write {value} to {}", p.display()))
 }
 
 /// A RoCE v2 GID of an rxe device.
@@ -107,10 +109,12 @@ pub fn rxe_package_hint() -> String {
     }
 }
 
-pub fn require_root() -> Result<(), String> {
+pub fn require_root() -> anyhow::Result<()> {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        return Err("needs root (it creates interfaces, routes, rules and RDMA devices): run it as root, e.g. with sudo".into());
+        anyhow::bail!(
+            "needs root (it creates interfaces, routes, rules and RDMA devices): run it as root, e.g. with sudo"
+        );
     }
     Ok(())
 }

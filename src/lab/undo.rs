@@ -1,6 +1,8 @@
 //! The steps of `lab down`: each item `up` recorded, checked against the system and undone, last first.
 
-use super::ip::{Net, Tools, rule_args};
+use rocescope::report::format::error_line;
+
+use super::ip::{Net, ToolError, Tools, rule_args};
 use super::state::Item;
 use super::system::{netdev_exists, rdma_dev_exists, sysctl_get, sysctl_set};
 
@@ -29,7 +31,7 @@ impl Item {
     }
 
     /// Undoes this item when it is still there; says what was done.
-    fn undo(&self, ctx: &Tools, net: &Net) -> Result<String, String> {
+    fn undo(&self, ctx: &Tools, net: &Net) -> anyhow::Result<String> {
         if let Item::Sysctl { key, .. } = self
             && let Ok(now) = sysctl_get(key)
             && !self.present(net)
@@ -96,7 +98,7 @@ impl Item {
 }
 
 /// The `local` table rule back from pref `to` at pref `from` (whichever of the two is still to be done).
-fn restore_local_rule(ctx: &Tools, net: &Net, from: u32, to: u32) -> Result<(), String> {
+fn restore_local_rule(ctx: &Tools, net: &Net, from: u32, to: u32) -> Result<(), ToolError> {
     // add before delete: the host is never without a local table rule
     let l = net.local_prefs();
     let rule = |verb: &str, pref: u32| {
@@ -119,17 +121,21 @@ fn restore_local_rule(ctx: &Tools, net: &Net, from: u32, to: u32) -> Result<(), 
     Ok(())
 }
 
-/// Undoes every item, last first; returns what was done and the items that could not be undone.
+/// Undoes every item, last first; returns what was done and the items that could not be undone, each with
+/// its error's line (what `lab` says of it).
 pub fn undo_all(ctx: &Tools, items: &[Item]) -> (Vec<String>, Vec<(Item, String)>) {
     let (mut done, mut failed) = (Vec::new(), Vec::new());
     let net = match ctx.snapshot() {
         Ok(n) => n,
-        Err(e) => return (done, items.iter().map(|i| (i.clone(), e.clone())).collect()),
+        Err(e) => {
+            let e = error_line(&e);
+            return (done, items.iter().map(|i| (i.clone(), e.clone())).collect());
+        }
     };
     for it in items.iter().rev() {
         match it.undo(ctx, &net) {
             Ok(s) => done.push(s),
-            Err(e) => failed.push((it.clone(), e)),
+            Err(e) => failed.push((it.clone(), format!("{e:#}"))),
         }
     }
     failed.reverse();
