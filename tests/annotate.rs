@@ -207,3 +207,41 @@ fn one_file_read_twice_or_nothing() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// A capture cut in the middle of a packet (a tcpdump killed mid-write): the copy holds every whole frame
+/// before the cut, as tshark reads them from the cut file, and says where it ends (exit 4, as `analyze`).
+#[test]
+fn a_cut_capture_is_annotated_up_to_the_cut() {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("annotate-cut");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let whole =
+        std::fs::read(root().join("../shared/corpus/public/Roce_PacketSize_2400_stall.pcapng"))
+            .unwrap();
+    let cut = tmp.join("cut.pcapng");
+    std::fs::write(&cut, &whole[..3000]).unwrap();
+    let out = tmp.join("cut-annotated.pcapng");
+    let got = rocescope(&[
+        "analyze",
+        "--annotate",
+        out.to_str().unwrap(),
+        cut.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&got.stderr);
+    assert_eq!(got.status.code(), Some(4), "{err}");
+    assert!(err.contains("the annotated copy ends there"), "{err}");
+    // tshark reads the cut file's whole frames, then says it was cut.
+    let read = Command::new("tshark")
+        .args([
+            "-r",
+            cut.to_str().unwrap(),
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ])
+        .output()
+        .expect("tshark");
+    let before_cut = String::from_utf8_lossy(&read.stdout).lines().count();
+    assert!(before_cut > 5, "{before_cut}");
+    assert_eq!(comments(&out).len(), before_cut);
+}

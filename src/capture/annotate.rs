@@ -31,11 +31,6 @@ impl Comments {
         }
         Comments(by_frame)
     }
-
-    /// The frames commented.
-    pub fn frames(&self) -> usize {
-        self.0.len()
-    }
 }
 
 /// What went wrong writing the annotated capture.
@@ -52,10 +47,13 @@ pub enum AnnotateError {
 }
 
 /// What [`write`] wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Annotated {
     pub frames: u64,
     pub commented: u64,
+    /// The input ended badly after `frames` (cut in a packet, a damaged block): the copy ends there too, as
+    /// the analysis did.
+    pub cut: Option<SourceError>,
 }
 
 /// Reads `input` once more and writes it to `out` as pcapng: one Interface Description Block per interface
@@ -76,13 +74,18 @@ pub fn write(input: &Path, comments: &Comments, out: &Path) -> Result<Annotated,
     let mut done = Annotated {
         frames: 0,
         commented: 0,
+        cut: None,
     };
     let none = Vec::new();
     loop {
-        let (packet, end) = match source.next().map_err(AnnotateError::Read)? {
-            Next::Packet { packet, end, .. } => (packet, end),
-            Next::End => break,
-            Next::Idle => continue,
+        let (packet, end) = match source.next() {
+            Ok(Next::Packet { packet, end, .. }) => (packet, end),
+            Ok(Next::End) => break,
+            Ok(Next::Idle) => continue,
+            Err(e) => {
+                done.cut = Some(e);
+                break;
+            }
         };
         done.frames += 1;
         let key = (packet.interface, packet.linktype);

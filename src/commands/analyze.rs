@@ -77,12 +77,17 @@ pub fn run(cfg: &Config) -> ExitCode {
     if let (Some(out), Some(file)) = (&cfg.annotate, single(&cfg.files)) {
         let comments = annotate::Comments::of(&report);
         match annotate::write(file, &comments, out) {
-            Ok(a) => eprintln!(
-                "wrote {} frames to {}, {} with comments",
-                a.frames,
-                out.display(),
-                a.commented
-            ),
+            Ok(a) => {
+                if let Some(why) = &a.cut {
+                    eprintln!("rocescope: warning: {why}: the annotated copy ends there");
+                }
+                eprintln!(
+                    "wrote {} frames to {}, {} with comments",
+                    a.frames,
+                    out.display(),
+                    a.commented
+                )
+            }
             Err(e) => return fail(e),
         }
         if report.events_dropped > 0 {

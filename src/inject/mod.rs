@@ -11,7 +11,8 @@ use parsers::aeth::{Aeth, Syndrome};
 use parsers::bth::Bth;
 use parsers::ipv4::{Ipv4Header, PROTO_UDP};
 use parsers::opcode::{CNP, Opcode};
-use parsers::udp::UdpHeader;
+use parsers::psn::{PSN_MASK, add};
+use parsers::udp::{ROCEV2_PORT, UdpHeader};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -22,12 +23,14 @@ pub mod rules;
 
 use rules::{Action, Class, Direction, PsnSelector, QpSelector, Rule};
 
-/// The RoCEv2 UDP port.
-pub const ROCE_PORT: u16 = 4791;
-
 /// The (PSN, flow) pairs whose transmissions are counted at most: past it the counts start again (a
 /// resend rule then takes a later PSN's transmission for its first).
 const OCCURRENCES_KEPT: usize = 1 << 20;
+
+/// The flows given an index at most: a flow first seen past them has none ([`NO_INDEX`], which no `qp=N`
+/// names) and its first PSN is each packet's own.
+const FLOWS_KEPT: usize = 1 << 16;
+pub const NO_INDEX: u32 = u32::MAX;
 
 /// A RoCE packet as the injector sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -83,12 +86,51 @@ pub struct Counts {
     pub by_rule: Vec<u64>,
 }
 
+/// A flow: its direction, addresses and destination QP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct FlowKey {
-    requests: bool,
-    src: [u8; 4],
-    dst: [u8; 4],
-    dest_qp: u32,
+pub struct FlowKey {
+    pub requests: bool,
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    pub dest_qp: u32,
+}
+
+/// What the injector reads of a RoCEv2 datagram: its flow, IPv4 identification, BTH and class.
+#[derive(Debug, Clone, Copy)]
+pub struct Roce {
+    pub flow: FlowKey,
+    pub ip_id: u16,
+    pub bth: Bth,
+    pub class: Class,
+}
+
+impl Roce {
+    /// `None` when `datagram` (from its IPv4 header on) is no RoCEv2 packet: a fragment, another protocol or
+    /// port, a damaged header.
+    pub fn read(datagram: &[u8]) -> Option<Roce> {
+        let (ip, rest) = Ipv4Header::parse(datagram).ok()?;
+        if ip.protocol != PROTO_UDP || ip.is_fragment() {
+            return None;
+        }
+        let (udp, rest) = UdpHeader::parse(rest).ok()?;
+        if udp.dst_port != ROCEV2_PORT {
+            return None;
+        }
+        let (bth, rest) = Bth::parse(rest).ok()?;
+        let class = class_of(bth.op(), rest)?;
+        let flow = FlowKey {
+            requests: class == Class::Request,
+            src: ip.src,
+            dst: ip.dst,
+            dest_qp: bth.dest_qp,
+        };
+        Some(Roce {
+            flow,
+            ip_id: ip.id,
+            bth,
+            class,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -160,34 +202,32 @@ impl Injector {
     }
 
     /// The packet's facts, its flow and its PSN's transmissions counted; `None` when it is no RoCEv2
-    /// packet over IPv4 (a fragment, another protocol or port, a damaged header).
+    /// packet over IPv4.
     fn look(&mut self, datagram: &[u8]) -> Option<Seen> {
-        let (ip, rest) = Ipv4Header::parse(datagram).ok()?;
-        if ip.protocol != PROTO_UDP || ip.is_fragment() {
-            return None;
-        }
-        let (udp, rest) = UdpHeader::parse(rest).ok()?;
-        if udp.dst_port != ROCE_PORT {
-            return None;
-        }
-        let (bth, rest) = Bth::parse(rest).ok()?;
-        let op = bth.op();
-        let class = class_of(op, rest)?;
-        let key = FlowKey {
-            requests: class == Class::Request,
-            src: ip.src,
-            dst: ip.dst,
-            dest_qp: bth.dest_qp,
-        };
+        let Roce {
+            flow: key,
+            ip_id,
+            bth,
+            class,
+        } = Roce::read(datagram)?;
         let next = &mut self.flows_seen[usize::from(key.requests)];
-        let flow = *self.flows.entry(key).or_insert_with(|| {
-            let index = *next;
-            *next += 1;
-            FlowState {
-                index,
-                first_psn: bth.psn,
+        let new = FlowState {
+            index: NO_INDEX,
+            first_psn: bth.psn,
+        };
+        let flow = match self.flows.get(&key) {
+            Some(f) => *f,
+            None if self.flows.len() >= FLOWS_KEPT => new,
+            None => {
+                let f = FlowState {
+                    index: *next,
+                    ..new
+                };
+                *next += 1;
+                self.flows.insert(key, f);
+                f
             }
-        });
+        };
         if self.transmissions.len() >= OCCURRENCES_KEPT {
             self.transmissions.clear();
         }
@@ -195,16 +235,16 @@ impl Injector {
         let resend = *sent;
         *sent += 1;
         Some(Seen {
-            src: Ipv4Addr::from(ip.src),
-            dst: Ipv4Addr::from(ip.dst),
-            ip_id: ip.id,
+            src: Ipv4Addr::from(key.src),
+            dst: Ipv4Addr::from(key.dst),
+            ip_id,
             dest_qp: bth.dest_qp,
             psn: bth.psn,
             opcode: bth.opcode,
             class,
             qp: flow.index,
             resend,
-            psn_from_first: bth.psn.wrapping_sub(flow.first_psn) & 0x00FF_FFFF,
+            psn_from_first: add(bth.psn, flow.first_psn.wrapping_neg()) & PSN_MASK,
         })
     }
 }

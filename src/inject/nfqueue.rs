@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 
 use super::rules::{Action, REORDER_HOLD};
-use super::{Decision, Injector, Seen, edit};
+use super::{Decision, Injector, Roce, Seen, edit};
 
 /// The mark of the copies `duplicate` sends, which the table lets through instead of queueing them again.
 const COPY_MARK: u32 = 0x5253_4350;
@@ -65,7 +65,7 @@ impl Path {
             "table inet {t} {{\n chain output {{\n  type filter hook output priority 0; policy accept;\n  \
              meta mark {COPY_MARK:#x} accept\n  {oif}udp dport {port} queue num {q} bypass\n }}\n}}\n",
             t = self.table(),
-            port = super::ROCE_PORT,
+            port = parsers::udp::ROCEV2_PORT,
             q = self.queue,
         )
     }
@@ -171,10 +171,10 @@ impl Queue {
             }
         }
         // What is still held goes now.
-        self.release(
-            Instant::now() + REORDER_HOLD + super::rules::MAX_DELAY,
-            None,
-        )
+        for h in std::mem::take(&mut self.held) {
+            self.queue.verdict(h.msg).map_err(failed)?;
+        }
+        Ok(())
     }
 
     fn take(
@@ -359,10 +359,8 @@ impl Queue {
 
 /// A RoCE datagram's (source, destination, destination QP).
 fn flow_of(datagram: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, u32)> {
-    let (ip, rest) = parsers::ipv4::Ipv4Header::parse(datagram).ok()?;
-    let (_, rest) = parsers::udp::UdpHeader::parse(rest).ok()?;
-    let (bth, _) = parsers::bth::Bth::parse(rest).ok()?;
-    Some((Ipv4Addr::from(ip.src), Ipv4Addr::from(ip.dst), bth.dest_qp))
+    let f = Roce::read(datagram)?.flow;
+    Some((Ipv4Addr::from(f.src), Ipv4Addr::from(f.dst), f.dest_qp))
 }
 
 impl Drop for Queue {
