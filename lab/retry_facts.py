@@ -41,8 +41,10 @@ are in tshark's `infiniband.reth.va` / `.r_key` fields):
   frame (before or after the highest response: the responder may have answered that resend), so that it could be
   taken for an answer to it; `unambiguous`: `path`, none of those, and within 0.1 s of that frame
   (far below any retransmit timer): a frame any analysis must call reordered;
-- `resent_next` (requests): the frames out of order whose next request frame carries their PSN again (their
-  resend right behind them: only that next frame tells that the first copy had been held up);
+- `resent_later` (requests): the frames out of order that only a later request tells of: with the frames out of
+  order right before them in PSN sequence (a run of first copies held up together), the first later request
+  carrying a PSN seen before carries the run's first PSN again (its resend: only that frame tells that the
+  first copies had been held up);
 - `retransmitted`: request frames whose PSN was seen before in the direction (the PSNs a READ consumed count as
   seen: a resumed READ is one);
 - MSN regressions, per direction: a frame with an AETH whose MSN is lower (serial arithmetic) than the highest
@@ -242,11 +244,22 @@ def facts(pcap, log=None):
                                       "syndrome": f["syn"]})
         d["depth_max"] = max((o["depth"] for o in d["out_of_order"]), default=0)
         d["on_the_path"] = sum(1 for o in d["out_of_order"] if o["path"])
-        # a request out of order whose next request carries its PSN again: only that next one tells an
-        # analysis the first copy was held up, not resent
-        nxt = {a["frame"]: b for a, b in zip(reqs, reqs[1:])}
-        d["resent_next"] = [o["frame"] for o in d["out_of_order"]
-                            if o["frame"] in nxt and nxt[o["frame"]]["psn"] == o["psn"]]
+        # a request out of order that only a later request tells of: the first request after its run (the
+        # out-of-order requests right before it in PSN sequence) that carries a PSN seen before carries the
+        # run's first PSN
+        ooo = {o["frame"]: o for o in d["out_of_order"]}
+        again = set(d["retransmitted"])
+        at = {r["frame"]: i for i, r in enumerate(reqs)}
+        d["resent_later"] = []
+        for o in (o for o in d["out_of_order"] if o["frame"] in at):
+            i = at[o["frame"]]
+            start = i
+            while start > 0 and reqs[start - 1]["frame"] in ooo and \
+                    reqs[start - 1]["psn"] == (reqs[start]["psn"] - 1) % PSN_MOD:
+                start -= 1
+            told = next((r for r in reqs[i + 1:] if r["frame"] in again), None)
+            if told is not None and told["psn"] == reqs[start]["psn"]:
+                d["resent_later"].append(o["frame"])
         d["unambiguous"] = sum(1 for o in d["out_of_order"] if o["unambiguous"])
         d["unambiguous_depth_max"] = max((o["depth"] for o in d["out_of_order"] if o["unambiguous"]), default=0)
         out["directions"].append(d)

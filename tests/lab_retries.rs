@@ -29,8 +29,8 @@
 //!   `psn.reordered` the number of request frames behind the highest PSN consumed;
 //! - `psn.reordered`, `reordered_responses` and `reorder_depth_max` between the unambiguous frames and all the
 //!   frames out of order (equal to them where the two are the same: see `bounded`); the frames `reordered` in
-//!   `-Y` toward the responder `psn.reordered`, less at most those out of order whose resend came right behind
-//!   (`resent_next`: only that resend tells, after the frame was classed); each `reordered` event
+//!   `-Y` toward the responder `psn.reordered`, less at most those out of order whose resend came later
+//!   (`resent_later`: only a later resend tells, after the frame was classed); each `reordered` event
 //!   (a note) at a frame out of order with its PSN, highest PSN and depth;
 //! - every flow's `state` one of the documented ones, none `violation`; `ok` where nothing was lost, resent
 //!   or NAKed.
@@ -525,16 +525,16 @@ fn check(s: &Scenario, pcap: &Path, log: &Path) -> (String, Vec<String>) {
         u(&reqd["depth_max"]).max(u(&respd["depth_max"])),
         "reorder_depth_max",
     );
-    // A frame's class is given as it is read: a first copy that only its resend right behind it shows to
-    // have been held up is classed a retransmission, and counted reordered once that resend came.
+    // A frame's class is given as it is read: a first copy that only a later resend shows to have been
+    // held up is classed a retransmission, and counted reordered once that resend came.
     let classed = reordered.values().filter(|s| *s == REQUESTER).count() as u64;
-    let told_later = arr(&reqd["resent_next"]).len() as u64;
+    let told_later = arr(&reqd["resent_later"]).len() as u64;
     c.that(
         reord.is_some_and(|n| classed <= n && n - classed <= told_later),
         || {
             format!(
                 "frames `reordered` in -Y toward the responder: {classed}, psn.reordered {reord:?} \
-                 (at most {told_later} fewer: the frames out of order resent right behind)"
+                 (at most {told_later} fewer: the frames out of order resent later)"
             )
         },
     );

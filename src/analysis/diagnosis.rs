@@ -2,6 +2,7 @@
 //! the stall sweep while the capture goes on, and what only the end of the capture settles (stalls, no
 //! response, retries and RNR retries exhausted, PSN reuse of READs whose PSNs were guessed).
 use parsers::psn::{self, read_psns};
+use smallvec::SmallVec;
 
 use super::events::{Event, Group, Kind};
 use super::psn::GAPS_KEPT;
@@ -41,8 +42,8 @@ pub struct Rc {
     pub(crate) answered: bool,
     /// The `psn_gap` events of the last gaps: a packet they skipped may still come, held up on the way.
     pub(crate) gap_events: GapEvents,
-    /// A request behind the highest PSN whose events wait for the next request.
-    pub(crate) unsure: Option<UnsureRequest>,
+    /// Requests behind the highest PSN whose events wait for the requests after them.
+    pub(crate) unsure: Option<UnsureRun>,
 }
 
 /// The places in the event list of the last gaps' `psn_gap` events, by the gap's first PSN (as many as
@@ -116,14 +117,24 @@ impl Resends {
     }
 }
 
-/// A request that may have been a resend or a packet held up on the way: what its events need.
+/// Requests in sequence that may have been resends or packets held up on the way: what their events need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnsureRun {
+    /// The first one's step (the go-back-N it would begin).
+    pub step: super::psn::Step,
+    pub psn: u32,
+    /// The highest PSN seen when the first came.
+    pub highest: u32,
+    /// Each one's frame and time, the first first (PSN `psn`, then one more each).
+    pub requests: SmallVec<[UnsureRequest; 2]>,
+    /// Their payload bytes, counted as retransmitted.
+    pub payload: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct UnsureRequest {
     pub frame: u64,
     pub ts: u64,
-    pub psn: u32,
-    pub step: super::psn::Step,
-    pub payload: u64,
 }
 
 /// The same PSN met again and again (resent, or RNR-NAKed).

@@ -7,7 +7,7 @@ use parsers::frame::Addr;
 use smallvec::SmallVec;
 
 use super::events::Group;
-use super::psn::RequestPsns;
+use super::psn::{self, RequestPsns};
 use super::rate::{Intervals, Rate, Reaction};
 use super::series::Series;
 use super::table::FlowId;
@@ -247,25 +247,49 @@ impl Timing {
 }
 
 /// When a flow's paired responder NAKed its requests (a sequence error, an RNR or an implied NAK), and
-/// which of those NAKs a go-back-N answered: each go-back-N answers one.
+/// which of those NAKs a go-back-N answered: each go-back-N answers one. A requester resends from the PSN
+/// a NAK named, or from its oldest request not yet acknowledged, before it (rxe). A go-back-N to a PSN past
+/// every NAK, soon after the newest, is that resend's later packets, its first ones held up on the way:
+/// the NAK explains it and waits on for them; once they are late, that go-back-N answered it.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct NakClock {
     /// When the newest NAK came, answered or not.
     last_ts: Option<u64>,
     unanswered: u32,
+    /// The highest PSN an unanswered NAK named.
+    highest_psn: u32,
+    /// A go-back-N past them explained the unanswered NAKs: their resend is under way.
+    explained: bool,
 }
 
 impl NakClock {
-    pub(crate) fn on_nak(&mut self, ts: u64) {
+    pub(crate) fn on_nak(&mut self, ts: u64, psn: u32) {
         self.last_ts = Some(ts);
+        if !self.waiting() || psn::diff(psn, self.highest_psn) > 0 {
+            self.highest_psn = psn;
+        }
         self.unanswered = self.unanswered.saturating_add(1);
+        self.explained = false;
     }
 
-    /// A go-back-N began: the time of the newest NAK, if one was unanswered.
-    pub(crate) fn on_go_back(&mut self) -> Option<u64> {
-        let nak = self.last_ts.filter(|_| self.waiting());
-        self.unanswered = self.unanswered.saturating_sub(1);
-        nak
+    /// A go-back-N to `psn` began at `ts`: the time of the newest NAK, if one was unanswered. `held_up`:
+    /// how long after a NAK its resends may still come out of order.
+    pub(crate) fn on_go_back(&mut self, psn: u32, ts: u64, held_up: u64) -> Option<u64> {
+        let nak = self.last_ts.filter(|_| self.waiting())?;
+        let soon = ts.saturating_sub(nak) <= held_up;
+        if self.explained && !soon {
+            // The go-back-N past them answered a NAK after all: this one needs another.
+            self.explained = false;
+            self.unanswered -= 1;
+            return self.on_go_back(psn, ts, held_up);
+        }
+        if soon && psn::diff(psn, self.highest_psn) > 0 {
+            self.explained = true;
+            return Some(nak);
+        }
+        self.unanswered -= 1;
+        self.explained = false;
+        Some(nak)
     }
 
     /// A new connection on the QP: its NAKs are answered by no go-back-N of the new one.
@@ -593,5 +617,42 @@ impl Flow {
             Some((_, n)) => *n += 1,
             None => self.opcodes.push((opcode, 1)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NakClock;
+
+    const MS: u64 = 1_000_000;
+
+    /// A NAK for 10; the go-back-N's 13 first (10 to 12 held up), soon after: the NAK explains it and
+    /// waits on; then 10, its own resend, answers it: a go-back-N after that has none.
+    #[test]
+    fn a_go_back_n_past_the_nak_soon_after_it_is_its_resend_held_up() {
+        let mut c = NakClock::default();
+        c.on_nak(0, 10);
+        assert_eq!(c.on_go_back(13, MS, 10 * MS), Some(0));
+        assert!(c.waiting());
+        assert_eq!(c.on_go_back(10, 3 * MS, 10 * MS), Some(0));
+        assert!(!c.waiting());
+        assert_eq!(c.on_go_back(10, 600 * MS, 10 * MS), None);
+    }
+
+    /// A NAK for 10 whose go-back-N seemed to begin at 13, and then nothing for 0.6 s: the 13 answered
+    /// it, and a go-back-N to 10 now is the requester's timer.
+    #[test]
+    fn a_nak_answered_past_its_psn_explains_no_timer_after() {
+        let mut c = NakClock::default();
+        c.on_nak(0, 10);
+        assert_eq!(c.on_go_back(13, MS, 10 * MS), Some(0));
+        assert_eq!(c.on_go_back(10, 600 * MS, 10 * MS), None);
+        // Two NAKs: the one left explains the later go-back-N.
+        let mut c = NakClock::default();
+        c.on_nak(0, 10);
+        c.on_nak(MS, 20);
+        assert_eq!(c.on_go_back(10, 2 * MS, 10 * MS), Some(MS));
+        assert_eq!(c.on_go_back(20, 3 * MS, 10 * MS), Some(MS));
+        assert_eq!(c.on_go_back(20, 600 * MS, 10 * MS), None);
     }
 }

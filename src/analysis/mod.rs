@@ -116,6 +116,13 @@ impl Config {
     /// on its timer no sooner than its local ACK timeout, which is above 8 ms in practice (perftest's
     /// default 14 is 67 ms, NCCL's 18 is 1.07 s; exponent 11 is 8.4 ms).
     pub const DEFAULT_REORDER_WINDOW_US: u64 = 5000;
+
+    /// How long after a NAK its go-back-N's packets may still come out of order: the requester's answer
+    /// (a loaded Soft-RoCE host took up to 9 ms in the lab) and the network's hold-up on top, twice the
+    /// reorder window.
+    pub(crate) fn nak_held_up(&self) -> u64 {
+        self.reorder_window_nanos.saturating_mul(2)
+    }
 }
 
 impl Default for Config {

@@ -198,16 +198,37 @@ pub struct Arrival {
     pub reorder_window: u64,
 }
 
-/// The last request behind the highest PSN taken as a resend although it may have been held up: a NAK
-/// was there to answer, or a go-back-N was under way, and a gap that skipped it was recent. The next
-/// request tells.
+/// The last requests behind the highest PSN taken as resends although they may have been held up: a NAK
+/// was there to answer, or a go-back-N was under way, and a gap that skipped them was recent. A run of
+/// them in sequence (the PSNs a gap skipped, coming late one after the other, or a go-back-N's resends)
+/// waits for what tells: the run's first PSN again (they were held up, this is the resend), a PSN seen
+/// before (the go-back-N goes on: resends), or the reorder window's end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Unsure {
     psn: u32,
+    /// The PSN after the run.
+    next: u32,
+    /// Requests in the run.
+    count: u32,
     rewind: bool,
+    /// How far behind the highest PSN the first came.
     depth: u32,
-    /// The first PSN of the gap that skipped it.
+    /// The first PSN of the gap that skipped them.
     gap: u32,
+    /// When the first came.
+    ts: u64,
+}
+
+/// The longest run of unsure requests: past it, they are taken as resent.
+pub(crate) const UNSURE_RUN: u32 = 16;
+
+/// What the request after an unsure run made of it.
+enum Told {
+    Settled(Settled),
+    /// Nothing yet: the run, and whether this request may join it.
+    Waits {
+        joins: bool,
+    },
 }
 
 /// The PSNs a gap skipped, how many of them came since, held up, and when it came. `missing` 0: no gap.
@@ -232,15 +253,26 @@ struct GoBack {
     to: u32,
 }
 
+/// The PSN after the last resend of a go-back-N in sequence, and when that resend came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ResentTo {
+    next: u32,
+    ts: u64,
+}
+
 /// What the request after an unsure one told of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settled {
     /// It was resent (go-back-N from it continued): a retransmission, as counted.
     Resent,
-    /// The same PSN came again: the first copy had been held up (`depth` PSNs behind), the second is the
-    /// resend. Counted again as reordered; `closes_gap`: the first PSN of its gap, when it was the last PSN
-    /// of that gap to come.
-    HeldUp { depth: u32, closes_gap: Option<u32> },
+    /// The run's first PSN came again: the `count` first copies had been held up (the first `depth` PSNs
+    /// behind the highest, each next one one less), this one is the resend. Counted again as reordered;
+    /// `closes_gap`: the first PSN of their gap, when they were the last PSNs of that gap to come.
+    HeldUp {
+        depth: u32,
+        count: u32,
+        closes_gap: Option<u32>,
+    },
 }
 
 /// What [`RequestPsns::request`] made of a request.
@@ -296,6 +328,8 @@ pub struct RequestPsns {
     /// The lowest PSN a NAK (sequence error or RNR) named that no resend answered yet.
     nak_from: Option<u32>,
     go_back: Option<GoBack>,
+    /// Where the resends of the go-back-N under way have come to.
+    resent_to: Option<ResentTo>,
     unsure: Option<Unsure>,
     pub gap_events: u64,
     pub missing: u64,
@@ -336,7 +370,17 @@ impl RequestPsns {
             reth,
             guessed: false,
         });
-        let settled = self.unsure.take().map(|u| self.settle_unsure(u, psn));
+        let mut settled = None;
+        let mut joins = false;
+        if let Some(u) = self.unsure.take() {
+            match self.settle_unsure(u, psn, at) {
+                Told::Settled(s) => settled = Some(s),
+                Told::Waits { joins: j } => {
+                    self.unsure = Some(u);
+                    joins = j;
+                }
+            }
+        }
         if let Some(m) = mtu {
             self.settle_guessed_reads(m);
         }
@@ -411,9 +455,9 @@ impl RequestPsns {
             }
         } else if resumed.is_some() {
             self.resumed_reads += 1;
-            self.resend(psn, true)
+            self.resend(psn, true, at)
         } else if repeat {
-            self.resend(psn, false)
+            self.resend(psn, false, at)
         } else if let Some(r) = self.read_inside(psn) {
             self.reused += 1;
             Step::Reuse {
@@ -426,15 +470,29 @@ impl RequestPsns {
         {
             let depth = diff(self.highest, psn).max(0) as u32;
             if may_answer {
-                // Held up, or resent for the NAK: the next request tells.
-                let step = self.resend(psn, false);
+                // Held up, or resent for the NAK: the requests after it tell.
+                let step = self.resend(psn, false, at);
                 if let Step::Retransmit { rewind, .. } = step {
-                    self.unsure = Some(Unsure {
-                        psn,
-                        rewind,
-                        depth,
-                        gap,
-                    });
+                    match &mut self.unsure {
+                        Some(run) if joins => {
+                            run.next = add(psn, 1);
+                            run.count += 1;
+                        }
+                        waiting => {
+                            if waiting.is_some() {
+                                settled = Some(Settled::Resent);
+                            }
+                            *waiting = Some(Unsure {
+                                psn,
+                                next: add(psn, 1),
+                                count: 1,
+                                rewind,
+                                depth,
+                                gap,
+                                ts: at.ts,
+                            });
+                        }
+                    }
                     unsure = true;
                 }
                 step
@@ -455,7 +513,7 @@ impl RequestPsns {
                 };
             }
         } else {
-            self.resend(psn, false)
+            self.resend(psn, false, at)
         };
         // A resumed READ is kept whatever its width, so that its resend is known for one.
         if let Some(reth) = read.filter(|_| width > 1 || resumed.is_some()) {
@@ -463,6 +521,21 @@ impl RequestPsns {
         }
         self.follow_go_back(psn, step);
         let end = add(psn, width);
+        self.resent_to = match step {
+            Step::Retransmit { rewind: true, .. } => Some(ResentTo {
+                next: end,
+                ts: at.ts,
+            }),
+            Step::Retransmit { .. } if self.resent_to.is_some_and(|r| r.next == psn) => {
+                Some(ResentTo {
+                    next: end,
+                    ts: at.ts,
+                })
+            }
+            // New requests: the go-back-N is over.
+            Step::InOrder | Step::Gap { .. } => None,
+            _ => self.resent_to,
+        };
         self.prev_next = end;
         if diff(end, self.next) > 0 {
             self.next = end;
@@ -514,19 +587,39 @@ impl RequestPsns {
         }
     }
 
-    /// The unsure request `u` was followed by one at `psn`: the same PSN again means the first copy had
-    /// been held up and this is the resend; anything else, that it was the resend.
-    fn settle_unsure(&mut self, u: Unsure, psn: u32) -> Settled {
-        if psn != u.psn {
-            return Settled::Resent;
+    /// The unsure run `u` was followed by a request at `psn`: the run's first PSN again means its first
+    /// copies had been held up and this is the resend; the PSN after the run, a first copy of the same
+    /// gap, may join it; a new PSN tells nothing yet; anything else, or the reorder window's end, that
+    /// they were resent.
+    fn settle_unsure(&mut self, u: Unsure, psn: u32, at: Arrival) -> Told {
+        if psn == u.psn {
+            return Told::Settled(self.held_up(u, psn));
         }
-        self.retransmitted -= 1;
+        let soon = at.ts.saturating_sub(u.ts) <= at.reorder_window;
+        let joins = psn == u.next
+            && u.count < UNSURE_RUN
+            && !self.seen.contains(psn)
+            && self.recent_gap_skipping(psn, at) == Some(u.gap);
+        if soon && (joins || diff(psn, self.highest) > 0) {
+            return Told::Waits { joins };
+        }
+        Told::Settled(Settled::Resent)
+    }
+
+    /// The unsure run `u` was held up on the way; `psn`, its first PSN again, is the resend.
+    fn held_up(&mut self, u: Unsure, psn: u32) -> Settled {
+        self.retransmitted = self.retransmitted.saturating_sub(u64::from(u.count));
         self.episodes -= u64::from(u.rewind);
-        let closes_gap = self.count_reordered(u.depth, u.gap);
+        let mut closes_gap = None;
+        for i in 0..u.count {
+            closes_gap = closes_gap.or(self.count_reordered(u.depth.saturating_sub(i), u.gap));
+        }
         // The resend starts the go-back-N the NAK asked for.
         self.prev_next = add(psn, 1);
+        self.resent_to = None;
         Settled::HeldUp {
             depth: u.depth,
+            count: u.count,
             closes_gap,
         }
     }
@@ -657,7 +750,7 @@ impl RequestPsns {
 
     /// A request behind the expected PSN that is not a reuse: a retransmission (`resumed`: a READ resumed
     /// mid-message).
-    fn resend(&mut self, psn: u32, resumed: bool) -> Step {
+    fn resend(&mut self, psn: u32, resumed: bool, at: Arrival) -> Step {
         // A resend of a PSN shortly before the first one seen (within a window): its first copy was
         // lost before the capture point, or the capture started after it. The flow's PSN space starts
         // there. (Far behind is not a resend: a new connection on the QP number.)
@@ -667,8 +760,13 @@ impl RequestPsns {
         }
         let duplicate = self.seen_before(psn);
         // Going back starts an episode; a skip forward within the resends is a resend lost before the
-        // capture point, not a new go-back-N.
-        let rewind = diff(psn, self.prev_next) < 0;
+        // capture point, not a new go-back-N, and so is the resend after the last one of a go-back-N that
+        // others came between, soon after it (the network held it up), unless a NAK asks for it.
+        let continues = self
+            .resent_to
+            .is_some_and(|r| r.next == psn && at.ts.saturating_sub(r.ts) <= at.reorder_window)
+            && self.nak_from.is_none_or(|p| diff(psn, p) < 0);
+        let rewind = diff(psn, self.prev_next) < 0 && !continues;
         self.retransmitted += 1;
         self.duplicates += u64::from(duplicate);
         self.episodes += u64::from(rewind);
@@ -1235,6 +1333,7 @@ mod tests {
             got[4].settled,
             Some(Settled::HeldUp {
                 depth: 1,
+                count: 1,
                 closes_gap: Some(3)
             })
         );
@@ -1312,22 +1411,36 @@ mod tests {
     }
 
     /// A go-back-N for a NAK runs from the PSN it named to the highest PSN sent: every first copy in it
-    /// may be its resend (taken as one until the next request tells); past it, a NAK answered long ago
+    /// may be its resend (taken as one until the requests after it tell); past it, a NAK answered long ago
     /// makes nothing a resend.
     #[test]
     fn a_first_copy_inside_a_go_back_n_may_be_a_resend_one_after_it_is_held_up() {
         let q = |p| (p, false);
-        // 1, 2, 5 (3, 4 lost), NAK 3, go-back-N 3, 4, then 6: both resends, the gap stays.
+        // 1, 2, 5 (3, 4 lost), NAK 3, go-back-N 3, 4, then 6, 7 and the reorder window's end: both
+        // resends, the gap stays.
         let mut t = RequestPsns::default();
-        let got = feed(&mut t, &[q(1), q(2), q(5), (3, true), q(4), q(6)], 5);
-        assert!(got[3].unsure && got[4].unsure);
-        assert_eq!(got[4].settled, Some(Settled::Resent));
-        assert_eq!(got[5].settled, Some(Settled::Resent));
+        let got = feed(&mut t, &[q(1), q(2), q(5), (3, true), q(4), q(6), q(7)], 5);
+        assert!(got[3].unsure && got[4].unsure, "3 and 4 are one run");
+        assert_eq!(got[4].settled, None);
+        assert_eq!(got[5].settled, None, "a new PSN tells nothing");
         assert_eq!(got[5].step, Step::InOrder);
+        let late = Arrival {
+            ts: 9 * MS,
+            reorder_window: 5 * MS,
+        };
+        assert_eq!(
+            t.request(8, Some(1), None, None, late).settled,
+            Some(Settled::Resent)
+        );
         assert_eq!(
             (t.retransmitted, t.reordered, t.gap_events, t.missing),
             (2, 0, 1, 2)
         );
+        // The same go-back-N going on into a PSN seen before (5): resends, at once.
+        let mut t = RequestPsns::default();
+        let got = feed(&mut t, &[q(1), q(2), q(5), (3, true), q(4), q(5)], 5);
+        assert_eq!(got[5].settled, Some(Settled::Resent));
+        assert_eq!((t.retransmitted, t.reordered), (3, 0));
         // The NAK for 3 answered by the go-back-N 3, 4, 5; then 8 skips 6 and 7, which come soon after:
         // held up.
         let mut t = RequestPsns::default();
@@ -1336,6 +1449,109 @@ mod tests {
         assert_eq!(got[7].step, Step::Reordered { depth: 2 });
         assert_eq!(got[8].step, Step::Reordered { depth: 1 });
         assert_eq!(got[8].closes_gap, Some(6));
+    }
+
+    /// The lab's write_reorder_req (testdata/lab, frames 37-46): 4 and 5 held up by the network behind
+    /// 6, a NAK for 4, then 4 and 5 (the first copies, late), 7 (new), and 4 again, the NAK's resend.
+    /// The first 4 and 5 were held up, not a go-back-N; the second 4 begins the one the NAK asked for.
+    #[test]
+    fn a_run_of_late_first_copies_is_held_up_when_its_first_psn_comes_again() {
+        let q = |p| (p, false);
+        let mut t = RequestPsns::default();
+        let got = feed(
+            &mut t,
+            &[q(1), q(2), q(3), q(6), (4, true), q(5), q(7), q(4)],
+            5,
+        );
+        assert!(got[4].unsure && got[5].unsure);
+        assert_eq!((got[5].settled, got[6].settled), (None, None));
+        assert_eq!(
+            got[7].settled,
+            Some(Settled::HeldUp {
+                depth: 2,
+                count: 2,
+                closes_gap: Some(4)
+            })
+        );
+        assert!(matches!(
+            got[7].step,
+            Step::Retransmit {
+                duplicate: true,
+                rewind: true,
+                ..
+            }
+        ));
+        // Nothing was lost: the gap closed; one resend, one go-back-N.
+        assert_eq!(
+            (
+                t.reordered,
+                t.retransmitted,
+                t.episodes,
+                t.gap_events,
+                t.missing
+            ),
+            (2, 1, 1, 0, 0)
+        );
+    }
+
+    /// A go-back-N from 3 (resends 3, 4) with three resends of later PSNs (7, 8, 9) held up among them:
+    /// 5, the next of the go-back-N, soon after, goes on with it; long after (a timer), it begins
+    /// another.
+    #[test]
+    fn the_next_resend_of_a_go_back_n_after_others_goes_on_with_it() {
+        let q = |p| (p, false);
+        let psns = [
+            q(1),
+            q(2),
+            q(3),
+            q(4),
+            q(5),
+            q(6),
+            q(7),
+            q(8),
+            q(9),
+            q(10),
+            q(3),
+            q(4),
+        ];
+        let mut t = RequestPsns::default();
+        let mut got = feed(&mut t, &psns, 5);
+        for (i, p) in [7, 8, 9, 5].into_iter().enumerate() {
+            let at = Arrival {
+                ts: (12 + i as u64) * MS / 4 + 11 * MS,
+                reorder_window: 5 * MS,
+            };
+            got.push(t.request(p, Some(1), None, None, at));
+        }
+        let rewinds: Vec<bool> = got[10..]
+            .iter()
+            .map(|g| matches!(g.step, Step::Retransmit { rewind: true, .. }))
+            .collect();
+        assert_eq!(rewinds, [true, false, false, false, false, false]);
+        assert_eq!(t.episodes, 1);
+        let mut t = RequestPsns::default();
+        feed(&mut t, &psns, 5);
+        for p in [7, 8, 9] {
+            t.request(
+                p,
+                Some(1),
+                None,
+                None,
+                Arrival {
+                    ts: 12 * MS,
+                    reorder_window: 5 * MS,
+                },
+            );
+        }
+        let late = Arrival {
+            ts: 40 * MS,
+            reorder_window: 5 * MS,
+        };
+        let step = t.request(5, Some(1), None, None, late).step;
+        assert!(
+            matches!(step, Step::Retransmit { rewind: true, .. }),
+            "{step:?}"
+        );
     }
 
     #[test]

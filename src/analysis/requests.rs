@@ -1,8 +1,9 @@
 //! The requester's side of a flow: each request's PSN step, its messages, its timing.
 use parsers::frame::Frame;
 use parsers::opcode::{Position, Transport};
+use smallvec::SmallVec;
 
-use super::diagnosis::{Rc, Repeat, Resend, UnsureRequest, timeout_exponent};
+use super::diagnosis::{Rc, Repeat, Resend, UnsureRequest, UnsureRun, timeout_exponent};
 use super::events::{Event, Kind};
 use super::flow::{Awaits, Outstanding, PendingRead, Timing};
 use super::psn::{self, Arrival, ReadReth, SeenWindow, Settled, Step};
@@ -70,14 +71,18 @@ impl Engine {
             });
         }
         if taken.unsure {
-            // Its events wait for the next request, which tells whether it was resent or held up.
-            f.rc.unsure = Some(UnsureRequest {
-                frame: number,
-                ts,
-                psn: bth.psn,
+            // Its events wait for the requests after it, which tell whether it was resent or held up.
+            let request = UnsureRequest { frame: number, ts };
+            let highest = f.psn.highest;
+            let run = f.rc.unsure.get_or_insert_with(|| UnsureRun {
                 step,
-                payload,
+                psn: bth.psn,
+                highest,
+                requests: SmallVec::new(),
+                payload: 0,
             });
+            run.requests.push(request);
+            run.payload += payload;
         } else {
             self.step_events(id, number, ts, bth.psn, step, reliable);
         }
@@ -136,19 +141,27 @@ impl Engine {
         class
     }
 
-    /// The request after an unsure one (or the flow's end) told what it was: resent (its go-back-N events
-    /// come now) or held up on the way (reordered, and its retransmitted bytes were not).
+    /// The requests after an unsure run (or the flow's end) told what it was: resent (the go-back-N events
+    /// of its first come now) or held up on the way (reordered, and their retransmitted bytes were not).
     pub(super) fn settle_unsure(&mut self, id: FlowId, settled: Settled, reliable: bool) {
         let Some(u) = self.flows[id].rc.unsure.take() else {
             return;
         };
         match settled {
-            Settled::Resent => self.step_events(id, u.frame, u.ts, u.psn, u.step, reliable),
-            Settled::HeldUp { depth, closes_gap } => {
+            Settled::Resent => {
+                if let Some(first) = u.requests.first() {
+                    self.step_events(id, first.frame, first.ts, u.psn, u.step, reliable);
+                }
+            }
+            Settled::HeldUp {
+                depth, closes_gap, ..
+            } => {
                 let f = &mut self.flows[id];
                 f.retransmitted_bytes = f.retransmitted_bytes.saturating_sub(u.payload);
-                let highest = f.psn.highest;
-                self.reordered(id, u.frame, u.ts, u.psn, highest, depth);
+                for (i, r) in (0u32..).zip(&u.requests) {
+                    let psn = psn::add(u.psn, i);
+                    self.reordered(id, r.frame, r.ts, psn, u.highest, depth.saturating_sub(i));
+                }
                 if let Some(gap) = closes_gap {
                     self.gap_filled(id, gap);
                 }
@@ -208,8 +221,8 @@ impl Engine {
                 let f = &mut self.flows[id];
                 f.rc.went_back = Some((psn, ts));
                 let behind = (-psn::diff(psn, f.psn.next)) as u32;
-                // Each NAK since the last go-back-N explains one.
-                let nak = f.naks.on_go_back();
+                // A NAK not yet answered explains it.
+                let nak = f.naks.on_go_back(psn, ts, self.cfg.nak_held_up());
                 let after_nak_us = nak.map(|nak| ts.saturating_sub(nak) / 1000);
                 let after_progress_us = ts.saturating_sub(f.progress_ts) / 1000;
                 self.raise(event(Kind::GoBackN {

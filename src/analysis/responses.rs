@@ -181,7 +181,7 @@ impl Engine {
         if let Some(r) = requester {
             let f = &mut self.flows[r];
             f.psn.nak(psn);
-            f.naks.on_nak(ts);
+            f.naks.on_nak(ts, psn);
             f.rc.rnr = Some(Repeat::again(f.rc.rnr, psn, ts, number));
             f.rc.rnr_timer_us = u64::from(timer_us);
         }
@@ -216,7 +216,7 @@ impl Engine {
             if code == NakCode::PsnSequenceError {
                 f.psn.nak(psn);
             }
-            f.naks.on_nak(ts);
+            f.naks.on_nak(ts, psn);
             // A NAK for PSN n acknowledges every PSN before n (a READ or atomic before it is resent for
             // this NAK, not for an implied one).
             self.acknowledged(r, psn::add(psn, u32::MAX), ts, None);
@@ -468,7 +468,7 @@ impl Engine {
         self.count_implied_nak(id, number, ts, expected, got);
         let f = &mut self.flows[r];
         f.psn.nak(expected);
-        f.naks.on_nak(ts);
+        f.naks.on_nak(ts, expected);
     }
 
     fn count_implied_nak(&mut self, id: FlowId, number: u64, ts: u64, expected: u32, got: u32) {

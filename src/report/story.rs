@@ -271,8 +271,8 @@ impl<'r> Story<'r> {
                 many(u64::from(deepest), "PSN")
             ));
         }
-        let answered = |kind| self.theirs.iter().filter(|e| e.kind == kind).count() as u64;
-        let (rnr_naks, naks) = (answered("rnr_nak"), answered("nak"));
+        // The responder's counts, not its events (the list keeps a few of each kind per flow).
+        let (rnr_naks, naks) = self.pair.map_or((0, 0), |p| (p.rnr_naks, p.naks.total()));
         let storm = self.first_theirs("rnr_storm").is_some();
         let sent: Vec<String> = [(rnr_naks, "RNR NAK"), (naks, "NAK")]
             .into_iter()
