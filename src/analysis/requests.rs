@@ -231,8 +231,9 @@ impl Engine {
                     after_nak_us,
                     after_progress_us,
                 }));
-                if nak.is_none() {
-                    let timeout = self.timed_out(id, number, ts, psn);
+                if nak.is_none()
+                    && let Some(timeout) = self.timed_out(id, number, ts, psn)
+                {
                     self.raise(event(timeout));
                 }
             }
@@ -255,8 +256,11 @@ impl Engine {
     }
 
     /// A go-back-N to `psn` that no NAK explains: the requester's local ACK timer fired. The interval runs
-    /// from the last time this PSN was sent (its first send, or its last resend).
-    fn timed_out(&mut self, id: FlowId, number: u64, ts: u64, psn: u32) -> Kind {
+    /// from the last time this PSN was sent (its first send, or its last resend). Within the reorder
+    /// window (below any local ACK timeout in use) no timer fired: a resend whose NAK the capture missed,
+    /// or one held up on the way; the go-back-N stands, no timeout is told.
+    fn timed_out(&mut self, id: FlowId, number: u64, ts: u64, psn: u32) -> Option<Kind> {
+        let reorder_window = self.cfg.reorder_window_nanos;
         let f = &mut self.flows[id];
         let last_sent = match f.rc.resent {
             Some(r) if r.psn == psn => r.ts,
@@ -267,16 +271,19 @@ impl Engine {
                 .find(|o| o.psn == psn)
                 .map_or(f.progress_ts, |o| o.sent),
         };
+        let interval = ts.saturating_sub(last_sent);
+        if interval < reorder_window {
+            return None;
+        }
         let resent = Repeat::again(f.rc.resent, psn, ts, number);
         f.rc.resent = Some(resent);
-        let interval = ts.saturating_sub(last_sent);
         f.rc.timer_ns = interval;
-        Kind::TimeoutRetransmission {
+        Some(Kind::TimeoutRetransmission {
             psn,
             interval_us: interval / 1000,
             timeout_exp: timeout_exponent(interval),
             retry: resent.count,
-        }
+        })
     }
 
     /// A request far from the PSN the flow expects, after the flow was idle longer than the stall time, is a
