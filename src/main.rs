@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         #[cfg(feature = "export")]
         Command::Export(a) => commands::export::run(&a.config()),
         Command::Capture(a) => run(a.config().map(|c| commands::capture::run(&c))),
+        Command::Monitor(a) => run(a.config().map(|c| commands::capture::run(&c))),
         Command::Tui(a) => run(a.config().map(|c| commands::tui::run(&c))),
         Command::Doctor(a) => commands::doctor::run(&a.config()),
         Command::Counters(a) => commands::counters::run(&a.config()),

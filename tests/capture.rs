@@ -1095,3 +1095,143 @@ fn reports_every_10_ms_honour_duration_and_sigterm() {
         "a report line by 1.5 s: {stderr:?}"
     );
 }
+
+/// `ip netns exec NS curl` of Prometheus' instant query API for `query`: the values of the series it
+/// returns (none: an empty list).
+fn promql(ns: &str, query: &str) -> Vec<f64> {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns,
+            "curl",
+            "-s",
+            "--max-time",
+            "5",
+            "--get",
+        ])
+        .args(["--data-urlencode", &format!("query={query}")])
+        .arg("http://127.0.0.1:9090/api/v1/query")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v["data"]["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["value"][1].as_str()?.parse().ok())
+        .collect()
+}
+
+/// A real Prometheus (Debian's package) scrapes `rocescope monitor` on the veth pair every second while
+/// known RC SENDs flow: QP 12 with PSNs 1, 2, 4 (3 skipped: one gap, one PSN missing) and 5, PSN 4 CE-marked,
+/// and QP 13 with PSNs 7 and 8. PromQL gives what was sent, and the bytes `analyze` counts in the frames
+/// monitor wrote (`-w`).
+#[test]
+fn prometheus_scrapes_what_monitor_sees() {
+    require_root();
+    let p = Pair::new(11, true);
+    // Prometheus and the endpoint talk over the namespace's loopback.
+    sh(&["ip", "-n", &p.a, "link", "set", "lo", "up"]);
+    let dir = tempdir("metrics");
+    let pcap = dir.join("monitor.pcap");
+    let _ = std::fs::remove_dir_all(dir.join("tsdb"));
+    let mut monitor = Command::new("ip")
+        .args(["netns", "exec", &p.a, bin(), "monitor", "-i", &p.va])
+        .args(["--metrics", "127.0.0.1:9464", "-w"])
+        .arg(&pcap)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = monitor.stderr.take().unwrap();
+    let (tx, said) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(err).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let said = said.recv_timeout(Duration::from_secs(20));
+    if said.is_err() {
+        let _ = monitor.kill();
+    }
+    assert_eq!(
+        said.as_deref().map(str::trim),
+        Ok("rocescope: metrics at http://127.0.0.1:9464/metrics")
+    );
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: rocescope\n    static_configs:\n      - targets: ['127.0.0.1:9464']\n",
+    )
+    .unwrap();
+    let mut prometheus = Command::new("ip")
+        .args(["netns", "exec", &p.a, "prometheus"])
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
+        .arg("--web.listen-address=127.0.0.1:9090")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus (apt-get install prometheus; scripts/test installs it)");
+    let (a, b) = (&p.ip_a, &p.ip_b);
+    send_from(
+        &p.b,
+        &format!("{b} {a} 4791 12 1,2,4c,5;{b} {a} 4791 13 7,8"),
+    );
+    let pair = format!("src=\"{b}\",dst=\"{a}\"");
+    let sum = |metric: &str| promql(&p.a, &format!("sum(rdma_roce_{metric}_total{{{pair}}})"));
+    let until = Instant::now() + Duration::from_secs(40);
+    while sum("packets") != [6.0] && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let got: Vec<(&str, Vec<f64>)> = [
+        "packets",
+        "requests",
+        "flows_seen",
+        "psn_gaps",
+        "missing_psns",
+        "ce_marked_packets",
+        "retransmitted_requests",
+        "naks",
+    ]
+    .into_iter()
+    .map(|m| (m, sum(m)))
+    .collect();
+    let want = [
+        ("packets", vec![6.0]),
+        ("requests", vec![6.0]),
+        ("flows_seen", vec![2.0]),
+        ("psn_gaps", vec![1.0]),
+        ("missing_psns", vec![1.0]),
+        ("ce_marked_packets", vec![1.0]),
+        ("retransmitted_requests", vec![0.0]),
+        ("naks", vec![0.0]),
+    ];
+    let flows = promql(&p.a, "sum(rdma_roce_flows)");
+    let bytes = sum("wire_bytes");
+    let up = promql(&p.a, "up{job=\"rocescope\"}");
+    let _ = prometheus.kill();
+    let _ = prometheus.wait();
+    // SAFETY: kill(2) on our child's pid.
+    unsafe { libc::kill(monitor.id() as i32, libc::SIGTERM) };
+    let st = monitor.wait().unwrap();
+    assert_eq!(got, want);
+    assert_eq!(up, [1.0], "the scrape succeeded (OpenMetrics parsed)");
+    assert_eq!(flows, [2.0], "flows in the table, all states");
+    assert!(st.success(), "monitor: {st}");
+    let r = analyze(&pcap);
+    let analyzed: u64 = r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        bytes,
+        [analyzed as f64],
+        "the bytes analyze counts in monitor's file"
+    );
+}

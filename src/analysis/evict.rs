@@ -158,6 +158,8 @@ impl Engine {
         e.cnp += f.cnp;
         let p = f.priority(&self.cfg.dscp_map).map_or(8, usize::from);
         e.by_priority[p.min(8)].add(f);
+        let key = self.pair_of(f);
+        self.evicted_pairs.add(key, f);
     }
 }
 

@@ -62,6 +62,15 @@ pub struct NakCounts {
 }
 
 impl NakCounts {
+    pub fn add(&mut self, o: &NakCounts) {
+        self.psn_seq_err += o.psn_seq_err;
+        self.invalid_request += o.invalid_request;
+        self.remote_access += o.remote_access;
+        self.remote_op += o.remote_op;
+        self.invalid_rd_request += o.invalid_rd_request;
+        self.reserved += o.reserved;
+    }
+
     pub fn total(&self) -> u64 {
         self.psn_seq_err
             + self.invalid_request
@@ -415,6 +424,17 @@ pub enum State {
 }
 
 impl State {
+    pub const ALL: [State; 8] = [
+        State::Ok,
+        State::Congested,
+        State::Lossy,
+        State::Misconnected,
+        State::Violation,
+        State::Stalled,
+        State::GaveUp,
+        State::NoResponse,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             State::Ok => "ok",

@@ -18,6 +18,7 @@ mod requests;
 mod responses;
 pub mod series;
 pub mod table;
+pub mod tally;
 
 use parsers::frame::{Addr, Frame, Roce};
 use parsers::icrc::IcrcStatus;
@@ -251,6 +252,8 @@ pub struct Engine {
     conn_index: FxHashMap<FlowKey, (u32, u8)>,
     /// What the flows evicted carried.
     pub evicted: Evicted,
+    /// What they carried by host pair and priority.
+    evicted_pairs: tally::PairTally,
     /// The priorities the RoCE flows finished so far were on (bit p: priority p), for
     /// `pause_on_idle_priority`.
     carried: u8,
@@ -297,6 +300,7 @@ impl Engine {
             connections: connections::Connections::default(),
             conn_index: FxHashMap::default(),
             evicted: Evicted::default(),
+            evicted_pairs: tally::PairTally::default(),
             carried: 0,
             mirror: mirror::MirrorWindow::new(cfg.mirror_window_nanos),
             clock: clock::Clock::default(),

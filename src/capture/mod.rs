@@ -10,6 +10,7 @@ use crate::pipeline;
 use crate::source::LiveConfig;
 
 pub mod annotate;
+pub mod endpoint;
 pub mod ring;
 #[cfg(all(feature = "live", unix))]
 pub mod session;

@@ -51,6 +51,9 @@ pub enum Command {
     /// Live capture (libpcap) with the same analysis as `analyze`, optionally written to a file and
     /// optionally around a command (`-- COMMAND ARGS...`).
     Capture(CaptureArgs),
+    /// A headless live capture for long runs: the analysis as OpenMetrics at http://ADDR:PORT/metrics
+    /// for Prometheus (docs/metrics.md), until a signal or --duration; no report.
+    Monitor(MonitorArgs),
     /// Verbs traffic generator (libibverbs, loaded at run time): `gen loopback` runs RC QP pairs on two
     /// devices of this host against each other, with a data check and the QPNs/PSNs to match a capture.
     #[cfg(all(feature = "rdma", target_os = "linux"))]
@@ -723,12 +726,68 @@ pub struct CaptureArgs {
     pub display: DisplayFilterFlag,
     /// Show the capture in the terminal UI as it runs (the same as `rocescope tui -i IFACE`): space pauses
     /// the display, w saves the frames.
-    #[arg(long, conflicts_with_all = ["json", "command", "fail_on", "quiet"])]
+    #[arg(long, conflicts_with_all = ["json", "command", "fail_on", "quiet", "metrics"])]
     pub tui: bool,
+    /// Serve the analysis so far as OpenMetrics at http://ADDR:PORT/metrics (docs/metrics.md).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// A command to run once the capture is active: the capture stops `--grace` seconds after it exits,
     /// and the exit status is the command's (unless --fail-on fires).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `rocescope monitor` options.
+#[derive(Args, Debug, Clone)]
+pub struct MonitorArgs {
+    /// Interface to capture on (`any`: every interface, Linux cooked capture).
+    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
+    pub interface: String,
+    /// Where to serve the metrics: http://ADDR:PORT/metrics.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: std::net::SocketAddr,
+    #[command(flatten)]
+    pub live: LiveFlags,
+    #[command(flatten)]
+    pub roce: RoceFlags,
+    /// Stop after this many seconds (default: at SIGINT or SIGTERM).
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub duration: Option<f64>,
+    #[command(flatten)]
+    pub analysis: AnalysisFlags,
+    /// Analyse only the frames this display filter passes (as `analyze -Y`).
+    #[command(flatten)]
+    pub display: DisplayFilterFlag,
+}
+
+impl MonitorArgs {
+    pub fn config(&self) -> Result<commands::capture::Config, ConfigError> {
+        let session = capture::Config {
+            live: self.live.config(&self.interface, self.roce.port),
+            pipeline: pipeline::Config {
+                filter: self.display.filter(true)?,
+                ..pipeline_config(&self.roce, &self.analysis)
+            },
+            write: self.live.write.clone(),
+            rotation: self.live.rotation(),
+            count: None,
+            duration: self.duration.map(Duration::from_secs_f64),
+            ring: false,
+        };
+        Ok(commands::capture::Config {
+            session,
+            command: Vec::new(),
+            grace: Duration::ZERO,
+            quiet: true,
+            output: Output::Json,
+            fail_on: Vec::new(),
+            listing: Listing::default(),
+            reports: None,
+            tui: false,
+            metrics: Some(self.metrics),
+            report: false,
+        })
+    }
 }
 
 impl CaptureArgs {
@@ -761,6 +820,8 @@ impl CaptureArgs {
                 .zip(self.reports.clone())
                 .map(|(s, f)| (Duration::from_secs_f64(s), f)),
             tui: self.tui,
+            metrics: self.metrics,
+            report: true,
         })
     }
 }

@@ -25,6 +25,10 @@ pub struct Config {
     pub reports: Option<(Duration, std::path::PathBuf)>,
     /// The live terminal UI instead of the status line and the report.
     pub tui: bool,
+    /// Serve the metrics of the capture so far at http://ADDR/metrics.
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Write the report at the end (not `monitor`'s).
+    pub report: bool,
 }
 
 pub fn run(cfg: &Config) -> ExitCode {
@@ -57,6 +61,7 @@ mod live {
 
     use anyhow::Context;
     use rocescope::analysis::Engine;
+    use rocescope::capture::endpoint::Endpoint;
     use rocescope::capture::session::{Nic, Session, Watcher};
     use rocescope::host::counters::{Deltas, Snapshot};
     use rocescope::report::capture::{CaptureStats, CommandReport, StoppedBy};
@@ -116,9 +121,23 @@ mod live {
             Some((every, path)) => Some(Snapshots::open(*every, path, cfg)?),
             None => None,
         };
+        let endpoint = match cfg.metrics {
+            Some(addr) => {
+                let e = Endpoint::serve(addr).with_context(|| {
+                    format!(
+                        "cannot serve metrics on {addr} (in use? give --metrics another ADDR:PORT)"
+                    )
+                })?;
+                // Said even when quiet: where to scrape (the port the system chose for port 0).
+                eprintln!("rocescope: metrics at http://{}/metrics", e.addr());
+                Some(e)
+            }
+            None => None,
+        };
         let status = StatusLine {
             printout,
             reports,
+            endpoint,
             on: !cfg.quiet,
             tty,
             shown: false,
@@ -135,6 +154,13 @@ mod live {
             eprintln!("rocescope: {e}");
         }
         let command = wrapped.map(|mut w| w.report(&ended.engine));
+        if !cfg.report {
+            return Ok(if ended.stats.stopped_by == StoppedBy::WriteError {
+                1
+            } else {
+                0
+            });
+        }
         let mut report = Report::build_listing(
             &ended.engine,
             &format!("live capture on {}", cfg.session.live.interface),
@@ -379,6 +405,8 @@ mod live {
         printout: Option<Arc<Mutex<printout::Reader>>>,
         /// `--report-every`.
         reports: Option<Snapshots>,
+        /// `--metrics`: what it serves, published at every look.
+        endpoint: Option<Endpoint>,
         on: bool,
         tty: bool,
         shown: bool,
@@ -401,6 +429,9 @@ mod live {
         fn look(&mut self, engine: &Engine, stats: &CaptureStats, nic: &Nic) -> ControlFlow<()> {
             if let Some(r) = &mut self.reports {
                 r.look(engine, stats);
+            }
+            if let Some(e) = &self.endpoint {
+                e.publish(report::metrics::render(engine, stats, Some(nic.now)));
             }
             if !self.on {
                 return ControlFlow::Continue(());

@@ -5,6 +5,7 @@ pub mod connections;
 pub mod counters;
 pub mod format;
 pub mod listing;
+pub mod metrics;
 pub mod rank;
 pub mod story;
 pub mod text;
