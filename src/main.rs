@@ -27,6 +27,8 @@ fn main() -> ExitCode {
         Command::Export(a) => commands::export::run(&a.config()),
         Command::Capture(a) => run(a.config().map(|c| commands::capture::run(&c))),
         Command::Monitor(a) => run(a.config().map(|c| commands::capture::run(&c))),
+        #[cfg(all(feature = "live", unix))]
+        Command::Extcap(a) => run(a.config().map(commands::extcap::run)),
         Command::Tui(a) => run(a.config().map(|c| commands::tui::run(&c))),
         Command::Doctor(a) => commands::doctor::run(&a.config()),
         Command::Counters(a) => commands::counters::run(&a.config()),

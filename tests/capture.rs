@@ -1235,3 +1235,140 @@ fn prometheus_scrapes_what_monitor_sees() {
         "the bytes analyze counts in monitor's file"
     );
 }
+
+/// Wireshark's tshark finds rocescope's interfaces through the entry `extcap --install` writes, captures
+/// through it as Wireshark does (`--extcap-interfaces`, `--extcap-config`, `--capture --fifo`), gets the
+/// frames sent, and the dialog's report option gives rocescope's analysis of them.
+#[test]
+fn tshark_captures_through_the_extcap() {
+    require_root();
+    let p = Pair::new(12, true);
+    let dir = tempdir("extcap");
+    let config = dir.join("wireshark");
+    let o = Command::new(bin())
+        .args(["extcap", "--install", "--install-dir"])
+        .arg(config.join("extcap"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let tshark = |args: &[&str]| {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &p.a, "tshark"])
+            .args(args)
+            .env("WIRESHARK_CONFIG_DIR", &config);
+        c
+    };
+    let listed = tshark(&["-D"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let entry = format!(
+        "rocescope-{} (RoCEv2 on {}, analysed by rocescope)",
+        p.va, p.va
+    );
+    assert!(
+        listed.lines().any(|l| l.ends_with(&format!(". {entry}"))),
+        "{entry} in tshark -D: {listed}"
+    );
+    let out = dir.join("tshark.pcapng");
+    let report = dir.join("report.json");
+    let _ = std::fs::remove_file(&report);
+    // Wireshark names an extcap option extcap.IFACE.OPTION, its punctuation made underscores or dropped.
+    let pref = format!(
+        "extcap.rocescope_{}.report:{}",
+        p.va.replace('-', "_"),
+        report.display()
+    );
+    let iface = format!("rocescope-{}", p.va);
+    let mut capture = tshark(&[
+        "-i",
+        &iface,
+        "-c",
+        "6",
+        "-a",
+        "duration:60",
+        "-o",
+        &pref,
+        "-w",
+    ])
+    .arg(&out)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    // The extcap's libpcap socket in the namespace: it captures from now on.
+    let until = Instant::now() + Duration::from_secs(30);
+    let socket = || {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &p.a, "cat", "/proc/net/packet"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).lines().count() > 1
+    };
+    while !socket() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(socket(), "the extcap opened no capture socket in 30 s");
+    let (a, b) = (&p.ip_a, &p.ip_b);
+    send_from(
+        &p.b,
+        &format!("{b} {a} 4791 12 1,2,4c,5;{b} {a} 4791 13 7,8"),
+    );
+    let until = Instant::now() + Duration::from_secs(60);
+    let st = loop {
+        match capture.try_wait().unwrap() {
+            Some(st) => break Some(st),
+            None if Instant::now() > until => break None,
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    };
+    if st.is_none() {
+        let _ = capture.kill();
+    }
+    assert!(st.is_some_and(|s| s.success()), "tshark: {st:?}");
+    let fields = Command::new("tshark")
+        .arg("-r")
+        .arg(&out)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "infiniband.bth.destqp",
+            "-e",
+            "infiniband.bth.psn",
+            "-e",
+            "ip.dsfield.ecn",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&fields.stdout),
+        "0x00000c\t1\t2\n0x00000c\t2\t2\n0x00000c\t4\t3\n0x00000c\t5\t2\n0x00000d\t7\t2\n0x00000d\t8\t2\n",
+        "the frames sent, in order, through Wireshark's FIFO"
+    );
+    // The report is written when the extcap has been told to stop: tshark does not wait for it.
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut r = None;
+    while r.is_none() && Instant::now() < until {
+        r = std::fs::read(&report)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let r = r.expect("the report the dialog's option asked for");
+    let mut flows: Vec<(u64, u64, u64, u64, u64)> = r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let n = |v: &Value| v.as_u64().unwrap();
+            (
+                n(&f["dest_qp"]),
+                n(&f["packets"]),
+                n(&f["psn"]["gap_events"]),
+                n(&f["psn"]["missing"]),
+                n(&f["ecn"]["ce"]),
+            )
+        })
+        .collect();
+    flows.sort();
+    assert_eq!(flows, [(12, 4, 1, 1, 1), (13, 2, 0, 0, 0)]);
+}

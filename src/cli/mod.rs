@@ -1,6 +1,8 @@
 //! The command line: every clap type and flag group (declared once, flattened where several subcommands
 //! take it), and the one place where flags become the typed configurations the library takes
 //! ([`analysis::Config`], [`pipeline::Config`], the capture session's, the TUI's, the dissector's).
+#[cfg(all(feature = "live", unix))]
+pub mod extcap;
 #[cfg(all(feature = "rdma", target_os = "linux"))]
 pub mod r#gen;
 #[cfg(all(feature = "rdma", target_os = "linux"))]
@@ -54,6 +56,10 @@ pub enum Command {
     /// A headless live capture for long runs: the analysis as OpenMetrics at http://ADDR:PORT/metrics
     /// for Prometheus (docs/metrics.md), until a signal or --duration; no report.
     Monitor(MonitorArgs),
+    /// Wireshark's extcap interface: Wireshark and tshark list rocescope-IFACE among their interfaces and
+    /// capture through rocescope, with its report and metrics (`rocescope extcap --install` once).
+    #[cfg(all(feature = "live", unix))]
+    Extcap(extcap::ExtcapArgs),
     /// Verbs traffic generator (libibverbs, loaded at run time): `gen loopback` runs RC QP pairs on two
     /// devices of this host against each other, with a data check and the QPNs/PSNs to match a capture.
     #[cfg(all(feature = "rdma", target_os = "linux"))]
@@ -785,7 +791,8 @@ impl MonitorArgs {
             reports: None,
             tui: false,
             metrics: Some(self.metrics),
-            report: false,
+            announce_metrics: true,
+            report: commands::capture::ReportTo::Nowhere,
         })
     }
 }
@@ -821,7 +828,8 @@ impl CaptureArgs {
                 .map(|(s, f)| (Duration::from_secs_f64(s), f)),
             tui: self.tui,
             metrics: self.metrics,
-            report: true,
+            announce_metrics: true,
+            report: commands::capture::ReportTo::Standard,
         })
     }
 }

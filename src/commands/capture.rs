@@ -27,8 +27,22 @@ pub struct Config {
     pub tui: bool,
     /// Serve the metrics of the capture so far at http://ADDR/metrics.
     pub metrics: Option<std::net::SocketAddr>,
-    /// Write the report at the end (not `monitor`'s).
-    pub report: bool,
+    /// Say where the metrics are, even when quiet (not to Wireshark, which takes an extcap's words on
+    /// standard error for an error).
+    pub announce_metrics: bool,
+    /// Where the report goes at the end.
+    pub report: ReportTo,
+}
+
+/// Where a capture's report goes when it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReportTo {
+    /// Nowhere (`monitor`: its figures are the metrics).
+    Nowhere,
+    /// Standard output, or standard error when `-w -` takes standard output.
+    Standard,
+    /// This file (`extcap --report`: Wireshark holds the extcap's standard output).
+    File(std::path::PathBuf),
 }
 
 pub fn run(cfg: &Config) -> ExitCode {
@@ -69,7 +83,7 @@ mod live {
     use rocescope::report::{self, Listing, Report};
     use rocescope::source::printout;
 
-    use super::Config;
+    use super::{Config, ReportTo};
 
     fn now_nanos() -> u64 {
         SystemTime::now()
@@ -128,8 +142,10 @@ mod live {
                         "cannot serve metrics on {addr} (in use? give --metrics another ADDR:PORT)"
                     )
                 })?;
-                // Said even when quiet: where to scrape (the port the system chose for port 0).
-                eprintln!("rocescope: metrics at http://{}/metrics", e.addr());
+                // Where to scrape (the port the system chose for port 0).
+                if cfg.announce_metrics {
+                    eprintln!("rocescope: metrics at http://{}/metrics", e.addr());
+                }
                 Some(e)
             }
             None => None,
@@ -154,7 +170,7 @@ mod live {
             eprintln!("rocescope: {e}");
         }
         let command = wrapped.map(|mut w| w.report(&ended.engine));
-        if !cfg.report {
+        if cfg.report == ReportTo::Nowhere {
             return Ok(if ended.stats.stopped_by == StoppedBy::WriteError {
                 1
             } else {
@@ -177,11 +193,17 @@ mod live {
             ..ended.stats
         });
         report.judge(&cfg.fail_on);
-        let to_stderr = cfg.session.write.as_deref() == Some(Path::new("-"));
-        if to_stderr {
-            report::write(io::stderr().lock(), &report, cfg.output)?;
-        } else {
-            report::write(io::stdout().lock(), &report, cfg.output)?;
+        match &cfg.report {
+            ReportTo::File(path) => {
+                let file = std::fs::File::create(path)
+                    .with_context(|| format!("cannot write the report to {}", path.display()))?;
+                report::write(file, &report, cfg.output)
+                    .with_context(|| format!("cannot write the report to {}", path.display()))?;
+            }
+            _ if cfg.session.write.as_deref() == Some(Path::new("-")) => {
+                report::write(io::stderr().lock(), &report, cfg.output)?
+            }
+            _ => report::write(io::stdout().lock(), &report, cfg.output)?,
         }
         if !report.verdict.failed_on.is_empty() {
             return Ok(report.exit_status());

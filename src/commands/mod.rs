@@ -7,6 +7,8 @@ pub mod dissect;
 pub mod doctor;
 #[cfg(feature = "export")]
 pub mod export;
+#[cfg(all(feature = "live", unix))]
+pub mod extcap;
 #[cfg(target_os = "linux")]
 pub mod inject;
 pub mod points;

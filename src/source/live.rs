@@ -175,6 +175,36 @@ pub fn default_filter(port: u16, ethernet: bool) -> String {
     }
 }
 
+/// The network interfaces libpcap can capture on, by name, in its order, and `any` (Wireshark's extcap
+/// lists them). On Linux, libpcap's other sources (nflog, nfqueue, D-Bus, Bluetooth) carry no RoCE: only
+/// the netdevs are kept.
+pub fn interfaces() -> Vec<String> {
+    let netdev = |name: &str| {
+        !cfg!(target_os = "linux")
+            || name == "any"
+            || std::path::Path::new("/sys/class/net").join(name).exists()
+    };
+    let mut names: Vec<String> = pcap::Device::list()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| d.name)
+        .filter(|n| netdev(n))
+        .collect();
+    names.dedup();
+    names
+}
+
+/// Whether libpcap compiles `filter` for frames of `linktype`, without capturing (Wireshark asks an extcap
+/// whether the capture filter typed in its dialog is valid).
+pub fn check_filter(filter: &str, linktype: u16) -> Result<(), LiveError> {
+    let bad = |e: pcap::Error| LiveError::BadFilter {
+        filter: filter.to_string(),
+        reason: libpcap_message(&e),
+    };
+    let dead = pcap::Capture::dead(pcap::Linktype(i32::from(linktype))).map_err(bad)?;
+    dead.compile(filter, true).map(drop).map_err(bad)
+}
+
 /// Why a live capture could not start: one line that says what is wrong and, where it can, how to fix it.
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
