@@ -90,6 +90,12 @@ struct PauseRun {
 }
 
 impl PriorityPause {
+    /// The pause in effect after the frames so far (since, until: nanoseconds), if one; it may have ended
+    /// by its quanta before the time of the newest frame (the trace's pause tracks).
+    pub fn in_effect(&self) -> Option<(u64, u64)> {
+        self.run.map(|r| (r.since, r.until))
+    }
+
     /// One PAUSE or PFC frame asking for `q` quanta (`pause_nanos` of them) at `ts`; returns the storm
     /// event of a pause that ended before it, if one was that long.
     fn frame(&mut self, at: (u64, u64), q: u16, pause_nanos: u64, storm: Storm) -> Option<Event> {

@@ -534,8 +534,12 @@ impl AnalyzeArgs {
 #[derive(Args, Debug, Clone)]
 pub struct ExportArgs {
     /// Write DIR/packets.parquet, DIR/flows.parquet and DIR/events.parquet (DIR is created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub parquet: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "trace")]
+    pub parquet: Option<PathBuf>,
+    /// Write a timeline of the captures to FILE in the Chrome trace format that Perfetto loads: a track per
+    /// flow with its messages, its go-back-N episodes and events, and the pauses per priority.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     #[command(flatten)]
     pub captures: ExportCaptures,
     /// The capture point every FILE was taken at (a host, a port, a mirror session): `capture.point`
@@ -566,7 +570,7 @@ pub struct ExportCaptures {
 
 #[cfg(feature = "export")]
 impl ExportArgs {
-    pub fn config(&self) -> rocescope::export::Config {
+    pub fn config(&self) -> commands::export::Config {
         use rocescope::export::Points;
         let c = &self.captures;
         let (files, points) = match &self.point {
@@ -574,11 +578,22 @@ impl ExportArgs {
             Some(name) => (c.files.clone(), Points::Named(name.clone())),
             None => (c.files.clone(), Points::EachFile),
         };
-        rocescope::export::Config {
-            dir: self.parquet.clone(),
-            files,
-            points,
-            pipeline: pipeline_config(&self.roce, &self.analysis),
+        let pipeline = pipeline_config(&self.roce, &self.analysis);
+        commands::export::Config {
+            tables: self.parquet.clone().map(|dir| rocescope::export::Config {
+                dir,
+                files: files.clone(),
+                points,
+                pipeline: pipeline.clone(),
+            }),
+            trace: self
+                .trace
+                .clone()
+                .map(|path| rocescope::export::trace::Config {
+                    path,
+                    files,
+                    pipeline,
+                }),
         }
     }
 }

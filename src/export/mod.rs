@@ -9,6 +9,7 @@ mod encode;
 mod events;
 mod packets;
 mod rows;
+pub mod trace;
 
 use std::path::{Path, PathBuf};
 
@@ -53,6 +54,12 @@ pub enum ExportError {
     Pipeline(#[from] pipeline::PipelineError),
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    #[error("cannot write the trace {}", .path.display())]
+    Trace {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// What to export, and how to analyse it.

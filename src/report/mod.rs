@@ -395,6 +395,9 @@ pub struct PausedSeriesReport {
 #[derive(Debug, Serialize)]
 pub struct EventReport {
     pub time: f64,
+    /// `time` exactly (the trace's instants).
+    #[serde(skip)]
+    pub ts_nanos: u64,
     pub severity: Severity,
     pub kind: &'static str,
     /// The flow's `id`; null once the flow was evicted.
@@ -478,6 +481,7 @@ impl Report {
             .kept()
             .map(|e| EventReport {
                 time: secs(e.ts_nanos),
+                ts_nanos: e.ts_nanos,
                 severity: e.kind.severity(),
                 kind: e.kind.name(),
                 flow: engine.number_of(e.flow),
