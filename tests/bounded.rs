@@ -210,3 +210,50 @@ fn plots_of_the_busy_flows_survive_evictions() {
     let _ = std::fs::remove_dir_all(&base);
     let _ = std::fs::remove_file(noisy);
 }
+
+/// A million one-packet flows, each between a host pair of its own, through the engine with its default
+/// table (evicting): the metrics keep the first 1,024 pairs apart and add up the rest as `other`, and
+/// every packet is counted once.
+#[test]
+fn metrics_of_a_million_host_pairs_stay_bounded() {
+    use parsers::builder::{Net, RoceFrame};
+    use parsers::frame::{LINKTYPE_ETHERNET, parse_frame};
+    use rocescope::analysis::{self, Engine, tally::PAIRS_KEPT};
+
+    const FLOWS: u32 = 1_000_000;
+    let mut engine = Engine::new(analysis::Config::default());
+    let mut f = RoceFrame::new(parsers::opcode::rc::SEND_ONLY);
+    f.payload = vec![0; 32];
+    let mut bytes = Vec::new();
+    for i in 0..FLOWS {
+        if let Net::V4(h) = &mut f.net {
+            h.src = [10, (i >> 16) as u8, (i >> 8) as u8, i as u8];
+            h.dst = [11, 0, 0, 1];
+        }
+        bytes.clear();
+        bytes.extend_from_slice(&f.build());
+        let frame = parse_frame(LINKTYPE_ETHERNET, &bytes, bytes.len(), &Default::default());
+        engine.ingest(u64::from(i) + 1, u64::from(i) * 1000, &frame);
+    }
+    let tally = engine.pair_tally();
+    assert_eq!(tally.pairs.len(), PAIRS_KEPT);
+    assert_eq!(tally.others.flows, u64::from(FLOWS) - PAIRS_KEPT as u64);
+    let text = rocescope::report::metrics::render(&engine, &Default::default(), None);
+    let packets: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with("rdma_roce_packets_total{"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(
+        packets.len(),
+        PAIRS_KEPT + 1,
+        "a series per pair kept, and the others'"
+    );
+    assert_eq!(packets.iter().sum::<f64>(), f64::from(FLOWS));
+    assert!(
+        text.lines().any(|l| l.starts_with(
+            "rdma_roce_packets_total{src=\"other\",dst=\"other\",priority=\"other\"} "
+        )),
+        "the others' series"
+    );
+}

@@ -159,7 +159,7 @@ impl Engine {
         let p = f.priority(&self.cfg.dscp_map).map_or(8, usize::from);
         e.by_priority[p.min(8)].add(f);
         let key = self.pair_of(f);
-        self.evicted_pairs.add(key, f);
+        self.evicted_pairs.add(key, f, &self.kept_pairs);
     }
 }
 

@@ -254,6 +254,8 @@ pub struct Engine {
     pub evicted: Evicted,
     /// What they carried by host pair and priority.
     evicted_pairs: tally::PairTally,
+    /// The host pairs the metrics keep apart.
+    kept_pairs: tally::KeptPairs,
     /// The priorities the RoCE flows finished so far were on (bit p: priority p), for
     /// `pause_on_idle_priority`.
     carried: u8,
@@ -301,6 +303,7 @@ impl Engine {
             conn_index: FxHashMap::default(),
             evicted: Evicted::default(),
             evicted_pairs: tally::PairTally::default(),
+            kept_pairs: tally::KeptPairs::default(),
             carried: 0,
             mirror: mirror::MirrorWindow::new(cfg.mirror_window_nanos),
             clock: clock::Clock::default(),
@@ -563,6 +566,7 @@ impl Engine {
         let id = self.flows.insert(|id| Flow::new(id, key, ts, number));
         self.index.insert(key, id);
         self.last = Some((key, id));
+        self.kept_pairs.note(key.src, key.dst);
         self.new_flow(id);
         id
     }

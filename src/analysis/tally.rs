@@ -1,15 +1,34 @@
 //! What the flows of each host pair carried on each priority, added up over the live flows and those
-//! evicted: the series of the metrics endpoint, in bounded memory (at most [`PAIRS_KEPT`] pairs; the flows
-//! of the pairs past them are added up as one).
+//! evicted: the series of the metrics endpoint, in bounded memory (the first [`PAIRS_KEPT`] host pairs seen
+//! apart, each on its priorities; the flows of every later pair added up as one, for the capture's life, so
+//! that no counter moves from one series to another).
 use std::collections::BTreeMap;
 
 use parsers::frame::Addr;
+use rustc_hash::FxHashSet;
 
 use super::Engine;
 use super::flow::{Flow, NakCounts};
 
-/// The host pairs and priorities kept apart.
+/// The host pairs kept apart.
 pub const PAIRS_KEPT: usize = 1024;
+
+/// The host pairs kept apart: the first [`PAIRS_KEPT`] seen, for good.
+#[derive(Debug, Default)]
+pub(crate) struct KeptPairs(FxHashSet<(Addr, Addr)>);
+
+impl KeptPairs {
+    /// A new flow from `src` to `dst`: its pair is kept apart while there is room.
+    pub(crate) fn note(&mut self, src: Addr, dst: Addr) {
+        if self.0.len() < PAIRS_KEPT {
+            self.0.insert((src, dst));
+        }
+    }
+
+    fn holds(&self, key: &PairKey) -> bool {
+        self.0.contains(&(key.src, key.dst))
+    }
+}
 
 /// A host pair (the flow's source and destination) on a priority (`None`: no PCP and no DSCP mapped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -79,15 +98,12 @@ pub struct PairTally {
 }
 
 impl PairTally {
-    pub(crate) fn add(&mut self, key: PairKey, f: &Flow) {
-        self.counts(key).add(f);
-    }
-
-    fn counts(&mut self, key: PairKey) -> &mut PairCounts {
-        if self.pairs.len() >= PAIRS_KEPT && !self.pairs.contains_key(&key) {
-            return &mut self.others;
+    pub(crate) fn add(&mut self, key: PairKey, f: &Flow, kept: &KeptPairs) {
+        if kept.holds(&key) {
+            self.pairs.entry(key).or_default().add(f);
+        } else {
+            self.others.add(f);
         }
-        self.pairs.entry(key).or_default()
     }
 }
 
@@ -108,7 +124,7 @@ impl Engine {
         let mut t = self.evicted_pairs.clone();
         for f in self.flows.iter() {
             let key = self.pair_of(f);
-            t.add(key, f);
+            t.add(key, f, &self.kept_pairs);
         }
         t
     }

@@ -1,7 +1,8 @@
-//! The metrics endpoint (`capture --metrics`, `monitor`): a listener on a thread of its own that answers
-//! every `GET /metrics` with the exposition the capture last published (once a second). Scrapes, however
-//! many and however slow, never reach the engine, and they are answered one at a time: its memory is one
-//! copy of the text and one request head, whatever the clients do.
+//! The metrics endpoint (`capture --metrics`, `monitor`): a listener served by a few threads of its own that
+//! answer every `GET /metrics` with the exposition the capture last published (once a second). Scrapes,
+//! however many and however slow, never reach the engine; at most [`WORKERS`] are answered at a time, each
+//! from the one shared copy of the text: its memory is that copy and a request head per worker, whatever the
+//! clients do (a client that sends nothing holds one worker for [`CLIENT_TIMEOUT`] at most).
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -13,11 +14,16 @@ use crate::report::metrics::CONTENT_TYPE;
 const HEAD_MAX: usize = 8192;
 /// How long a client may take to send its request or read the answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections answered at once.
+pub const WORKERS: usize = 4;
+
+/// The text served: replaced whole at each publication, shared by the answers under way.
+type Shared = Arc<Mutex<Arc<str>>>;
 
 /// Where the capture publishes the text the endpoint serves.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
-    text: Arc<Mutex<String>>,
+    text: Shared,
     addr: SocketAddr,
 }
 
@@ -27,16 +33,20 @@ impl Endpoint {
     pub fn serve(addr: SocketAddr) -> io::Result<Endpoint> {
         let listener = TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
-        let text = Arc::new(Mutex::new("# EOF\n".to_string()));
-        let served = Arc::clone(&text);
-        std::thread::Builder::new()
-            .name("metrics".into())
-            .spawn(move || {
-                for stream in listener.incoming().flatten() {
-                    // A client that fails is that client's problem.
-                    let _ = answer(stream, &served);
-                }
-            })?;
+        let text: Shared = Arc::new(Mutex::new(Arc::from("# EOF\n")));
+        for _ in 0..WORKERS {
+            let listener = listener.try_clone()?;
+            let served = Arc::clone(&text);
+            std::thread::Builder::new()
+                .name("metrics".into())
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    for stream in listener.incoming().flatten() {
+                        // A client that fails is that client's problem.
+                        let _ = answer(stream, &served);
+                    }
+                })?;
+        }
         Ok(Endpoint { text, addr })
     }
 
@@ -47,12 +57,12 @@ impl Endpoint {
 
     pub fn publish(&self, text: String) {
         if let Ok(mut t) = self.text.lock() {
-            *t = text;
+            *t = Arc::from(text);
         }
     }
 }
 
-fn answer(mut stream: TcpStream, text: &Mutex<String>) -> io::Result<()> {
+fn answer(mut stream: TcpStream, text: &Mutex<Arc<str>>) -> io::Result<()> {
     stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
     stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
     let head = read_head(&mut stream)?;
@@ -62,28 +72,31 @@ fn answer(mut stream: TcpStream, text: &Mutex<String>) -> io::Result<()> {
     let path = target.split('?').next().unwrap_or("");
     let (status, body, kind) = match (method, path) {
         ("GET" | "HEAD", "/metrics") => {
-            let body = text.lock().map(|t| t.clone()).unwrap_or_default();
+            let body = text
+                .lock()
+                .map(|t| Arc::clone(&t))
+                .unwrap_or_else(|_| Arc::from(""));
             ("200 OK", body, CONTENT_TYPE)
         }
         ("GET" | "HEAD", _) => (
             "404 Not Found",
-            "metrics are at /metrics\n".into(),
+            Arc::from("metrics are at /metrics\n"),
             "text/plain",
         ),
         _ => (
             "405 Method Not Allowed",
-            "GET /metrics\n".into(),
+            Arc::from("GET /metrics\n"),
             "text/plain",
         ),
     };
-    let mut out = format!(
+    let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
+    stream.write_all(head.as_bytes())?;
     if method != "HEAD" {
-        out.push_str(&body);
+        stream.write_all(body.as_bytes())?;
     }
-    stream.write_all(out.as_bytes())?;
     stream.flush()
 }
 
@@ -129,5 +142,49 @@ mod tests {
         // A client that sends nothing and goes does not stop the endpoint.
         drop(TcpStream::connect(e.addr()).unwrap());
         assert!(get(e.addr(), "GET /metrics?x=1 HTTP/1.0\r\n\r\n").contains("x_total 1"));
+    }
+
+    /// A storm: clients that connect and say nothing hold fewer workers than there are, while 16 clients
+    /// scrape a 2 MB exposition 8 times each and another publication lands meanwhile: every scrape gets a
+    /// whole exposition, the one published before or the one after.
+    #[test]
+    fn a_scrape_storm_gets_whole_expositions() {
+        let e = Endpoint::serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        let old = format!("{}# EOF\n", "x_total 1\n".repeat(200_000));
+        let new = format!("{}# EOF\n", "y_total 2\n".repeat(200_000));
+        e.publish(old.clone());
+        let silent: Vec<TcpStream> = (0..WORKERS - 1)
+            .map(|_| TcpStream::connect(e.addr()).unwrap())
+            .collect();
+        let addr = e.addr();
+        let scrapers: Vec<_> = (0..16)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    (0..8)
+                        .map(|_| {
+                            let r = get(addr, "GET /metrics HTTP/1.1\r\n\r\n");
+                            let body = r.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
+                            body.unwrap_or_default()
+                        })
+                        .collect::<Vec<String>>()
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        e.publish(new.clone());
+        let bodies: Vec<String> = scrapers
+            .into_iter()
+            .flat_map(|s| s.join().unwrap())
+            .collect();
+        drop(silent);
+        assert_eq!(bodies.len(), 128);
+        assert!(bodies.iter().all(|b| *b == old || *b == new));
+        assert_eq!(
+            get(addr, "GET /metrics HTTP/1.1\r\n\r\n")
+                .split_once("\r\n\r\n")
+                .unwrap()
+                .1,
+            new
+        );
     }
 }
