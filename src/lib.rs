@@ -6,6 +6,7 @@ extern crate alloc;
 
 pub mod analysis;
 pub mod capture;
+pub mod conform;
 pub mod dissect;
 #[cfg(feature = "export")]
 pub mod export;

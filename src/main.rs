@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Command::Extcap(a) => run(a.config().map(commands::extcap::run)),
         Command::Tui(a) => run(a.config().map(|c| commands::tui::run(&c))),
         Command::Doctor(a) => commands::doctor::run(&a.config()),
+        Command::Conform(a) => run(a.config().map(|c| commands::conform::run(&c))),
         Command::Counters(a) => commands::counters::run(&a.config()),
         #[cfg(target_os = "linux")]
         Command::Inject(a) => commands::inject::run(&a.config()),

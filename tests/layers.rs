@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Each top-level module and its layer: a module may name only modules of lower layers.
-const LAYERS: [(&str, u32); 16] = [
+const LAYERS: [(&str, u32); 17] = [
     ("source", 1),
     ("host", 1),
     ("analysis", 2),
@@ -20,6 +20,7 @@ const LAYERS: [(&str, u32); 16] = [
     ("export", 6),
     ("inject", 6),
     ("tui", 7),
+    ("conform", 7),
     ("commands", 8),
     ("generator", 8),
     ("lab", 8),

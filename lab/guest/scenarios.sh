@@ -727,6 +727,20 @@ EOF2
     lab_return /tmp/inject.jsonl || r=1
     return $r
 }
+# rocescope conform: the NIC conformance suite on rxe0 -> rxe1 (each scenario the generator's traffic through the
+# injector's rules, captured on eth0, then judged); the report (JSON) and each scenario's capture, injection log and
+# output come back. Exit 3 (a verdict failed) is a result, not a failure of the scenario. Needs EXTRA_BINARIES.
+sc_conform() {
+    local r f
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES"; return 1; }
+    echo "+ rocescope conform -d rxe0 --peer-device rxe1 -i eth0 --out /tmp/conform --json"
+    timeout 270 /usr/local/bin/rocescope conform -d rxe0 --peer-device rxe1 -i eth0 --out /tmp/conform --json \
+        > /tmp/conform.json; r=$?
+    echo "conform exit $r"
+    lab_return /tmp/conform.json || r=1
+    for f in /tmp/conform/*; do lab_return "$f" || r=1; done
+    [ $r -eq 0 ] || [ $r -eq 3 ]
+}
 # reordering on the path (no loss): netem delays 75% of the packets by 1 ms and sends 25% (correlation 50%) at once,
 # ahead of the delayed ones; 1 ms is far below the QP timeout (-u 17, about 0.5 s). Requests reordered (eth0): the
 # responder NAKs the PSN it expected (sequence error) and the requester goes back to it

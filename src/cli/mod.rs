@@ -77,6 +77,10 @@ pub enum Command {
     /// layer, each finding with its evidence, its meaning and the fix. Exit 0: no error; 1: an error
     /// finding; 4: no RDMA here.
     Doctor(DoctorArgs),
+    /// NIC conformance: faults injected at chosen packets of the generator's traffic between two RDMA devices
+    /// of this host (Linux, root), each reaction judged against the rule it must follow, with its latency and
+    /// evidence frames; or `--judge CAPTURE --log LOG` again.
+    Conform(ConformArgs),
     /// Acts on chosen RoCE packets on their way out of this host (Linux, root, nftables' NFQUEUE): drop,
     /// CE-mark, corrupt, delay, duplicate or reorder them by direction, QP, PSN, class and resend; every
     /// action logged as JSON.
@@ -85,6 +89,93 @@ pub enum Command {
     /// The RDMA ports' hw_counters and their netdevs' statistics (per-priority pause frames included where
     /// the driver has them) as deltas per interval, by the kernel's names; the whole run's at the end.
     Counters(CountersArgs),
+}
+
+/// `rocescope conform` options.
+#[derive(Args, Debug, Clone)]
+pub struct ConformArgs {
+    /// The requester's RDMA device (e.g. rxe0).
+    #[arg(
+        short = 'd',
+        long = "device",
+        value_name = "DEV",
+        required_unless_present = "judge"
+    )]
+    pub device: Option<String>,
+    /// The responder's RDMA device (e.g. rxe1).
+    #[arg(long, value_name = "DEV", required_unless_present = "judge")]
+    pub peer_device: Option<String>,
+    /// The requester's network interface, where each run is captured.
+    #[arg(
+        short = 'i',
+        long = "interface",
+        value_name = "IFACE",
+        required_unless_present = "judge"
+    )]
+    pub interface: Option<String>,
+    /// Only this scenario (repeat for more; default: the whole suite, docs/conform.md).
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Vec<String>,
+    /// Where each scenario's capture, injection log and output go.
+    #[arg(long, value_name = "DIR", default_value = "conform")]
+    pub out: PathBuf,
+    /// Judge this capture and --log's injection log as the one --scenario says, instead of running.
+    #[arg(long, value_name = "CAPTURE", requires = "log")]
+    pub judge: Option<PathBuf>,
+    /// With --judge: the injection log (`rocescope inject --log`).
+    #[arg(long, value_name = "FILE", requires = "judge")]
+    pub log: Option<PathBuf>,
+    /// The report as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ConformArgs {
+    pub fn config(&self) -> Result<commands::conform::Config, ConfigError> {
+        use rocescope::conform::suite;
+        let usage = |m: String| ConfigError::Usage(anyhow::Error::msg(m));
+        let mut scenarios = Vec::new();
+        for name in &self.scenario {
+            match suite::find(name) {
+                Some(s) => scenarios.push(s),
+                None => {
+                    return Err(usage(format!(
+                        "no scenario '{name}' (the suite: {})",
+                        suite::names()
+                    )));
+                }
+            }
+        }
+        let mode = match (&self.judge, &self.log) {
+            (Some(capture), Some(log)) => match scenarios.as_slice() {
+                [one] => commands::conform::Mode::Judge {
+                    scenario: one,
+                    capture: capture.clone(),
+                    log: log.clone(),
+                },
+                _ => {
+                    return Err(usage(
+                        "--judge takes one --scenario: the one the capture ran".into(),
+                    ));
+                }
+            },
+            _ => commands::conform::Mode::Run {
+                device: self.device.clone().unwrap_or_default(),
+                peer: self.peer_device.clone().unwrap_or_default(),
+                interface: self.interface.clone().unwrap_or_default(),
+                scenarios: if scenarios.is_empty() {
+                    suite::SUITE.iter().collect()
+                } else {
+                    scenarios
+                },
+                out: self.out.clone(),
+            },
+        };
+        Ok(commands::conform::Config {
+            mode,
+            json: self.json,
+        })
+    }
 }
 
 /// `rocescope doctor` options.

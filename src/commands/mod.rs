@@ -2,6 +2,7 @@
 //! errors are one line on standard error (an `anyhow::Error` with what was being done, and its causes).
 pub mod analyze;
 pub mod capture;
+pub mod conform;
 pub mod counters;
 pub mod dissect;
 pub mod doctor;

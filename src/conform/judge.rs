@@ -1,0 +1,548 @@
+//! The judge: what a capture shows after one injected action, held against the rule of the reliable
+//! service (IBTA Vol. 1, chapter 9.7) the NICs must follow, with the latencies of their reactions and the
+//! frames that show them. Pure: packets and an action in, a verdict out.
+use std::collections::BTreeMap;
+
+use parsers::opcode::{CNP, Opcode, rc};
+use parsers::psn::diff;
+use serde::Serialize;
+
+use super::wire::{Action, Packet};
+
+/// The reaction a fault calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reaction {
+    /// A request lost: one PSN sequence error NAK for the PSN the responder expects, then the requester
+    /// goes back to that PSN (go-back-N).
+    RequestLost,
+    /// A request with a bad ICRC: the responder drops it silently, then as for a lost request.
+    CorruptRequest,
+    /// A READ response lost: the requester asks again from the missing response's PSN, the VA and length
+    /// advanced to it.
+    ReadResponseLost,
+    /// An ACK lost: a later ACK covers it (ACKs are cumulative), or the requester's timer resends and the
+    /// responder acknowledges the resend.
+    AckLost,
+    /// A request marked CE: the responder sends a CNP toward its sender.
+    CeMarked,
+}
+
+impl Reaction {
+    /// The rule, as the report states it.
+    pub fn rule(self) -> &'static str {
+        match self {
+            Reaction::RequestLost => {
+                "the responder sends one PSN sequence error NAK for the PSN it expects; the requester resends from that PSN (go-back-N)"
+            }
+            Reaction::CorruptRequest => {
+                "a packet with a bad ICRC is dropped silently (no ACK, no NAK for it); the next request draws the NAK of a lost one"
+            }
+            Reaction::ReadResponseLost => {
+                "the requester asks again from the first missing response's PSN, with the VA and length advanced to it"
+            }
+            Reaction::AckLost => {
+                "a later ACK covers the lost one, or the requester's timer resends and the responder acknowledges the resend"
+            }
+            Reaction::CeMarked => {
+                "the responder sends a CNP toward the sender of a CE-marked packet"
+            }
+        }
+    }
+
+    /// Where the rule is written.
+    pub fn cite(self) -> &'static str {
+        match self {
+            Reaction::RequestLost | Reaction::CorruptRequest => {
+                "IBTA Vol. 1 9.7.4 (responder: PSN checks, NAK) and 9.7.5 (requester: retry)"
+            }
+            Reaction::ReadResponseLost => {
+                "IBTA Vol. 1 9.7.5.1.4 (READ retried from the missing response)"
+            }
+            Reaction::AckLost => "IBTA Vol. 1 9.7.5 (ACKs are cumulative; local ACK timeout)",
+            Reaction::CeMarked => "IBTA Vol. 1 Annex A17 (RoCEv2 congestion management)",
+        }
+    }
+}
+
+/// What the judge found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    /// The NIC does not do this at all (the capture shows none of it anywhere).
+    NotSupported,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub reaction: Reaction,
+    pub outcome: Outcome,
+    /// What was seen, in words.
+    pub seen: String,
+    /// The reactions' latencies, microseconds, by name (`loss_to_nak`, `nak_to_resend`, ...).
+    pub latencies_us: BTreeMap<&'static str, f64>,
+    /// The frames that show it.
+    pub evidence: Vec<u64>,
+}
+
+impl Verdict {
+    fn new(reaction: Reaction, outcome: Outcome, seen: String, evidence: Vec<u64>) -> Verdict {
+        Verdict {
+            reaction,
+            outcome,
+            seen,
+            latencies_us: BTreeMap::new(),
+            evidence,
+        }
+    }
+
+    fn latency(self, name: &'static str, from: &Packet, to: &Packet) -> Verdict {
+        self.latency_from_ts(name, from.ts, to)
+    }
+
+    fn latency_from_ts(mut self, name: &'static str, from: u64, to: &Packet) -> Verdict {
+        self.latencies_us
+            .insert(name, to.ts.saturating_sub(from) as f64 / 1000.0);
+        self
+    }
+}
+
+/// The two directions of the action's connection: requests (requester → responder) and their answers.
+struct Connection<'p> {
+    packets: &'p [Packet],
+    requester: std::net::Ipv4Addr,
+    responder: std::net::Ipv4Addr,
+    /// The responder's QP, that the requests name.
+    qp: u32,
+}
+
+impl<'p> Connection<'p> {
+    fn requests(&self, after: u64) -> impl Iterator<Item = &'p Packet> + '_ {
+        self.packets.iter().filter(move |p| {
+            p.ts >= after
+                && p.src == self.requester
+                && p.dst == self.responder
+                && p.dest_qp == self.qp
+                && Opcode(p.opcode).is_request()
+        })
+    }
+
+    fn answers(&self, after: u64) -> impl Iterator<Item = &'p Packet> + '_ {
+        self.packets.iter().filter(move |p| {
+            p.ts >= after
+                && p.src == self.responder
+                && p.dst == self.requester
+                && Opcode(p.opcode).is_response()
+        })
+    }
+}
+
+fn is_ack(p: &Packet) -> bool {
+    p.opcode == rc::ACKNOWLEDGE && p.syndrome.is_some_and(|s| s & 0x60 == 0)
+}
+
+fn is_sequence_nak(p: &Packet, psn: u32) -> bool {
+    p.psn == psn
+        && p.syndrome
+            .is_some_and(|s| s & 0x60 == 0x60 && s & 0x1f == 0)
+}
+
+/// Judges what `packets` show after `action` as `reaction` calls for.
+pub fn judge(reaction: Reaction, action: &Action, packets: &[Packet]) -> Verdict {
+    let request_side = Connection {
+        packets,
+        requester: action.src,
+        responder: action.dst,
+        qp: action.dest_qp,
+    };
+    match reaction {
+        Reaction::RequestLost => {
+            request_lost(reaction, action, &request_side, action.ts, Vec::new())
+        }
+        Reaction::CorruptRequest => corrupt_request(action, &request_side),
+        Reaction::ReadResponseLost => read_response_lost(action, packets),
+        Reaction::AckLost => ack_lost(action, packets),
+        Reaction::CeMarked => ce_marked(action, &request_side, packets),
+    }
+}
+
+/// After `from`: one sequence error NAK for the action's PSN, and the requester back at that PSN. The
+/// requester may resend on that NAK or on its timer first (a slow responder's NAK can come after the
+/// timer's go-back-N, which starts at the oldest PSN the requester holds unacknowledged): both keep the
+/// rule, and the verdict says which it was.
+fn request_lost(
+    reaction: Reaction,
+    action: &Action,
+    c: &Connection<'_>,
+    from: u64,
+    mut evidence: Vec<u64>,
+) -> Verdict {
+    let p = action.psn;
+    let trigger = c.requests(from).find(|r| r.psn != p);
+    let Some(resend) = c.requests(from).find(|r| r.psn == p) else {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!("PSN {p} was never sent again"),
+            evidence,
+        );
+    };
+    // The responder's answers to the sequence error: up to its first ACK of PSN p or later.
+    let acked = c
+        .answers(from)
+        .find(|a| is_ack(a) && diff(a.psn, p) >= 0)
+        .map_or(u64::MAX, |a| a.ts);
+    let naks: Vec<&Packet> = c
+        .answers(from)
+        .filter(|a| a.ts <= acked && is_sequence_nak(a, p))
+        .collect();
+    evidence.extend(trigger.map(|t| t.frame));
+    evidence.extend(naks.iter().map(|n| n.frame));
+    evidence.push(resend.frame);
+    let Some(nak) = naks.first() else {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!(
+                "no PSN sequence error NAK for PSN {p}: the requester's timer resent it (frame {}, {:.1} us after the fault)",
+                resend.frame,
+                resend.ts.saturating_sub(action.ts) as f64 / 1000.0
+            ),
+            evidence,
+        );
+    };
+    if naks.len() > 1 {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!(
+                "{} PSN sequence error NAKs for PSN {p} before the responder took it: one is due",
+                naks.len()
+            ),
+            evidence,
+        );
+    }
+    // Go-back-N: what follows the resend goes on from it, not from where the requester had got to.
+    let next = c.requests(resend.ts).find(|r| r.frame > resend.frame);
+    if let Some(n) = next.filter(|n| diff(n.psn, p) > 1 && n.opcode != rc::READ_REQUEST) {
+        evidence.push(n.frame);
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!(
+                "after resending PSN {p} the requester went on at PSN {}, not {}",
+                n.psn,
+                parsers::psn::add(p, 1)
+            ),
+            evidence,
+        );
+    }
+    let began = go_back_start(c, from).unwrap_or(resend);
+    let on_nak = nak.ts <= began.ts;
+    let how = if on_nak {
+        format!(
+            "resent from PSN {} on it (frame {})",
+            began.psn, began.frame
+        )
+    } else {
+        format!(
+            "the requester's timer went back to PSN {} first (frame {}, the NAK behind it)",
+            began.psn, began.frame
+        )
+    };
+    let mut v = Verdict::new(
+        reaction,
+        Outcome::Pass,
+        format!(
+            "one PSN sequence error NAK for PSN {p} (frame {}); {how}",
+            nak.frame
+        ),
+        evidence,
+    );
+    if let Some(t) = trigger.filter(|t| t.ts <= nak.ts) {
+        v = v.latency("loss_to_nak", t, nak);
+    }
+    if on_nak {
+        v.latency("nak_to_resend", nak, began)
+    } else {
+        v.latency_from_ts("fault_to_timer_resend", action.ts, began)
+    }
+}
+
+/// The first request after `from` that goes back (its PSN not after the highest sent before it): where
+/// the go-back-N began.
+fn go_back_start<'p>(c: &Connection<'p>, from: u64) -> Option<&'p Packet> {
+    let mut highest: Option<u32> = None;
+    for r in c.requests(0) {
+        if r.ts >= from && highest.is_some_and(|h| diff(r.psn, h) <= 0) {
+            return Some(r);
+        }
+        if highest.is_none_or(|h| diff(r.psn, h) > 0) {
+            highest = Some(r.psn);
+        }
+    }
+    None
+}
+
+fn corrupt_request(action: &Action, c: &Connection<'_>) -> Verdict {
+    let reaction = Reaction::CorruptRequest;
+    let p = action.psn;
+    let Some(bad) = c.requests(action.ts).find(|r| r.psn == p) else {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!("the corrupted PSN {p} is not in the capture"),
+            vec![],
+        );
+    };
+    if !bad.icrc_bad {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!(
+                "PSN {p} (frame {}) is on the cable with a right ICRC: the fault was not made",
+                bad.frame
+            ),
+            vec![bad.frame],
+        );
+    }
+    let resend = c
+        .requests(bad.ts)
+        .find(|r| r.frame > bad.frame && r.psn == p);
+    let until = resend.map_or(u64::MAX, |r| r.ts);
+    if let Some(ack) = c
+        .answers(bad.ts)
+        .find(|a| a.ts <= until && is_ack(a) && diff(a.psn, p) >= 0)
+    {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!(
+                "the responder acknowledged PSN {} (frame {}) though PSN {p}'s ICRC was wrong (frame {})",
+                ack.psn, ack.frame, bad.frame
+            ),
+            vec![bad.frame, ack.frame],
+        );
+    }
+    // What follows is a lost request's story, from just after the bad copy.
+    request_lost(
+        reaction,
+        action,
+        c,
+        bad.ts.saturating_add(1),
+        vec![bad.frame],
+    )
+}
+
+fn read_response_lost(action: &Action, packets: &[Packet]) -> Verdict {
+    let reaction = Reaction::ReadResponseLost;
+    let p = action.psn;
+    // The response went from the responder (the action's source) to the requester.
+    let c = Connection {
+        packets,
+        requester: action.dst,
+        responder: action.src,
+        qp: 0,
+    };
+    let reads = |after: u64| {
+        packets.iter().filter(move |q| {
+            q.ts >= after
+                && q.src == c.requester
+                && q.dst == c.responder
+                && q.opcode == rc::READ_REQUEST
+        })
+    };
+    let mtu = packets
+        .iter()
+        .filter(|q| q.src == c.responder && Opcode(q.opcode).is_read_response())
+        .map(|q| q.payload_len as u32)
+        .max()
+        .unwrap_or(0);
+    let Some(read) = reads(0).rfind(|r| r.ts <= action.ts && diff(p, r.psn) >= 0) else {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!("no READ request holds PSN {p}"),
+            vec![],
+        );
+    };
+    let Some((va, len)) = read.reth else {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            "the READ request has no RETH".into(),
+            vec![read.frame],
+        );
+    };
+    let Some(again) = reads(action.ts).find(|r| diff(r.psn, read.psn) >= 0 && diff(p, r.psn) >= 0)
+    else {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!(
+                "the READ at PSN {} (frame {}) was never asked again",
+                read.psn, read.frame
+            ),
+            vec![read.frame],
+        );
+    };
+    let evidence = vec![read.frame, again.frame];
+    let (got_va, got_len) = again.reth.unwrap_or_default();
+    // Asked again from PSN q, the READ's VA and length advanced to q: from the missing response (q = p), or
+    // from before it when the requester had not taken the responses between (a slow completer, its timer):
+    // what it asks for covers the missing response either way.
+    let j = diff(again.psn, read.psn) as u32;
+    let at = |j: u32| {
+        (
+            va.wrapping_add(u64::from(j) * u64::from(mtu)),
+            len.saturating_sub(j * mtu),
+        )
+    };
+    if (got_va, got_len) != at(j) {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!(
+                "the READ at PSN {} (frame {}) asked again from PSN {} with VA {got_va:#x}, {got_len} bytes (frame {}): from PSN {} it is VA {:#x}, {} bytes",
+                read.psn,
+                read.frame,
+                again.psn,
+                again.frame,
+                again.psn,
+                at(j).0,
+                at(j).1
+            ),
+            evidence,
+        );
+    }
+    let from = if again.psn == p {
+        "from the missing response's PSN".to_string()
+    } else {
+        format!(
+            "from PSN {}, before the missing response's PSN {p} (the responses between asked for again)",
+            again.psn
+        )
+    };
+    let v = Verdict::new(
+        reaction,
+        Outcome::Pass,
+        format!(
+            "the READ at PSN {} (frame {}) asked again {from}: VA {va:#x} + {}, {got_len} bytes (frame {})",
+            read.psn,
+            read.frame,
+            j * mtu,
+            again.frame
+        ),
+        evidence,
+    );
+    let revealed = c
+        .answers(action.ts)
+        .find(|a| Opcode(a.opcode).is_read_response() && diff(a.psn, p) > 0);
+    match revealed.filter(|r| r.ts <= again.ts) {
+        Some(r) => v.latency("gap_to_request", r, again),
+        None => v,
+    }
+}
+
+fn ack_lost(action: &Action, packets: &[Packet]) -> Verdict {
+    let reaction = Reaction::AckLost;
+    let p = action.psn;
+    let c = Connection {
+        packets,
+        requester: action.dst,
+        responder: action.src,
+        qp: 0,
+    };
+    let covering = c
+        .answers(action.ts)
+        .find(|a| is_ack(a) && diff(a.psn, p) > 0);
+    let resend = packets.iter().find(|q| {
+        q.ts >= action.ts
+            && q.src == c.requester
+            && q.dst == c.responder
+            && Opcode(q.opcode).is_request()
+            && diff(q.psn, p) <= 0
+    });
+    match (covering, resend) {
+        (Some(a), r) if r.is_none_or(|r| a.ts <= r.ts) => Verdict::new(
+            reaction,
+            Outcome::Pass,
+            format!("the ACK for PSN {} (frame {}) covered the lost ACK for PSN {p}", a.psn, a.frame),
+            vec![a.frame],
+        )
+        .latency_from_ts("loss_to_covering_ack", action.ts, a),
+        (_, Some(r)) => match c.answers(r.ts).find(|a| is_ack(a) && diff(a.psn, r.psn) >= 0) {
+            Some(a) => Verdict::new(
+                reaction,
+                Outcome::Pass,
+                format!(
+                    "the requester resent PSN {} (frame {}) and the responder acknowledged it (frame {})",
+                    r.psn, r.frame, a.frame
+                ),
+                vec![r.frame, a.frame],
+            )
+            .latency_from_ts("loss_to_resend", action.ts, r),
+            None => Verdict::new(
+                reaction,
+                Outcome::Fail,
+                format!("the requester resent PSN {} (frame {}) and no ACK answered it", r.psn, r.frame),
+                vec![r.frame],
+            ),
+        },
+        _ => Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!("nothing covered the lost ACK for PSN {p}: no later ACK, no resend"),
+            vec![],
+        ),
+    }
+}
+
+fn ce_marked(action: &Action, c: &Connection<'_>, packets: &[Packet]) -> Verdict {
+    let reaction = Reaction::CeMarked;
+    let p = action.psn;
+    let Some(marked) = c.requests(action.ts).find(|r| r.psn == p && r.ecn == 3) else {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!("PSN {p} is not on the cable with ECN CE: the fault was not made"),
+            vec![],
+        );
+    };
+    let cnp = |q: &&Packet| q.opcode == CNP && q.src == action.dst && q.dst == action.src;
+    match packets.iter().filter(|q| q.ts >= marked.ts).find(cnp) {
+        Some(n) => Verdict::new(
+            reaction,
+            Outcome::Pass,
+            format!(
+                "a CNP (frame {}) for the CE mark on PSN {p} (frame {})",
+                n.frame, marked.frame
+            ),
+            vec![marked.frame, n.frame],
+        )
+        .latency("ce_to_cnp", marked, n),
+        None if packets.iter().any(|q| q.opcode == CNP) => Verdict::new(
+            reaction,
+            Outcome::Fail,
+            format!(
+                "no CNP after the CE mark on PSN {p} (frame {}), though CNPs were sent before it",
+                marked.frame
+            ),
+            vec![marked.frame],
+        ),
+        None => Verdict::new(
+            reaction,
+            Outcome::NotSupported,
+            format!(
+                "no CNP anywhere in the capture after the CE mark on PSN {p} (frame {}): the responder sends no congestion notification",
+                marked.frame
+            ),
+            vec![marked.frame],
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,307 @@
+//! Each reaction judged on packets written out by hand: the rule kept, and each way of breaking it.
+use std::net::Ipv4Addr;
+
+use super::*;
+
+const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// The responder's QP (the requests') and the requester's (the answers').
+const QP_B: u32 = 0x12;
+const QP_A: u32 = 0x11;
+const PSN_SEQ_ERR: u8 = 0x60;
+
+/// Packets, one every 10 us from frame 1: (from A?, opcode, PSN, syndrome or RETH, ...).
+struct Wire(Vec<Packet>);
+
+impl Wire {
+    fn new() -> Wire {
+        Wire(Vec::new())
+    }
+
+    fn push(&mut self, from_requester: bool, opcode: u8, psn: u32) -> &mut Packet {
+        let n = self.0.len() as u64 + 1;
+        let (src, dst, qp) = if from_requester {
+            (A, B, QP_B)
+        } else {
+            (B, A, QP_A)
+        };
+        self.0.push(Packet {
+            frame: n,
+            ts: n * 10_000,
+            src,
+            dst,
+            ip_id: n as u16,
+            ecn: 2,
+            opcode,
+            dest_qp: qp,
+            psn,
+            syndrome: None,
+            reth: None,
+            payload_len: 0,
+            icrc_bad: false,
+        });
+        self.0.last_mut().unwrap()
+    }
+
+    fn req(&mut self, psn: u32) -> &mut Self {
+        self.push(true, rc::WRITE_ONLY, psn).payload_len = 1024;
+        self
+    }
+
+    fn ack(&mut self, psn: u32) -> &mut Self {
+        self.push(false, rc::ACKNOWLEDGE, psn).syndrome = Some(0x1f);
+        self
+    }
+
+    fn nak(&mut self, psn: u32) -> &mut Self {
+        self.push(false, rc::ACKNOWLEDGE, psn).syndrome = Some(PSN_SEQ_ERR);
+        self
+    }
+}
+
+/// The action `inject` logs for `psn`, decided at `at_frame`'s time less 1 us.
+fn action(w: &Wire, at_frame: u64, psn: u32, from_requester: bool, what: &str) -> Action {
+    let (src, dst, qp) = if from_requester {
+        (A, B, QP_B)
+    } else {
+        (B, A, QP_A)
+    };
+    Action {
+        ts: at_frame * 10_000 - 1000,
+        rule: 0,
+        text: String::new(),
+        action: what.into(),
+        src,
+        dst,
+        ip_id: 0,
+        dest_qp: qp,
+        psn,
+        opcode: w.0.first().map_or(0, |p| p.opcode),
+        class: String::new(),
+    }
+}
+
+#[test]
+fn a_lost_request_draws_one_nak_then_go_back_n() {
+    // PSN 3 dropped before frame 4: 4 reveals the gap, B NAKs 3 once, A resends 3, 4.
+    let mut w = Wire::new();
+    w.req(0).req(1).req(2).req(4).nak(3).req(3).req(4).ack(4);
+    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    assert_eq!(v.evidence, [4, 5, 6]);
+    assert_eq!(v.latencies_us["loss_to_nak"], 10.0);
+    assert_eq!(v.latencies_us["nak_to_resend"], 10.0);
+
+    // No NAK: the resend came from the timer.
+    let mut w = Wire::new();
+    w.req(0).req(1).req(2).req(4).req(3).req(4).ack(4);
+    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!(
+        v.seen.starts_with("no PSN sequence error NAK for PSN 3"),
+        "{}",
+        v.seen
+    );
+
+    // A slow responder: the requester's timer goes back to 1 (its oldest unacknowledged) before the NAK.
+    let mut w = Wire::new();
+    w.req(0)
+        .req(1)
+        .req(2)
+        .req(4)
+        .ack(0)
+        .req(1)
+        .req(2)
+        .req(3)
+        .nak(3)
+        .req(4)
+        .ack(4);
+    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    assert!(
+        v.seen.ends_with(
+            "the requester's timer went back to PSN 1 first (frame 6, the NAK behind it)"
+        ),
+        "{}",
+        v.seen
+    );
+    assert_eq!(v.latencies_us["fault_to_timer_resend"], 21.0);
+
+    // Two NAKs for one sequence error.
+    let mut w = Wire::new();
+    w.req(0)
+        .req(1)
+        .req(2)
+        .req(4)
+        .nak(3)
+        .req(5)
+        .nak(3)
+        .req(3)
+        .req(4);
+    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!(
+        v.seen.starts_with("2 PSN sequence error NAKs"),
+        "{}",
+        v.seen
+    );
+
+    // Not go-back-N: 3 resent alone, then on to 6.
+    let mut w = Wire::new();
+    w.req(0).req(1).req(2).req(4).req(5).nak(3).req(3).req(6);
+    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!(v.seen.contains("went on at PSN 6, not 4"), "{}", v.seen);
+
+    // Never resent.
+    let mut w = Wire::new();
+    w.req(0).req(1).req(2).req(4).nak(3);
+    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    assert_eq!(
+        (v.outcome, v.seen.as_str()),
+        (Outcome::Fail, "PSN 3 was never sent again")
+    );
+}
+
+#[test]
+fn a_corrupted_request_is_dropped_silently() {
+    let mut w = Wire::new();
+    w.req(0).req(1).req(2);
+    w.req(3).0.last_mut().unwrap().icrc_bad = true;
+    w.req(4).nak(3).req(3).req(4).ack(4);
+    let v = judge(
+        Reaction::CorruptRequest,
+        &action(&w, 4, 3, true, "corrupt"),
+        &w.0,
+    );
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    assert_eq!(v.evidence, [4, 5, 6, 7]);
+
+    // Acknowledged although its ICRC was wrong.
+    let mut w = Wire::new();
+    w.req(0).req(1).req(2);
+    w.req(3).0.last_mut().unwrap().icrc_bad = true;
+    w.ack(3).req(4).ack(4);
+    let v = judge(
+        Reaction::CorruptRequest,
+        &action(&w, 4, 3, true, "corrupt"),
+        &w.0,
+    );
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!(
+        v.seen
+            .starts_with("the responder acknowledged PSN 3 (frame 5)"),
+        "{}",
+        v.seen
+    );
+
+    // The packet went out whole: nothing was tested.
+    let mut w = Wire::new();
+    w.req(0).req(1).req(2).req(3).ack(3);
+    let v = judge(
+        Reaction::CorruptRequest,
+        &action(&w, 4, 3, true, "corrupt"),
+        &w.0,
+    );
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!(v.seen.contains("with a right ICRC"), "{}", v.seen);
+}
+
+#[test]
+fn a_lost_read_response_is_asked_for_again_from_its_psn() {
+    // A READ of 4096 bytes at PSN 10 (MTU 1024: responses 10-13); 12 lost; 13 reveals it.
+    let read = |w: &mut Wire, psn: u32, va: u64, len: u32| {
+        w.push(true, rc::READ_REQUEST, psn).reth = Some((va, len));
+    };
+    let resp = |w: &mut Wire, op: u8, psn: u32| {
+        w.push(false, op, psn).payload_len = 1024;
+    };
+    let mut w = Wire::new();
+    read(&mut w, 10, 0x1000, 4096);
+    resp(&mut w, rc::READ_RESPONSE_FIRST, 10);
+    resp(&mut w, rc::READ_RESPONSE_MIDDLE, 11);
+    resp(&mut w, rc::READ_RESPONSE_LAST, 13);
+    read(&mut w, 12, 0x1800, 2048);
+    let v = judge(
+        Reaction::ReadResponseLost,
+        &action(&w, 4, 12, false, "drop"),
+        &w.0,
+    );
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    assert_eq!(v.evidence, [1, 5]);
+    assert_eq!(v.latencies_us["gap_to_request"], 10.0);
+
+    // Asked again whole, from the READ's own PSN (the requester had not taken 10 and 11 yet): it covers 12.
+    w.0.pop();
+    read(&mut w, 10, 0x1000, 4096);
+    let v = judge(
+        Reaction::ReadResponseLost,
+        &action(&w, 4, 12, false, "drop"),
+        &w.0,
+    );
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    assert!(
+        v.seen
+            .contains("from PSN 10, before the missing response's PSN 12"),
+        "{}",
+        v.seen
+    );
+
+    // From PSN 12 but with the READ's own VA: the responder would send the wrong bytes.
+    w.0.pop();
+    read(&mut w, 12, 0x1000, 4096);
+    let v = judge(
+        Reaction::ReadResponseLost,
+        &action(&w, 4, 12, false, "drop"),
+        &w.0,
+    );
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!(
+        v.seen.ends_with("from PSN 12 it is VA 0x1800, 2048 bytes"),
+        "{}",
+        v.seen
+    );
+}
+
+#[test]
+fn a_lost_ack_is_covered() {
+    // The ACK for 0 dropped (not on the cable): the one for 1 covers it.
+    let mut w = Wire::new();
+    w.req(0).req(1).ack(1);
+    let v = judge(Reaction::AckLost, &action(&w, 3, 0, false, "drop"), &w.0);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    assert_eq!(v.evidence, [3]);
+    assert_eq!(v.latencies_us["loss_to_covering_ack"], 1.0);
+
+    // The only ACK lost: the timer resends 0, and the resend is acknowledged.
+    let mut w = Wire::new();
+    w.req(0).req(0).ack(0);
+    let v = judge(Reaction::AckLost, &action(&w, 2, 0, false, "drop"), &w.0);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    assert!(
+        v.seen.starts_with("the requester resent PSN 0"),
+        "{}",
+        v.seen
+    );
+
+    // Resent and never answered.
+    let mut w = Wire::new();
+    w.req(0).req(0);
+    let v = judge(Reaction::AckLost, &action(&w, 2, 0, false, "drop"), &w.0);
+    assert_eq!(v.outcome, Outcome::Fail);
+}
+
+#[test]
+fn a_ce_mark_draws_a_cnp_or_is_not_supported() {
+    let mut w = Wire::new();
+    w.req(0);
+    w.req(1).0.last_mut().unwrap().ecn = 3;
+    w.ack(1);
+    let v = judge(Reaction::CeMarked, &action(&w, 2, 1, true, "ce"), &w.0);
+    assert_eq!(v.outcome, Outcome::NotSupported, "{}", v.seen);
+    w.push(false, CNP, 0);
+    let v = judge(Reaction::CeMarked, &action(&w, 2, 1, true, "ce"), &w.0);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    assert_eq!(v.latencies_us["ce_to_cnp"], 20.0);
+    assert_eq!(v.evidence, [2, 4]);
+}

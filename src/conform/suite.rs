@@ -1,0 +1,139 @@
+//! The scenarios: the generator's traffic, the fault the injector makes, and the reaction it calls for.
+//! Sizes at path MTU 1024 (the generator's on Soft-RoCE): 1024-byte messages are one packet each, a
+//! 4096-byte READ is answered by four responses.
+use serde::Serialize;
+
+use super::judge::Reaction;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Scenario {
+    pub name: &'static str,
+    /// `gen loopback --op`.
+    pub op: &'static str,
+    /// Message size (bytes) and count.
+    pub size: u32,
+    pub iters: u32,
+    /// The injector's rules (docs/inject.md): the first makes the fault judged (once); a control's
+    /// others break the reaction on purpose.
+    pub rules: &'static [&'static str],
+    pub reaction: Reaction,
+    /// A control: the reaction is broken on purpose, and the judge must say so (a pass is the bench's
+    /// failure, not the NIC's success).
+    pub control: bool,
+}
+
+const fn scenario(
+    name: &'static str,
+    op: &'static str,
+    size: u32,
+    iters: u32,
+    rules: &'static [&'static str],
+    reaction: Reaction,
+) -> Scenario {
+    Scenario {
+        name,
+        op,
+        size,
+        iters,
+        rules,
+        reaction,
+        control: false,
+    }
+}
+
+/// Every scenario, in the order `conform` runs them.
+pub const SUITE: [Scenario; 8] = [
+    scenario(
+        "write_request_lost",
+        "write",
+        1024,
+        32,
+        &["req psn=+5 drop"],
+        Reaction::RequestLost,
+    ),
+    scenario(
+        "send_request_lost",
+        "send",
+        1024,
+        32,
+        &["req psn=+5 drop"],
+        Reaction::RequestLost,
+    ),
+    scenario(
+        "read_request_lost",
+        "read",
+        1024,
+        32,
+        &["req psn=+5 drop"],
+        Reaction::RequestLost,
+    ),
+    // The third response of the second READ (responses +4 to +7): the fourth, right behind it, shows the gap.
+    scenario(
+        "read_response_lost",
+        "read",
+        4096,
+        16,
+        &["resp class=read_response psn=+6 drop"],
+        Reaction::ReadResponseLost,
+    ),
+    scenario(
+        "corrupt_request",
+        "write",
+        1024,
+        32,
+        &["req psn=+5 corrupt"],
+        Reaction::CorruptRequest,
+    ),
+    scenario(
+        "ce_marked_request",
+        "write",
+        1024,
+        32,
+        &["req psn=+5 ce"],
+        Reaction::CeMarked,
+    ),
+    scenario(
+        "ack_lost",
+        "write",
+        1024,
+        32,
+        &["resp class=ack drop"],
+        Reaction::AckLost,
+    ),
+    // The control: the lost request's NAK dropped too, so that only the timer can resend it.
+    Scenario {
+        control: true,
+        ..scenario(
+            "control_nak_dropped",
+            "write",
+            1024,
+            32,
+            &["req psn=+5 drop", "resp class=nak times=all drop"],
+            Reaction::RequestLost,
+        )
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    SUITE.iter().find(|s| s.name == name)
+}
+
+/// The scenarios' names, for a usage error.
+pub fn names() -> String {
+    SUITE.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_parses_and_names_are_unique() {
+        for s in &SUITE {
+            for r in s.rules {
+                assert!(crate::inject::rules::Rule::parse(r).is_ok(), "{r}");
+            }
+            assert_eq!(SUITE.iter().filter(|t| t.name == s.name).count(), 1);
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! `rocescope conform` on real kernel RoCE: the Soft-RoCE lab (lab/README.md) runs `info`, then `conform`
+//! (`rocescope conform -d rxe0 --peer-device rxe1 -i eth0 --json` in the guest: each scenario the generator's
+//! traffic through the injector's rules, captured on eth0). Held against tshark's reading of each scenario's
+//! capture and the injection log, not against rocescope's analysis:
+//! - every action is where it must be: a dropped packet's IPv4 identification nowhere in the capture, the
+//!   CE-marked one there with ECN 3, the corrupted one there;
+//! - each verdict's evidence frames are what tshark shows: the NAK a PSN sequence error (AETH 0x60) naming the
+//!   PSN the log dropped, the resend that PSN from the requester, the READ asked again a READ request at or
+//!   before the missing response's PSN, the covering ACK an ACK for a later PSN;
+//! - rxe's verdicts: every loss and the bad ICRC pass (rxe NAKs once and goes back, or its timer goes back
+//!   first in a slow guest: both keep the rule), the CE mark is "not supported" (rxe sends no CNP: none in
+//!   any capture), and the control (the NAK dropped too) is caught.
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+
+mod lab_support;
+use lab_support::{number, run_lab, tshark_fields};
+
+const NAK_PSN_SEQUENCE_ERROR: u64 = 0x60;
+const ACKNOWLEDGE: u64 = 17;
+const READ_REQUEST: u64 = 12;
+
+/// PSN `a` is `b` or after it (serial arithmetic, 24 bits).
+fn at_or_after(a: u64, b: u64) -> bool {
+    a.wrapping_sub(b) & 0xff_ffff < 0x80_0000
+}
+
+/// A RoCE frame as tshark reads it.
+#[derive(Debug, Clone)]
+struct Seen {
+    no: u64,
+    src: String,
+    ip_id: u64,
+    ecn: u64,
+    op: u64,
+    psn: u64,
+    syndrome: Option<u64>,
+}
+
+fn listing(path: &Path) -> Vec<Seen> {
+    let fields = [
+        "frame.number",
+        "ip.src",
+        "ip.id",
+        "ip.dsfield.ecn",
+        "infiniband.bth.opcode",
+        "infiniband.bth.psn",
+        "infiniband.aeth.syndrome",
+    ];
+    tshark_fields(path, &fields)
+        .into_iter()
+        .filter(|r| !r[4].is_empty())
+        .map(|r| Seen {
+            no: number(&r[0]).unwrap(),
+            src: r[1].clone(),
+            ip_id: number(&r[2]).unwrap(),
+            ecn: number(&r[3]).unwrap(),
+            op: number(&r[4]).unwrap(),
+            psn: number(&r[5]).unwrap(),
+            syndrome: number(&r[6]),
+        })
+        .collect()
+}
+
+#[test]
+fn rxe_keeps_the_rules_and_the_control_is_caught() {
+    let (lab_out, _) = run_lab("lab-conform", &["info", "conform"]);
+    let dir = lab_out.join("conform");
+    let report: Value =
+        serde_json::from_slice(&fs::read(dir.join("conform.json")).expect("conform.json")).unwrap();
+    let rows = report["scenarios"].as_array().unwrap();
+    let outcomes: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["scenario"].as_str().unwrap(),
+                r["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("write_request_lost", "pass"),
+            ("send_request_lost", "pass"),
+            ("read_request_lost", "pass"),
+            ("read_response_lost", "pass"),
+            ("corrupt_request", "pass"),
+            ("ce_marked_request", "not_supported"),
+            ("ack_lost", "pass"),
+            ("control_nak_dropped", "fail"),
+        ],
+        "{report:#}"
+    );
+    for row in rows {
+        let name = row["scenario"].as_str().unwrap();
+        let capture = dir.join(format!("{name}.pcap"));
+        let log = fs::read_to_string(dir.join(format!("{name}.inject.jsonl"))).unwrap();
+        let action: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+        let psn = action["psn"].as_u64().unwrap();
+        let ip_id = action["ip_id"].as_u64().unwrap();
+        let src = action["src"].as_str().unwrap();
+        let frames = listing(&capture);
+        let frame = |n: &Value| {
+            let n = n.as_u64().unwrap();
+            frames
+                .iter()
+                .find(|f| f.no == n)
+                .unwrap_or_else(|| panic!("{name}: frame {n}"))
+                .clone()
+        };
+        let same_packet: Vec<_> = frames
+            .iter()
+            .filter(|f| f.src == src && f.ip_id == ip_id)
+            .collect();
+        match action["action"].as_str().unwrap() {
+            "drop" => assert!(
+                same_packet.is_empty(),
+                "{name}: the dropped packet is on the cable"
+            ),
+            "ce" => assert_eq!(
+                same_packet.iter().map(|f| f.ecn).collect::<Vec<_>>(),
+                [3],
+                "{name}"
+            ),
+            "corrupt" => assert_eq!(same_packet.len(), 1, "{name}: the corrupted packet"),
+            other => panic!("{name}: action {other}"),
+        }
+        let evidence = row["evidence"].as_array().unwrap();
+        match name {
+            "write_request_lost" | "send_request_lost" | "read_request_lost"
+            | "corrupt_request" => {
+                let naks: Vec<_> = evidence
+                    .iter()
+                    .map(frame)
+                    .filter(|f| f.op == ACKNOWLEDGE && f.syndrome == Some(NAK_PSN_SEQUENCE_ERROR))
+                    .collect();
+                assert_eq!(naks.len(), 1, "{name}: one NAK among {evidence:?}");
+                assert_eq!(naks[0].psn, psn, "{name}: the NAK names the PSN lost");
+                let resend = frame(evidence.last().unwrap());
+                assert_eq!(
+                    (resend.src.as_str(), resend.psn),
+                    (src, psn),
+                    "{name}: the resend"
+                );
+            }
+            "read_response_lost" => {
+                let read = frame(&evidence[0]);
+                let again = frame(&evidence[1]);
+                assert_eq!((read.op, again.op), (READ_REQUEST, READ_REQUEST), "{name}");
+                assert!(
+                    at_or_after(again.psn, read.psn) && at_or_after(psn, again.psn),
+                    "{name}: {read:?} {again:?} {psn}"
+                );
+            }
+            "ack_lost" => {
+                let ack = frame(&evidence[0]);
+                assert_eq!(ack.op, ACKNOWLEDGE, "{name}");
+                assert!(
+                    at_or_after(ack.psn, psn) && ack.psn != psn,
+                    "{name}: a later ACK"
+                );
+            }
+            "ce_marked_request" => {
+                assert!(
+                    frames.iter().all(|f| f.op != 0x81),
+                    "{name}: a CNP on the cable"
+                );
+            }
+            "control_nak_dropped" => {
+                assert!(
+                    frames
+                        .iter()
+                        .all(|f| f.syndrome != Some(NAK_PSN_SEQUENCE_ERROR)),
+                    "{name}: a NAK on the cable"
+                );
+            }
+            other => panic!("scenario {other}"),
+        }
+    }
+}
