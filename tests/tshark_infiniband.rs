@@ -233,3 +233,97 @@ fn built_infiniband_packets_both_ways() {
     let verdicts = rocescope(&file, &["rocescope.icrc_status", "rocescope.vcrc_status"]);
     assert_eq!(verdicts, ["valid\tvalid", "valid\tvalid"]);
 }
+
+/// `analyze` of infiniband.pcap: its RC flows (packets per SLID, DLID and QP, requesters sending and
+/// responders acknowledging, no PSN gap, paired by the CM) and its three CM handshakes, as tshark's listing gives them.
+#[test]
+fn analyze_infiniband_pcap_rc_flows_and_cm_as_tshark_lists_them() {
+    use std::collections::BTreeMap;
+    let file = external("wireshark-wiki-samplecaptures/infiniband.pcap");
+    let fields = [
+        "frame.number",
+        "infiniband.lrh.slid",
+        "infiniband.lrh.dlid",
+        "infiniband.bth.destqp",
+        "infiniband.bth.opcode",
+        "infiniband.cm.req.localqpn",
+        "infiniband.cm.rep.localqpn",
+        "infiniband.cm.rep.remotecommid",
+        "infiniband.cm.rtu.localcommid",
+    ];
+    let lines = tshark(&file, &fields);
+    let rows: Vec<Vec<&str>> = lines.iter().map(|l| l.split('\t').collect()).collect();
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    // RC opcodes are 0x00-0x1F: (source, destination, QP) → (packets, any not an ACK).
+    let mut rc: BTreeMap<(String, String, u64), (u64, bool)> = BTreeMap::new();
+    for r in &rows {
+        let op: u64 = r[4].parse().unwrap();
+        if op < 0x20 {
+            let e = rc
+                .entry((
+                    format!("LID: {}", r[1]),
+                    format!("LID: {}", r[2]),
+                    hex(r[3]),
+                ))
+                .or_default();
+            e.0 += 1;
+            e.1 |= op != 0x11;
+        }
+    }
+    assert_eq!(rc.len(), 6, "{rc:?}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(["analyze", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ours = BTreeMap::new();
+    for f in report["flows"].as_array().unwrap() {
+        let role = f["role"].as_str().unwrap();
+        if role == "datagram" {
+            continue;
+        }
+        let key = (
+            f["src"].as_str().unwrap().to_string(),
+            f["dst"].as_str().unwrap().to_string(),
+            f["dest_qp"].as_u64().unwrap(),
+        );
+        assert_eq!(f["psn"]["gap_events"], 0, "{key:?}");
+        assert_eq!(f["paired_by"], "cm", "{key:?}");
+        ours.insert(key, (f["packets"].as_u64().unwrap(), role == "requester"));
+    }
+    assert_eq!(ours, rc);
+
+    // Each REQ, the REP after it, and the RTU naming the REP's remote communication ID.
+    let mut want = Vec::new();
+    for (i, req) in rows.iter().enumerate().filter(|(_, r)| !r[5].is_empty()) {
+        let rep = rows[i..].iter().find(|r| !r[6].is_empty()).unwrap();
+        let rtu = rows[i..].iter().find(|r| r[8] == rep[7]).unwrap();
+        want.push(serde_json::json!({
+            "sides": [[format!("LID: {}", req[1]), hex(req[5])], [format!("LID: {}", rep[1]), hex(rep[6])]],
+            "frames": [req[0].parse::<u64>().unwrap(), rep[0].parse::<u64>().unwrap(), rtu[0].parse::<u64>().unwrap()],
+        }));
+    }
+    let got: Vec<serde_json::Value> = report["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert_eq!(c["state"], "established");
+            let h = &c["handshake"];
+            let sides: Vec<_> = c["sides"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| serde_json::json!([s["address"], s["qpn"]]))
+                .collect();
+            serde_json::json!({
+                "sides": sides,
+                "frames": [h["req"]["frame"], h["rep"]["frame"], h["rtu"]["frame"]],
+            })
+        })
+        .collect();
+    assert_eq!(want.len(), 3);
+    assert_eq!(got, want);
+}
