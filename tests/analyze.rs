@@ -256,7 +256,7 @@ fn hand_worked(dir: &Path, n: usize) {
 
 #[test]
 fn hand_worked_figures() {
-    hand_worked(&dir(), 18);
+    hand_worked(&dir(), 19);
 }
 
 #[test]

@@ -40,7 +40,11 @@ fn captures() -> Vec<PathBuf> {
     .iter()
     .map(|d| root.join("testdata").join(d))
     .chain([root.join("../shared/corpus/public")]);
-    let mut files = Vec::new();
+    let external = root.join("../shared/corpus/external");
+    let mut files = vec![
+        external.join("wireshark-wiki-samplecaptures/infiniband.pcap"),
+        external.join("tcpdump-tests/ipoib.pcap"),
+    ];
     for dir in dirs {
         for e in std::fs::read_dir(&dir).unwrap().flatten() {
             let p = e.path();
@@ -84,6 +88,8 @@ fn every_field_name_in_the_parsers_is_listed() {
         "vlan.",
         "ieee8021ad.",
         "sll.",
+        "erf.",
+        "ipoib.",
         "macc.",
         "ip.",
         "ipv6.",

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use parsers::aeth::{Aeth, NakCode, Syndrome};
 use parsers::builder::{Net, RoceFrame, mac_control_frame};
+use parsers::lrh::Lrh;
 use parsers::mac_control::MacControl;
 use parsers::reth::Reth;
 use serde_json::{Value, json};
@@ -78,53 +79,76 @@ pub(crate) fn write(dir: &Path, name: &str, c: &Capture, expected: Value) {
 }
 
 /// A WRITE stream loses PSNs 103-104 before the capture point; the responder NAKs (PSN sequence error) at
-/// 103, and the requester goes back to 103 and resends 103, 104, 105 before going on with 106.
+/// 103, and the requester goes back to 103 and resends 103, 104, 105 before going on with 106. As
+/// (time in µs, from the requester, packet).
+fn gap_nak_go_back_n_packets() -> Vec<(u64, bool, RoceFrame)> {
+    let mut p: Vec<(u64, bool, RoceFrame)> = [(0, 100), (100, 101), (200, 102)]
+        .into_iter()
+        .map(|(at, psn)| (at, true, AB.write(psn)))
+        .collect();
+    let ack = |psn, msn| AB.aeth(0x11, psn, Syndrome::Ack { credits: 31 }, msn);
+    p.push((300, false, ack(102, 3)));
+    p.push((400, true, AB.write(105)));
+    let nak = AB.aeth(0x11, 103, Syndrome::Nak(NakCode::PsnSequenceError), 3);
+    p.push((500, false, nak));
+    for (at, psn) in [(700, 103), (800, 104), (900, 105), (1000, 106)] {
+        p.push((at, true, AB.write(psn)));
+    }
+    p.push((1100, false, ack(106, 7)));
+    p
+}
+
+/// The figures of [`gap_nak_go_back_n_packets`], requester `a`, responder `b`, worked out by hand.
+fn gap_nak_go_back_n_expected(a: &str, b: &str) -> Value {
+    json!({
+        "capture": {"frames": 11, "roce_frames": 11, "malformed": 0, "icrc_bad": 0},
+        "flows": [
+            {"src": a, "dst": b, "dest_qp": 0x11, "role": "requester",
+             "pair": [b, a, 0x22], "packets": 8,
+             "psn": {"first": 100, "last": 106, "gap_events": 1, "missing": 2, "retransmitted": 3,
+                     "duplicates": 1, "retransmission_episodes": 1},
+             "retransmitted_bytes": 192,
+             // The responder takes 100, 101, 102, the resent 103, 104, 105, then 106: seven 64-byte WRITEs.
+             "messages": {"count": 7, "bytes": 448, "length_mismatches": 0},
+             "latency_us": {"samples": 2, "min": 100.0, "max": 100.0},
+             "counters": {"out_of_sequence": 1, "duplicate_request": 1, "packet_seq_err": 1}},
+            {"src": b, "dst": a, "dest_qp": 0x22, "role": "responder",
+             "pair": [a, b, 0x11], "packets": 3, "acks": 2,
+             "naks": {"psn_seq_err": 1, "invalid_request": 0, "remote_access": 0, "remote_op": 0,
+                      "invalid_rd_request": 0}}
+        ],
+        "event_counts": {"psn_gap": 1, "nak": 1, "go_back_n": 1},
+        "events_text": ["PSN gap: 2 missing after PSN 102 (0x000066)",
+                        "NAK (PSN sequence error) for PSN 103 (0x000067)",
+                        "go-back-N: resent from PSN 103 (0x000067) (3 behind), 0.200 ms after the NAK"],
+        "verdict": {"status": "fail", "problems": ["gaps", "naks", "retransmissions"]}
+    })
+}
+
 fn gap_nak_go_back_n(dir: &Path) {
     let mut c = Capture::new(1);
-    let none = json!({});
-    for (at, psn) in [(0, 100), (100, 101), (200, 102)] {
-        c.add_at(at, AB.write(psn).build(), none.clone());
+    for (at, _, frame) in gap_nak_go_back_n_packets() {
+        c.add_at(at, frame.build(), json!({}));
     }
-    c.add_at(300, AB.ack(102, 3), none.clone());
-    c.add_at(400, AB.write(105).build(), none.clone());
-    c.add_at(
-        500,
-        AB.aeth(0x11, 103, Syndrome::Nak(NakCode::PsnSequenceError), 3)
-            .build(),
-        none.clone(),
-    );
-    for (at, psn) in [(700, 103), (800, 104), (900, 105), (1000, 106)] {
-        c.add_at(at, AB.write(psn).build(), none.clone());
+    let expected = gap_nak_go_back_n_expected("10.0.0.1", "10.0.0.2");
+    write(dir, "gap_nak_go_back_n", &c, expected);
+}
+
+/// [`gap_nak_go_back_n`] on native InfiniBand (LINKTYPE_INFINIBAND): requester LID 1, responder LID 2, no
+/// GRH. Flows are keyed by the LIDs; every figure is its RoCE twin's.
+fn gap_nak_go_back_n_infiniband(dir: &Path) {
+    let mut c = Capture::new(parsers::lrh::LINKTYPE_INFINIBAND);
+    for (at, from_a, frame) in gap_nak_go_back_n_packets() {
+        let (slid, dlid) = if from_a { (1, 2) } else { (2, 1) };
+        let lrh = Lrh {
+            slid,
+            dlid,
+            ..Lrh::default()
+        };
+        c.add_at(at, frame.build_infiniband(lrh), json!({}));
     }
-    c.add_at(1100, AB.ack(106, 7), none.clone());
-    write(
-        dir,
-        "gap_nak_go_back_n",
-        &c,
-        json!({
-            "capture": {"frames": 11, "roce_frames": 11, "malformed": 0, "icrc_bad": 0},
-            "flows": [
-                {"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "role": "requester",
-                 "pair": ["10.0.0.2", "10.0.0.1", 0x22], "packets": 8,
-                 "psn": {"first": 100, "last": 106, "gap_events": 1, "missing": 2, "retransmitted": 3,
-                         "duplicates": 1, "retransmission_episodes": 1},
-                 "retransmitted_bytes": 192,
-                 // The responder takes 100, 101, 102, the resent 103, 104, 105, then 106: seven 64-byte WRITEs.
-                 "messages": {"count": 7, "bytes": 448, "length_mismatches": 0},
-                 "latency_us": {"samples": 2, "min": 100.0, "max": 100.0},
-                 "counters": {"out_of_sequence": 1, "duplicate_request": 1, "packet_seq_err": 1}},
-                {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "role": "responder",
-                 "pair": ["10.0.0.1", "10.0.0.2", 0x11], "packets": 3, "acks": 2,
-                 "naks": {"psn_seq_err": 1, "invalid_request": 0, "remote_access": 0, "remote_op": 0,
-                          "invalid_rd_request": 0}}
-            ],
-            "event_counts": {"psn_gap": 1, "nak": 1, "go_back_n": 1},
-            "events_text": ["PSN gap: 2 missing after PSN 102 (0x000066)",
-                            "NAK (PSN sequence error) for PSN 103 (0x000067)",
-                            "go-back-N: resent from PSN 103 (0x000067) (3 behind), 0.200 ms after the NAK"],
-            "verdict": {"status": "fail", "problems": ["gaps", "naks", "retransmissions"]}
-        }),
-    );
+    let expected = gap_nak_go_back_n_expected("LID: 1", "LID: 2");
+    write(dir, "gap_nak_go_back_n_infiniband", &c, expected);
 }
 
 /// An empty receive queue: 12 RNR NAKs (timer code 14 = 1.28 ms) for one SEND, each followed by a resend,
@@ -600,6 +624,7 @@ fn damaged(dir: &Path) {
 
 pub fn write_all(dir: &Path) {
     gap_nak_go_back_n(dir);
+    gap_nak_go_back_n_infiniband(dir);
     rnr_storm(dir);
     psn_wrap(dir);
     read_psn(dir);

@@ -6,9 +6,9 @@ use libfuzzer_sys::fuzz_target;
 use parsers::fields::{Field, Visitor};
 use parsers::frame::{parse_frame, parse_frame_deferred};
 
-/// The link types of FileSource and libpcap that rocescope decodes: Ethernet, Linux cooked v1 and v2, and
-/// one it does not (the frame must still come back, as not RoCE).
-const LINKTYPES: [u16; 4] = [1, 113, 276, 105];
+/// The link types of FileSource and libpcap that rocescope decodes: Ethernet, Linux cooked v1 and v2,
+/// InfiniBand, ERF, IP over InfiniBand, and one it does not (the frame must still come back, as not RoCE).
+const LINKTYPES: [u16; 7] = [1, 113, 276, 247, 197, 242, 105];
 
 struct Sink(usize);
 

@@ -10,6 +10,7 @@ use crate::grh::{self, Grh};
 use crate::icrc::{self, NetHeader};
 use crate::ipv4::{self, Ipv4Header};
 use crate::ipv6::Ipv6Header;
+use crate::lrh::{self, Lrh};
 use crate::mac_control::MacControl;
 use crate::mad::{self, Mad};
 use crate::opcode::{self, Headers};
@@ -198,6 +199,48 @@ impl RoceFrame {
         l3.extend_from_slice(&transport);
         l3.extend_from_slice(&self.icrc.unwrap_or(icrc).to_be_bytes());
         ethernet_frame(self.eth_dst, self.eth_src, &self.vlans, ethertype, &l3)
+    }
+
+    /// The packet as native InfiniBand (LINKTYPE_INFINIBAND), from `lrh` (its LNH and packet length are
+    /// computed) to the VCRC: global, with the GRH, when the frame is RoCEv1 ([`Net::V1`]), else local. The
+    /// Ethernet, IP and UDP fields are not used; `icrc` overrides the ICRC as for [`RoceFrame::build`].
+    pub fn build_infiniband(&self, lrh: Lrh) -> Vec<u8> {
+        let grh = match self.net {
+            Net::V1(h) => Some(h),
+            Net::V4(_) | Net::V6(_) => None,
+        };
+        let transport = self.transport();
+        let after_grh = transport.len() + 4;
+        let grh_len = grh.map_or(0, |_| Grh::LEN);
+        let lrh = Lrh {
+            lnh: if grh.is_some() {
+                lrh::LNH_IBA_GLOBAL
+            } else {
+                lrh::LNH_IBA_LOCAL
+            },
+            pkt_len: ((Lrh::LEN + grh_len + after_grh) / 4) as u16,
+            ..lrh
+        };
+        let mut out = Vec::with_capacity(Lrh::LEN + grh_len + after_grh + lrh::VCRC_LEN);
+        lrh.emit(&mut out);
+        let lrh_bytes: [u8; Lrh::LEN] = out.as_slice().try_into().unwrap_or_default();
+        let icrc = match grh {
+            Some(h) => {
+                Grh(Ipv6Header {
+                    payload_len: after_grh as u16,
+                    next_header: grh::NEXT_HEADER_BTH,
+                    ..h
+                })
+                .emit(&mut out);
+                icrc::compute(NetHeader::Ipv6(out.split_at(Lrh::LEN).1), None, &transport)
+            }
+            None => icrc::compute_local(lrh_bytes, &transport),
+        };
+        out.extend_from_slice(&transport);
+        out.extend_from_slice(&self.icrc.unwrap_or(icrc).to_be_bytes());
+        let vcrc = icrc::vcrc(&out);
+        out.extend_from_slice(&vcrc.to_be_bytes());
+        out
     }
 
     fn udp_header(&self, roce_len: usize) -> UdpHeader {

@@ -6,6 +6,12 @@ use core::fmt;
 pub enum Layer {
     Ethernet,
     LinuxSll,
+    /// The ERF record header of link type 197.
+    Erf,
+    /// IP over InfiniBand's pseudo-header and encapsulation header (link type 242).
+    Ipoib,
+    /// InfiniBand's Local Route Header.
+    Lrh,
     Vlan,
     MacControl,
     Ipv4,
@@ -41,6 +47,9 @@ impl Layer {
         match self {
             Layer::Ethernet => "Ethernet",
             Layer::LinuxSll => "Linux cooked capture",
+            Layer::Erf => "ERF",
+            Layer::Ipoib => "IPoIB",
+            Layer::Lrh => "LRH",
             Layer::Vlan => "802.1Q",
             Layer::MacControl => "MAC control",
             Layer::Ipv4 => "IPv4",

@@ -6,6 +6,7 @@ use crate::bth::Bth;
 use crate::cm::CmMessage;
 use crate::cnp::Cnp;
 use crate::deth::Deth;
+use crate::erf::{self, ErfHeader};
 use crate::error::{Layer, Malformed, MalformedKind};
 use crate::erspan::Erspan;
 use crate::ethernet::{self, EthernetHeader};
@@ -15,8 +16,10 @@ use crate::gre::{self, GreHeader};
 use crate::grh::{self, Grh};
 use crate::icrc::{self, IcrcStatus, NetHeader};
 use crate::imm::{Ieth, ImmDt};
+use crate::ipoib::{self, IpoibHeader};
 use crate::ipv4::{self, Ipv4Header};
 use crate::ipv6::{self, Ipv6Header};
+use crate::lrh::{self, Lrh};
 use crate::mac_control::MacControl;
 use crate::mad::{self, Mad};
 use crate::opcode::{Headers, Transport};
@@ -50,7 +53,17 @@ pub struct Config {
 struct NetSpan {
     start: usize,
     len: usize,
-    ipv4: bool,
+    kind: NetKind,
+}
+
+/// What the ICRC covers before the BTH (besides a UDP header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NetKind {
+    Ipv4,
+    /// An IPv6 header or a GRH (RoCEv1, global InfiniBand packets): the LRH is all ones.
+    Ipv6,
+    /// A local InfiniBand packet's LRH, with only its VL masked, and no network header.
+    LocalLrh,
 }
 
 /// Where the bytes an ICRC covers lie in the frame, and the ICRC found: enough to check it later, from the
@@ -59,7 +72,7 @@ struct NetSpan {
 pub struct IcrcCover {
     net_start: u32,
     net_len: u8,
-    ipv4: bool,
+    net_kind: NetKind,
     udp_start: Option<u32>,
     /// BTH to the end of the pad.
     transport: (u32, u32),
@@ -74,15 +87,16 @@ impl IcrcCover {
                 .unwrap_or_default()
         };
         let net = at(self.net_start, usize::from(self.net_len));
-        let net = if self.ipv4 {
-            NetHeader::Ipv4(net)
-        } else {
-            NetHeader::Ipv6(net)
-        };
         let udp = self.udp_start.map(|u| at(u, Udp::LEN));
         let (from, to) = self.transport;
         let transport = data.get(from as usize..to as usize).unwrap_or_default();
-        let expected = icrc::compute(net, udp, transport);
+        let expected = match self.net_kind {
+            NetKind::Ipv4 => icrc::compute(NetHeader::Ipv4(net), udp, transport),
+            NetKind::Ipv6 => icrc::compute(NetHeader::Ipv6(net), udp, transport),
+            NetKind::LocalLrh => {
+                icrc::compute_local(net.try_into().unwrap_or([0xFF; 8]), transport)
+            }
+        };
         if expected == self.found {
             IcrcStatus::Valid
         } else {
@@ -108,6 +122,30 @@ pub enum Link {
     Sll(SllHeader),
     /// Link types that start at the IP header.
     RawIp,
+    /// IP over InfiniBand (LINKTYPE_IPOIB): the pseudo-header and EtherType before the IP packet.
+    Ipoib(IpoibHeader),
+    /// A native InfiniBand packet (LINKTYPE_INFINIBAND, or an ERF record of type 21).
+    Infiniband(IbLink),
+    /// An ERF record of a type rocescope does not read.
+    Erf(ErfHeader),
+}
+
+/// The link layer of a native InfiniBand packet: its LRH, and the VCRC after the ICRC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IbLink {
+    /// The ERF record header it came in (link type 197).
+    pub erf: Option<ErfHeader>,
+    pub lrh: Lrh,
+    /// The VCRC as found on the wire (read big-endian), when captured.
+    pub vcrc: Option<u16>,
+    pub vcrc_status: IcrcStatus,
+}
+
+impl IbLink {
+    /// Where the LRH starts in the captured bytes.
+    pub fn lrh_offset(&self) -> usize {
+        self.erf.map_or(0, |e| e.header_len())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,11 +154,13 @@ pub enum Ip {
     V6(Ipv6Header),
 }
 
-/// An IP address of either family, for display and flow keys.
+/// An IP address of either family (or a GID), or an InfiniBand LID, for display and flow keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Addr {
     V4([u8; 4]),
     V6([u8; 16]),
+    /// The LID of a local InfiniBand packet (no GRH), shown as Wireshark shows it: `LID: 4`.
+    Lid(u16),
 }
 
 impl core::fmt::Display for Addr {
@@ -128,6 +168,7 @@ impl core::fmt::Display for Addr {
         match *self {
             Addr::V4(a) => core::net::Ipv4Addr::from(a).fmt(f),
             Addr::V6(a) => core::net::Ipv6Addr::from(a).fmt(f),
+            Addr::Lid(lid) => write!(f, "LID: {lid}"),
         }
     }
 }
@@ -261,6 +302,9 @@ pub fn hash_link(
         Some(Link::Sll(s)) => (1u8, s.addr, s.ifindex).hash(h),
         Some(Link::RawIp) => 2u8.hash(h),
         None => 3u8.hash(h),
+        Some(Link::Ipoib(i)) => (4u8, i.dst_gid).hash(h),
+        Some(Link::Infiniband(ib)) => (5u8, ib.lrh.slid, ib.lrh.dlid).hash(h),
+        Some(Link::Erf(e)) => (6u8, e.record_type).hash(h),
     }
     for t in vlans.iter().flatten() {
         (t.tpid, t.pcp, t.dei, t.vid).hash(h);
@@ -434,20 +478,24 @@ impl<'a> Frame<'a> {
         self.data.len() < self.orig_len
     }
 
+    /// The source: the IP address, else the GRH's GID, else a native InfiniBand packet's SLID.
     pub fn src(&self) -> Option<Addr> {
-        match (self.ip, self.roce.and_then(|r| r.grh)) {
-            (Some(Ip::V4(h)), _) => Some(Addr::V4(h.src)),
-            (Some(Ip::V6(h)), _) => Some(Addr::V6(h.src)),
-            (None, Some(g)) => Some(Addr::V6(g.0.src)),
+        match (self.ip, self.roce.and_then(|r| r.grh), self.link) {
+            (Some(Ip::V4(h)), _, _) => Some(Addr::V4(h.src)),
+            (Some(Ip::V6(h)), _, _) => Some(Addr::V6(h.src)),
+            (None, Some(g), _) => Some(Addr::V6(g.0.src)),
+            (None, None, Some(Link::Infiniband(ib))) => Some(Addr::Lid(ib.lrh.slid)),
             _ => None,
         }
     }
 
+    /// The destination: the IP address, else the GRH's GID, else a native InfiniBand packet's DLID.
     pub fn dst(&self) -> Option<Addr> {
-        match (self.ip, self.roce.and_then(|r| r.grh)) {
-            (Some(Ip::V4(h)), _) => Some(Addr::V4(h.dst)),
-            (Some(Ip::V6(h)), _) => Some(Addr::V6(h.dst)),
-            (None, Some(g)) => Some(Addr::V6(g.0.dst)),
+        match (self.ip, self.roce.and_then(|r| r.grh), self.link) {
+            (Some(Ip::V4(h)), _, _) => Some(Addr::V4(h.dst)),
+            (Some(Ip::V6(h)), _, _) => Some(Addr::V6(h.dst)),
+            (None, Some(g), _) => Some(Addr::V6(g.0.dst)),
+            (None, None, Some(Link::Infiniband(ib))) => Some(Addr::Lid(ib.lrh.dlid)),
             _ => None,
         }
     }
@@ -498,6 +546,9 @@ impl<'a> Frame<'a> {
             }
             visit_transport(&r, at, v);
         }
+        if let Some(Link::Infiniband(ib)) = self.link {
+            visit_vcrc(&ib, v);
+        }
         if self.fragment {
             v.field(Field::new(
                 "rocescope.ip_fragment",
@@ -536,6 +587,22 @@ fn visit_link<'a>(
         Some(Link::Sll(h)) => {
             h.visit(at, v);
             at += h.header_len();
+        }
+        Some(Link::Ipoib(h)) => {
+            h.visit(at, v);
+            at += IpoibHeader::LEN;
+        }
+        Some(Link::Infiniband(ib)) => {
+            if let Some(e) = ib.erf {
+                e.visit(at, v);
+                at += e.header_len();
+            }
+            ib.lrh.visit(at, v);
+            at += Lrh::LEN;
+        }
+        Some(Link::Erf(e)) => {
+            e.visit(at, v);
+            at += e.header_len();
         }
         Some(Link::RawIp) | None => {}
     }
@@ -644,6 +711,33 @@ fn visit_transport<'a>(r: &Roce<'a>, mut at: usize, v: &mut impl Visitor<'a>) {
         )
         .meaning(transport_name(r.bth.op())),
     );
+}
+
+fn visit_vcrc<'a>(ib: &IbLink, v: &mut impl Visitor<'a>) {
+    v.header(
+        "Variant CRC",
+        ib.lrh_offset() + ib.lrh.packet_bytes(),
+        lrh::VCRC_LEN,
+    );
+    if let Some(found) = ib.vcrc {
+        v.field(Field::new(
+            "infiniband.variant.crc",
+            "Variant CRC",
+            Value::Hex(found.into(), 4),
+        ));
+    }
+    v.field(Field::new(
+        "rocescope.vcrc_status",
+        "VCRC status",
+        Value::Text(ib.vcrc_status.name()),
+    ));
+    if let IcrcStatus::Bad { expected, .. } = ib.vcrc_status {
+        v.field(Field::new(
+            "rocescope.vcrc_expected",
+            "Expected VCRC",
+            Value::Hex(expected.into(), 4),
+        ));
+    }
 }
 
 fn transport_name(op: crate::opcode::Opcode) -> &'static str {
@@ -808,6 +902,21 @@ fn walk<'a>(
             f.link = Some(Link::Sll(h));
             h.protocol
         }
+        ipoib::LINKTYPE_IPOIB => {
+            let h = cur.take(IpoibHeader::parse)?;
+            f.link = Some(Link::Ipoib(h));
+            h.ethertype
+        }
+        lrh::LINKTYPE_INFINIBAND => return walk_infiniband(f, cur, None),
+        erf::LINKTYPE_ERF => {
+            let erf = cur.take(ErfHeader::parse)?;
+            if erf.record_type != erf::TYPE_INFINIBAND {
+                f.link = Some(Link::Erf(erf));
+                return Ok(());
+            }
+            cur.bound(Layer::Erf, cur.pos, usize::from(erf.wlen))?;
+            return walk_infiniband(f, cur, Some(erf));
+        }
         LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
             f.link = Some(Link::RawIp);
             match cur.rest().first().map(|b| b >> 4) {
@@ -874,7 +983,7 @@ fn walk_ipv4<'a>(
     let net = NetSpan {
         start,
         len: header_len,
-        ipv4: true,
+        kind: NetKind::Ipv4,
     };
     walk_udp(f, cur, cfg, net)
 }
@@ -905,7 +1014,7 @@ fn walk_ipv6<'a>(
     let net = NetSpan {
         start,
         len: Ipv6Header::LEN,
-        ipv4: false,
+        kind: NetKind::Ipv6,
     };
     walk_udp(f, cur, cfg, net)
 }
@@ -1021,6 +1130,63 @@ fn walk_inner<'a>(
     walk(f, &mut inner, LINKTYPE_ETHERNET, cfg)
 }
 
+/// A native InfiniBand packet from its LRH: the LRH's length bounds the packet (the VCRC after it), its
+/// LNH says whether a BTH (local) or a GRH and a BTH (global) follow; from the BTH on it is RoCE's walk.
+fn walk_infiniband<'a>(
+    f: &mut Frame<'a>,
+    cur: &mut Cursor<'a, '_>,
+    erf: Option<ErfHeader>,
+) -> Result<(), Malformed> {
+    let start = cur.pos;
+    let lrh = cur.take(Lrh::parse)?;
+    let packet = lrh.packet_bytes();
+    if packet < Lrh::LEN {
+        return Err(Malformed::new(
+            Layer::Lrh,
+            MalformedKind::LengthTooShort {
+                claimed: packet,
+                minimum: Lrh::LEN,
+            },
+        ));
+    }
+    cur.bound(Layer::Lrh, start, packet + lrh::VCRC_LEN)?;
+    let vcrc = cur
+        .data
+        .get(start + packet..start + packet + lrh::VCRC_LEN)
+        .and_then(|b| <[u8; 2]>::try_from(b).ok())
+        .map(u16::from_be_bytes);
+    let vcrc_status = match (vcrc, cur.data.get(start..start + packet)) {
+        (Some(found), Some(covered)) => match icrc::vcrc(covered) {
+            expected if expected == found => IcrcStatus::Valid,
+            expected => IcrcStatus::Bad {
+                expected: expected.into(),
+                found: found.into(),
+            },
+        },
+        _ => IcrcStatus::Unverifiable,
+    };
+    f.link = Some(Link::Infiniband(IbLink {
+        erf,
+        lrh,
+        vcrc,
+        vcrc_status,
+    }));
+    cur.bound(Layer::Lrh, start, packet)?;
+    match lrh.lnh {
+        lrh::LNH_IBA_LOCAL => {
+            f.to_roce = true;
+            let net = NetSpan {
+                start,
+                len: Lrh::LEN,
+                kind: NetKind::LocalLrh,
+            };
+            walk_transport(f, cur, None, net, None)
+        }
+        lrh::LNH_IBA_GLOBAL => walk_rocev1(f, cur),
+        _ => Ok(()),
+    }
+}
+
 fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a, '_>) -> Result<(), Malformed> {
     let start = cur.pos;
     f.to_roce = true;
@@ -1032,7 +1198,7 @@ fn walk_rocev1<'a>(f: &mut Frame<'a>, cur: &mut Cursor<'a, '_>) -> Result<(), Ma
     let net = NetSpan {
         start,
         len: Grh::LEN,
-        ipv4: false,
+        kind: NetKind::Ipv6,
     };
     walk_transport(f, cur, Some(grh), net, None)
 }
@@ -1110,7 +1276,7 @@ fn walk_transport<'a>(
             let cover = IcrcCover {
                 net_start: net.start as u32,
                 net_len: net.len as u8,
-                ipv4: net.ipv4,
+                net_kind: net.kind,
                 udp_start: udp.map(|u| u as u32),
                 transport: (start as u32, icrc_at as u32),
                 found,

@@ -20,7 +20,7 @@ pub enum Summary<'a> {
         kind: u8,
         group: [u8; 4],
     },
-    Arp(Arp),
+    Arp(Arp<'a>),
     Lldp(Lldp<'a>),
     /// An 802.3 frame: its length field and LLC addresses.
     Llc {
@@ -61,9 +61,10 @@ pub struct Icmpv6 {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Arp {
+pub struct Arp<'a> {
     pub op: u16,
-    pub sender_mac: [u8; 6],
+    /// The sender's hardware address: a MAC on Ethernet, 20 bytes (flags, QPN, GID) over IPoIB.
+    pub sender_hw: &'a [u8],
     pub sender_ip: [u8; 4],
     pub target_ip: [u8; 4],
 }
@@ -99,6 +100,9 @@ fn network_offset(frame: &Frame) -> Option<usize> {
         Link::Ethernet(_) => ethernet::EthernetHeader::LEN,
         Link::Sll(h) => SllHeader::header_len(&h),
         Link::RawIp => 0,
+        Link::Ipoib(_) => crate::ipoib::IpoibHeader::LEN,
+        // What a native InfiniBand packet carries is the transport's payload, not a network header.
+        Link::Infiniband(_) | Link::Erf(_) => return None,
     };
     Some(frame.inner_offset() + link + VlanTag::LEN * frame.vlans.iter().flatten().count())
 }
@@ -199,12 +203,16 @@ fn icmpv6(b: &[u8], echo: Option<Echo>) -> Option<Icmpv6> {
 
 fn link_payload<'a>(frame: &Frame, b: &'a [u8]) -> Option<Summary<'a>> {
     match frame.ethertype? {
-        ETHERTYPE_ARP if u16_at(b, 2)? == ethernet::ETHERTYPE_IPV4 => Some(Summary::Arp(Arp {
-            op: u16_at(b, 6)?,
-            sender_mac: array(b, 8)?,
-            sender_ip: array(b, 14)?,
-            target_ip: array(b, 24)?,
-        })),
+        ETHERTYPE_ARP if u16_at(b, 2)? == ethernet::ETHERTYPE_IPV4 => {
+            // The addresses' places follow the hardware address length (RFC 826).
+            let hw = usize::from(*b.get(4)?);
+            Some(Summary::Arp(Arp {
+                op: u16_at(b, 6)?,
+                sender_hw: b.get(8..8 + hw)?,
+                sender_ip: array(b, 8 + hw)?,
+                target_ip: array(b, 8 + 2 * hw + 4)?,
+            }))
+        }
         ETHERTYPE_LLDP => Some(Summary::Lldp(lldp(b))),
         length if length <= MAX_8023_LENGTH => Some(Summary::Llc {
             length,

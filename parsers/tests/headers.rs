@@ -2,7 +2,8 @@
 //! header layout (IEEE 802.1Q / 802.3 / 802.1Qbb, RFC 791, RFC 8200, RFC 768, tcpdump's LINKTYPE_LINUX_SLL
 //! and LINKTYPE_LINUX_SLL2 pages, the IBTA Vol. 1 transport headers), then parse (every field), emit (the same bytes)
 //! and truncation (every shorter prefix is `Truncated` at the right layer). GRE (RFC 2784, RFC 2890), ERSPAN
-//! types II and III (draft-foschiano-erspan-03) and VXLAN (RFC 7348) too.
+//! types II and III (draft-foschiano-erspan-03) and VXLAN (RFC 7348) too; InfiniBand's LRH (IBTA Vol. 1
+//! §7.7), the ERF record header and LINKTYPE_IPOIB's header (Wireshark's packet-erf.c and packet-ipoib.c).
 mod common;
 
 use common::hex;
@@ -11,12 +12,15 @@ use parsers::atomic::{AtomicAckEth, AtomicEth};
 use parsers::bth::Bth;
 use parsers::cnp::Cnp;
 use parsers::deth::Deth;
+use parsers::erf::ErfHeader;
 use parsers::ethernet::{self, EthernetHeader};
 use parsers::feth::Feth;
 use parsers::grh::Grh;
 use parsers::imm::{Ieth, ImmDt};
+use parsers::ipoib::IpoibHeader;
 use parsers::ipv4::{self, Ipv4Header};
 use parsers::ipv6::Ipv6Header;
+use parsers::lrh::Lrh;
 use parsers::mac_control::MacControl;
 use parsers::opcode::Opcode;
 use parsers::rdeth::Rdeth;
@@ -1432,4 +1436,115 @@ mod vxlan {
             )
         );
     }
+}
+
+// ----------------------------------------------------------------------------------------------------
+// InfiniBand LRH (IBTA Vol. 1 §7.7, 8 bytes): VL (4) LVer (4) | SL (4) reserved (2) LNH (2) | DLID (16) |
+// reserved (5) PktLen (11) | SLID (16).
+
+#[test]
+fn lrh_every_field_and_truncation() {
+    // 0x3C: VL 3, LVer 12. 0x5B = 0101 10 11: SL 5, reserved 2, LNH 3. 0x2807 = 00101 000 0000 0111:
+    // reserved 5, PktLen 7 words.
+    let bytes = hex("3c 5b 1234 2807 abcd 64");
+    let h = parse_ok(&bytes, 8, Lrh::parse);
+    assert_eq!(
+        h,
+        Lrh {
+            vl: 3,
+            lver: 12,
+            sl: 5,
+            reserved2: 2,
+            lnh: 3,
+            dlid: 0x1234,
+            reserved5: 5,
+            pkt_len: 7,
+            slid: 0xABCD,
+        }
+    );
+    assert_eq!(h.packet_bytes(), 28);
+    assert_eq!(emitted(|o| h.emit(o)), bytes[..8]);
+    assert_truncation(&bytes, Layer::Lrh, 8, Lrh::parse);
+}
+
+// ----------------------------------------------------------------------------------------------------
+// ERF record header (16 bytes): timestamp (8, little-endian), type (1; bit 7 an extension header follows),
+// flags (1), rlen, lctr, wlen (2 each, big-endian); each extension header 8 bytes, bit 7 of its first byte
+// saying another follows. The values: infiniband.pcap's first record as tshark 4.0 shows it.
+
+#[test]
+fn erf_header_of_infiniband_pcap_first_record() {
+    let bytes = hex("60eaeb7fef412b48 15 05 0138 0000 0122 f0");
+    let h = parse_ok(&bytes, 16, ErfHeader::parse);
+    assert_eq!(
+        h,
+        ErfHeader {
+            timestamp: 0x482b_41ef_7feb_ea60,
+            record_type: 21,
+            ext_headers: 0,
+            flags: 0x05,
+            rlen: 312,
+            lctr: 0,
+            wlen: 290,
+        }
+    );
+    assert_eq!(h.header_len(), 16);
+    assert_eq!(emitted(|o| h.emit(o)), bytes[..16]);
+    assert_truncation(&bytes, Layer::Erf, 16, ErfHeader::parse);
+}
+
+#[test]
+fn erf_extension_headers_are_skipped_and_counted() {
+    // Type 0x95: type 21 with an extension header; the first says another follows, the second does not.
+    let bytes = hex("0000000000000000 95 00 0028 0000 0010 8000000000000000 0000000000000000 f0");
+    let h = parse_ok(&bytes, 32, ErfHeader::parse);
+    assert_eq!((h.record_type, h.ext_headers, h.header_len()), (21, 2, 32));
+    assert_eq!(emitted(|o| h.emit(o)), bytes[..32]);
+    // The second extension header cut: the record is short of 32 bytes.
+    assert_eq!(
+        ErfHeader::parse(&bytes[..30]).unwrap_err(),
+        Malformed::new(
+            Layer::Erf,
+            MalformedKind::Truncated {
+                needed: 32,
+                available: 30
+            }
+        )
+    );
+}
+
+// ----------------------------------------------------------------------------------------------------
+// LINKTYPE_IPOIB (44 bytes, Wireshark's packet-ipoib.c): a 40-byte pseudo-header (unicast: zeros, then
+// the destination's flags byte and QPN at 20-23 and GID at 24-39; else a GRH's first word, source QPN at
+// 5-7, source GID at 8-23, destination GID at 24-39), EtherType (2), reserved (2).
+
+#[test]
+fn ipoib_unicast_pseudo_header_of_ipoib_pcap() {
+    // ipoib.pcap's first frame; tshark 4.0: Destination QPN 0x000550, GID fe80::10:e000:664a:b451, IPv4.
+    let bytes = hex("00000000000000000000000000000000 2fa3000a 80000550
+         fe80000000000000 0010e000664ab451 0800 0000 45");
+    let h = parse_ok(&bytes, 44, IpoibHeader::parse);
+    assert_eq!(h.source, None);
+    assert_eq!(h.dst_qpn & 0xFF_FFFF, 0x000550);
+    assert_eq!(h.dst_gid, hex("fe800000000000000010e000664ab451")[..]);
+    assert_eq!((h.ethertype, h.reserved), (0x0800, 0));
+    // The bytes before the flags are not kept (Wireshark reads nothing there either): zeros come back.
+    let mut want = bytes[..44].to_vec();
+    want[16..20].fill(0);
+    assert_eq!(emitted(|o| h.emit(o)), want);
+    assert_truncation(&bytes, Layer::Ipoib, 44, IpoibHeader::parse);
+}
+
+#[test]
+fn ipoib_grh_pseudo_header() {
+    let bytes = hex("60012345 00 000018 fe800000000000000002c90300001895
+         ff12401bffff00000000000000000001 0806 0000");
+    let h = parse_ok(&bytes, 44, IpoibHeader::parse);
+    let s = h.source.unwrap();
+    assert_eq!(s.version_class_flow, 0x6001_2345);
+    assert_eq!(s.qpn, 0x18);
+    assert_eq!(s.gid, hex("fe800000000000000002c90300001895")[..]);
+    assert_eq!(h.dst_gid, hex("ff12401bffff00000000000000000001")[..]);
+    assert_eq!(h.ethertype, 0x0806);
+    assert_eq!(emitted(|o| h.emit(o)), bytes[..44]);
 }

@@ -193,7 +193,7 @@ mod tests {
             .iter()
             .map(|f| match f.key.src {
                 Addr::V4(a) => a[3],
-                Addr::V6(_) => 0,
+                Addr::V6(_) | Addr::Lid(_) => 0,
             })
             .collect()
     }

@@ -3,8 +3,8 @@ use std::io::{self, Write};
 
 use parsers::aeth::Syndrome;
 use parsers::cm::{CmMessage, ServiceId};
-use parsers::frame::Ip;
 use parsers::frame::{Frame, Roce};
+use parsers::frame::{Ip, Link};
 use parsers::icrc::IcrcStatus;
 use parsers::mac_control::MacControl;
 use parsers::mad::Mad;
@@ -40,6 +40,14 @@ pub fn write(out: &mut impl Write, shown: &Shown, frame: &Frame) -> io::Result<(
             }
         }
         None => write_other(out, frame)?,
+    }
+    if let Some(Link::Infiniband(ib)) = frame.link
+        && let IcrcStatus::Bad { expected, found } = ib.vcrc_status
+    {
+        write!(
+            out,
+            " [VCRC BAD: found 0x{found:04x}, expected 0x{expected:04x}]"
+        )?;
     }
     if let Some(m) = frame.malformed {
         write!(out, " [malformed: {m}]")?;
@@ -246,7 +254,18 @@ fn write_other(out: &mut impl Write, frame: &Frame) -> io::Result<()> {
         (Some(Ip::V4(h)), _) => write_protocol(out, "IPv4 protocol", h.protocol),
         (Some(Ip::V6(h)), _) => write_protocol(out, "IPv6 next header", h.next_header),
         (None, Some(t)) => write!(out, " {} (0x{t:04x})", parsers::ethernet::ethertype_name(t)),
-        (None, None) => write!(out, " unsupported link type"),
+        (None, None) => match frame.link {
+            Some(Link::Erf(e)) => write!(
+                out,
+                " ERF record type {} ({}) not read: rocescope reads type 21 (InfiniBand)",
+                e.record_type,
+                e.type_name()
+            ),
+            Some(Link::Infiniband(ib)) => {
+                write!(out, " InfiniBand LNH {} (no BTH)", ib.lrh.lnh)
+            }
+            _ => write!(out, " unsupported link type"),
+        },
     }
 }
 
@@ -330,7 +349,14 @@ fn write_arp(out: &mut impl Write, a: &other::Arp) -> io::Result<()> {
         1 if a.sender_ip == [0; 4] => write!(out, " ARP Who has {target}? (ARP Probe)"),
         1 if a.sender_ip == a.target_ip => write!(out, " ARP ARP Announcement for {sender}"),
         1 => write!(out, " ARP Who has {target}? Tell {sender}"),
-        2 => write!(out, " ARP {sender} is at {}", Mac(a.sender_mac)),
+        2 => match <[u8; 6]>::try_from(a.sender_hw) {
+            Ok(mac) => write!(out, " ARP {sender} is at {}", Mac(mac)),
+            // As tshark writes an address that is no MAC (IPoIB's 20 bytes): plain hex digits.
+            Err(_) => {
+                write!(out, " ARP {sender} is at ")?;
+                a.sender_hw.iter().try_for_each(|b| write!(out, "{b:02x}"))
+            }
+        },
         op => write!(out, " ARP opcode {op}"),
     }
 }

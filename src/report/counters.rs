@@ -233,7 +233,7 @@ pub fn build(
     let seen: Vec<IpAddr> = engine
         .flows
         .iter()
-        .flat_map(|f| [ip(&f.key.src), ip(&f.key.dst)])
+        .flat_map(|f| [ip(&f.key.src), ip(&f.key.dst)].into_iter().flatten())
         .collect();
     let mut ports = Vec::new();
     let mut relations = Vec::new();
@@ -293,10 +293,12 @@ fn why(place: &PortPlace, interface: &str, seen: &[IpAddr]) -> Option<&'static s
     }
 }
 
-fn ip(a: &parsers::frame::Addr) -> IpAddr {
+/// A LID is no IP address: a RoCE port's counters never count an InfiniBand flow.
+fn ip(a: &parsers::frame::Addr) -> Option<IpAddr> {
     match *a {
-        parsers::frame::Addr::V4(b) => IpAddr::from(b),
-        parsers::frame::Addr::V6(b) => IpAddr::from(b),
+        parsers::frame::Addr::V4(b) => Some(IpAddr::from(b)),
+        parsers::frame::Addr::V6(b) => Some(IpAddr::from(b)),
+        parsers::frame::Addr::Lid(_) => None,
     }
 }
 
@@ -305,11 +307,12 @@ fn sum(engine: &Engine, addresses: &[IpAddr], figure: Figure) -> u64 {
         .flows
         .iter()
         .filter(|f| {
-            addresses.contains(&ip(if figure.from() {
+            ip(if figure.from() {
                 &f.key.src
             } else {
                 &f.key.dst
-            }))
+            })
+            .is_some_and(|a| addresses.contains(&a))
         })
         .map(|f| figure.of(f))
         .sum()
