@@ -466,8 +466,9 @@ fn the_diagnosis_leads_every_view() {
             .map_while(|l| {
                 let cols: Vec<&str> = l.split_whitespace().collect();
                 let id = cols.first()?.parse().ok()?;
-                // id, source, →, destination, QP, role, state.
-                Some((id, cols.get(6)?.to_string()))
+                // id, source, →, destination, QP, role, state (an address may hold a space: `LID: 4`).
+                let qp = cols.iter().position(|c| c.starts_with("0x"))?;
+                Some((id, cols.get(qp + 2)?.to_string()))
             })
             .collect();
         for (view, flows) in [("json", &json), ("text", &table)] {

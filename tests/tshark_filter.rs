@@ -17,13 +17,26 @@ fn captures(dirs: &[PathBuf]) -> Vec<PathBuf> {
     for dir in dirs {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             let p = e.path();
-            if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
+            if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") && tshark_reads(&p) {
                 files.push(p);
             }
         }
     }
     files.sort();
     files
+}
+
+/// tshark 4.0 reads no pcap of LINKTYPE_INFINIBAND (247: "network type 247 unknown or unsupported"); the
+/// native InfiniBand captures are held to tshark in ERF (tests/tshark_infiniband.rs).
+fn tshark_reads(p: &Path) -> bool {
+    let head = std::fs::read(p)
+        .map(|b| b.get(20..24).map(<[u8]>::to_vec))
+        .ok()
+        .flatten();
+    let le = head
+        .as_deref()
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    p.extension().is_some_and(|x| x == "pcapng") || le != Some(247)
 }
 
 fn testdata() -> Vec<PathBuf> {

@@ -158,8 +158,9 @@ def worst(packets, window_seconds, top):
         "dst",
         F.col("infiniband_bth_destqp").alias("dest_qp"),
         F.col("rocescope_class").isin(TROUBLE).cast("int").alias("trouble"),
-        (F.col("ip_dsfield_ecn") == 3).cast("int").alias("ce"),
-        (F.col("rocescope_class") == "cnp").cast("int").alias("cnp"),
+        # A frame without IP (native InfiniBand) carries no CE mark: 0, not null (as the DuckDB job).
+        F.coalesce(F.col("ip_dsfield_ecn") == 3, F.lit(False)).cast("int").alias("ce"),
+        F.coalesce(F.col("rocescope_class") == "cnp", F.lit(False)).cast("int").alias("cnp"),
     )
     sums = [F.sum(c).alias(c) for c in ("trouble", "ce", "cnp")]
 

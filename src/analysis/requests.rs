@@ -43,6 +43,11 @@ impl Engine {
         if first {
             f.first_request = Some((number, ts));
         }
+        // A UD QP numbers its sends in one PSN sequence whatever their destinations, and no receiver checks
+        // it (IBTA 9.8): a flow's gaps there are the sender's other destinations, never loss.
+        if op.transport() == Transport::Ud {
+            return Class::Other;
+        }
         let pending = f.conn.is_some_and(|l| l.first_pending);
         let at = Arrival { ts, reorder_window };
         let taken = f.psn.request(bth.psn, consumes, read, mtu, at);

@@ -626,7 +626,8 @@ fn fraction(part: u64, whole: u64) -> f64 {
 /// `paused`: the priorities PFC paused (bit p), for `paused_priority`.
 fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
     let paired = f.paired_with.and_then(|p| engine.flows.get(p));
-    let has_requests = f.requests > 0;
+    // The PSN tracker follows the connected transports' requests; a UD flow's PSNs are as seen.
+    let has_requests = f.requests > 0 && f.role() != crate::analysis::flow::Role::Datagram;
     let s = &f.series;
     let series = SeriesReport {
         bucket_seconds: s.width_secs(),

@@ -129,7 +129,9 @@ def main(tree, expected, segments):
             problem(f"{job}: per_segment is {results['per_segment']}, the drops made {segments}")
     for name in spark:
         if canonical(spark[name]) != canonical(duck[name]):
-            problem(f"{name}: Spark and DuckDB differ ({len(spark[name])} and {len(duck[name])} rows)")
+            a, b = set(canonical(spark[name])), set(canonical(duck[name]))
+            problem(f"{name}: Spark and DuckDB differ ({len(spark[name])} and {len(duck[name])} rows): "
+                    f"Spark alone {sorted(a - b)[:3]}, DuckDB alone {sorted(b - a)[:3]}")
         print(f"{name}: {len(spark[name])} rows, the same from both jobs")
     for p in problems:
         print("DIFF", p)
