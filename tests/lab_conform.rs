@@ -11,12 +11,11 @@
 //!   first in a slow guest: both keep the rule), the CE mark is "not supported" (rxe sends no CNP: none in
 //!   any capture), and the control (the NAK dropped too) is caught.
 use std::fs;
-use std::path::Path;
 
 use serde_json::Value;
 
 mod lab_support;
-use lab_support::{number, run_lab, tshark_fields};
+use lab_support::{cable, run_lab};
 
 const NAK_PSN_SEQUENCE_ERROR: u64 = 0x60;
 const ACKNOWLEDGE: u64 = 17;
@@ -25,43 +24,6 @@ const READ_REQUEST: u64 = 12;
 /// PSN `a` is `b` or after it (serial arithmetic, 24 bits).
 fn at_or_after(a: u64, b: u64) -> bool {
     a.wrapping_sub(b) & 0xff_ffff < 0x80_0000
-}
-
-/// A RoCE frame as tshark reads it.
-#[derive(Debug, Clone)]
-struct Seen {
-    no: u64,
-    src: String,
-    ip_id: u64,
-    ecn: u64,
-    op: u64,
-    psn: u64,
-    syndrome: Option<u64>,
-}
-
-fn listing(path: &Path) -> Vec<Seen> {
-    let fields = [
-        "frame.number",
-        "ip.src",
-        "ip.id",
-        "ip.dsfield.ecn",
-        "infiniband.bth.opcode",
-        "infiniband.bth.psn",
-        "infiniband.aeth.syndrome",
-    ];
-    tshark_fields(path, &fields)
-        .into_iter()
-        .filter(|r| !r[4].is_empty())
-        .map(|r| Seen {
-            no: number(&r[0]).unwrap(),
-            src: r[1].clone(),
-            ip_id: number(&r[2]).unwrap(),
-            ecn: number(&r[3]).unwrap(),
-            op: number(&r[4]).unwrap(),
-            psn: number(&r[5]).unwrap(),
-            syndrome: number(&r[6]),
-        })
-        .collect()
 }
 
 #[test]
@@ -102,7 +64,7 @@ fn rxe_keeps_the_rules_and_the_control_is_caught() {
         let psn = action["psn"].as_u64().unwrap();
         let ip_id = action["ip_id"].as_u64().unwrap();
         let src = action["src"].as_str().unwrap();
-        let frames = listing(&capture);
+        let frames = cable(&capture);
         let frame = |n: &Value| {
             let n = n.as_u64().unwrap();
             frames

@@ -26,48 +26,12 @@ use std::process::Command;
 use serde_json::Value;
 
 mod lab_support;
-use lab_support::{number, root, run_lab, tshark_fields};
+use lab_support::{CableFrame as Frame, cable, root, run_lab};
 
 const REQUESTER: &str = "10.0.0.1";
 const RESPONDER: &str = "10.0.0.2";
 const NAK_PSN_SEQUENCE_ERROR: u64 = 0x60;
 const ACKNOWLEDGE: u64 = 17;
-
-#[derive(Debug)]
-struct Frame {
-    no: u64,
-    src: String,
-    ip_id: u64,
-    ecn: u64,
-    op: u64,
-    psn: u64,
-    syndrome: Option<u64>,
-}
-
-fn cable(path: &Path) -> Vec<Frame> {
-    let fields = [
-        "frame.number",
-        "ip.src",
-        "ip.id",
-        "ip.dsfield.ecn",
-        "infiniband.bth.opcode",
-        "infiniband.bth.psn",
-        "infiniband.aeth.syndrome",
-    ];
-    tshark_fields(path, &fields)
-        .into_iter()
-        .filter(|r| !r[4].is_empty())
-        .map(|r| Frame {
-            no: number(&r[0]).unwrap(),
-            src: r[1].clone(),
-            ip_id: number(&r[2]).unwrap(),
-            ecn: number(&r[3]).unwrap(),
-            op: number(&r[4]).unwrap(),
-            psn: number(&r[5]).unwrap(),
-            syndrome: number(&r[6]),
-        })
-        .collect()
-}
 
 /// The frames lab/icrc_check.py finds with a wrong ICRC.
 fn bad_icrc(path: &Path) -> Vec<u64> {

@@ -114,22 +114,43 @@ struct Connection<'p> {
     packets: &'p [Packet],
     requester: std::net::Ipv4Addr,
     responder: std::net::Ipv4Addr,
-    /// The responder's QP, that the requests name.
-    qp: u32,
+    /// The responder's QP, that the requests name (`None`: any, where the action was an answer, which names
+    /// the requester's QP).
+    qp: Option<u32>,
 }
 
 impl<'p> Connection<'p> {
-    fn requests(&self, after: u64) -> impl Iterator<Item = &'p Packet> + '_ {
+    /// The connection of an action on a request (from the requester to the responder's QP).
+    fn of_request(action: &Action, packets: &'p [Packet]) -> Connection<'p> {
+        Connection {
+            packets,
+            requester: action.src,
+            responder: action.dst,
+            qp: Some(action.dest_qp),
+        }
+    }
+
+    /// The connection of an action on an answer (from the responder to the requester).
+    fn of_answer(action: &Action, packets: &'p [Packet]) -> Connection<'p> {
+        Connection {
+            packets,
+            requester: action.dst,
+            responder: action.src,
+            qp: None,
+        }
+    }
+
+    fn requests(&self, after: u64) -> impl DoubleEndedIterator<Item = &'p Packet> + '_ {
         self.packets.iter().filter(move |p| {
             p.ts >= after
                 && p.src == self.requester
                 && p.dst == self.responder
-                && p.dest_qp == self.qp
+                && self.qp.is_none_or(|qp| p.dest_qp == qp)
                 && Opcode(p.opcode).is_request()
         })
     }
 
-    fn answers(&self, after: u64) -> impl Iterator<Item = &'p Packet> + '_ {
+    fn answers(&self, after: u64) -> impl DoubleEndedIterator<Item = &'p Packet> + '_ {
         self.packets.iter().filter(move |p| {
             p.ts >= after
                 && p.src == self.responder
@@ -151,12 +172,7 @@ fn is_sequence_nak(p: &Packet, psn: u32) -> bool {
 
 /// Judges what `packets` show after `action` as `reaction` calls for.
 pub fn judge(reaction: Reaction, action: &Action, packets: &[Packet]) -> Verdict {
-    let request_side = Connection {
-        packets,
-        requester: action.src,
-        responder: action.dst,
-        qp: action.dest_qp,
-    };
+    let request_side = Connection::of_request(action, packets);
     match reaction {
         Reaction::RequestLost => {
             request_lost(reaction, action, &request_side, action.ts, Vec::new())
@@ -339,21 +355,8 @@ fn corrupt_request(action: &Action, c: &Connection<'_>) -> Verdict {
 fn read_response_lost(action: &Action, packets: &[Packet]) -> Verdict {
     let reaction = Reaction::ReadResponseLost;
     let p = action.psn;
-    // The response went from the responder (the action's source) to the requester.
-    let c = Connection {
-        packets,
-        requester: action.dst,
-        responder: action.src,
-        qp: 0,
-    };
-    let reads = |after: u64| {
-        packets.iter().filter(move |q| {
-            q.ts >= after
-                && q.src == c.requester
-                && q.dst == c.responder
-                && q.opcode == rc::READ_REQUEST
-        })
-    };
+    let c = Connection::of_answer(action, packets);
+    let reads = |after: u64| c.requests(after).filter(|q| q.opcode == rc::READ_REQUEST);
     let mtu = packets
         .iter()
         .filter(|q| q.src == c.responder && Opcode(q.opcode).is_read_response())
@@ -449,22 +452,11 @@ fn read_response_lost(action: &Action, packets: &[Packet]) -> Verdict {
 fn ack_lost(action: &Action, packets: &[Packet]) -> Verdict {
     let reaction = Reaction::AckLost;
     let p = action.psn;
-    let c = Connection {
-        packets,
-        requester: action.dst,
-        responder: action.src,
-        qp: 0,
-    };
+    let c = Connection::of_answer(action, packets);
     let covering = c
         .answers(action.ts)
         .find(|a| is_ack(a) && diff(a.psn, p) > 0);
-    let resend = packets.iter().find(|q| {
-        q.ts >= action.ts
-            && q.src == c.requester
-            && q.dst == c.responder
-            && Opcode(q.opcode).is_request()
-            && diff(q.psn, p) <= 0
-    });
+    let resend = c.requests(action.ts).find(|q| diff(q.psn, p) <= 0);
     match (covering, resend) {
         (Some(a), r) if r.is_none_or(|r| a.ts <= r.ts) => Verdict::new(
             reaction,

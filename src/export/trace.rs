@@ -18,6 +18,7 @@ use parsers::opcode::{Opcode, rc};
 use rustc_hash::FxHashMap;
 
 use super::ExportError;
+use crate::analysis::flow::Flow;
 use crate::analysis::{Class, Classified, Engine, FlowId};
 use crate::pipeline::{self, EngineSide};
 use crate::report::Report;
@@ -190,10 +191,7 @@ impl Tracer<'_> {
         });
     }
 
-    fn new_flow(&mut self, id: FlowId, engine: &Engine) {
-        let Some(f) = engine.flows.get(id) else {
-            return;
-        };
+    fn new_flow(&mut self, id: FlowId, f: &Flow) {
         let n = id.number();
         let label = format!(
             "#{n} {} → {} QP {:#08x}",
@@ -208,16 +206,12 @@ impl Tracer<'_> {
         );
     }
 
-    fn messages(&mut self, id: FlowId, ts: u64, frame: &Frame, engine: &Engine) {
-        let Some(f) = engine.flows.get(id) else {
-            return;
-        };
+    fn messages(&mut self, t: &mut FlowTrack, id: FlowId, ts: u64, frame: &Frame, f: &Flow) {
         let (count, bytes, open) = (
             f.messages.count,
             f.messages.bytes,
             f.messages.open.is_some(),
         );
-        let t = self.flows.entry(id).or_default();
         if count > t.messages {
             let (from, psn, op) = t.open.take().unwrap_or((ts, 0, "SEND"));
             let size = bytes.saturating_sub(t.bytes);
@@ -243,12 +237,16 @@ impl Tracer<'_> {
         }
     }
 
-    fn resends(&mut self, id: FlowId, ts: u64, class: Class, frame: &Frame, engine: &Engine) {
-        let Some(f) = engine.flows.get(id) else {
-            return;
-        };
+    fn resends(
+        &mut self,
+        t: &mut FlowTrack,
+        id: FlowId,
+        ts: u64,
+        class: Class,
+        frame: &Frame,
+        f: &Flow,
+    ) {
         let episodes = f.psn.episodes;
-        let t = self.flows.entry(id).or_default();
         let mut ended: [Option<Episode>; 2] = [None, None];
         if episodes > t.episodes {
             t.episodes = episodes;
@@ -368,14 +366,23 @@ impl EngineSide for Tracer<'_> {
         if frame.mac_control.is_some() {
             self.pauses(ts_nanos, engine);
         }
-        let Some(id) = classified.flow else {
+        let Some((id, f)) = classified
+            .flow
+            .and_then(|id| Some((id, engine.flows.get(id)?)))
+        else {
             return;
         };
-        if !self.flows.contains_key(&id) {
-            self.new_flow(id, engine);
-        }
-        self.messages(id, ts_nanos, frame, engine);
-        self.resends(id, ts_nanos, classified.class, frame, engine);
+        // The flow's track taken out and put back: one lookup and one store a frame.
+        let mut t = match self.flows.get(&id) {
+            Some(t) => *t,
+            None => {
+                self.new_flow(id, f);
+                FlowTrack::default()
+            }
+        };
+        self.messages(&mut t, id, ts_nanos, frame, f);
+        self.resends(&mut t, id, ts_nanos, classified.class, frame, f);
+        self.flows.insert(id, t);
     }
 
     fn batch_done(&mut self, engine: &Engine) {

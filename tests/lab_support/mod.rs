@@ -1,5 +1,6 @@
-//! What the Soft-RoCE lab tests share (tests/lab.rs, tests/gen.rs): running lab/setup and lab/run under hard
-//! timeouts with their logs, and `rocescope analyze --json`. Each test file uses part of it.
+//! What the Soft-RoCE lab tests share (tests/lab*.rs, tests/gen.rs): running lab/setup and lab/run under hard
+//! timeouts with their logs, `rocescope analyze --json`, the cable's RoCE frames as tshark reads them. Each test
+//! file uses part of it.
 #![allow(dead_code)]
 
 use std::fs;
@@ -244,4 +245,43 @@ pub fn raced(scenarios: &[&str], lab_out: &Path) -> Vec<(&'static str, &'static 
         }
     }
     raced
+}
+
+/// A RoCE frame of a lab capture as tshark reads it: what the lab tests hold the injector's actions and the
+/// NICs' reactions to.
+#[derive(Debug, Clone)]
+pub struct CableFrame {
+    pub no: u64,
+    pub src: String,
+    pub ip_id: u64,
+    pub ecn: u64,
+    pub op: u64,
+    pub psn: u64,
+    pub syndrome: Option<u64>,
+}
+
+/// The RoCE frames of `path`, in order.
+pub fn cable(path: &Path) -> Vec<CableFrame> {
+    let fields = [
+        "frame.number",
+        "ip.src",
+        "ip.id",
+        "ip.dsfield.ecn",
+        "infiniband.bth.opcode",
+        "infiniband.bth.psn",
+        "infiniband.aeth.syndrome",
+    ];
+    tshark_fields(path, &fields)
+        .into_iter()
+        .filter(|r| !r[4].is_empty())
+        .map(|r| CableFrame {
+            no: number(&r[0]).unwrap(),
+            src: r[1].clone(),
+            ip_id: number(&r[2]).unwrap(),
+            ecn: number(&r[3]).unwrap(),
+            op: number(&r[4]).unwrap(),
+            psn: number(&r[5]).unwrap(),
+            syndrome: number(&r[6]),
+        })
+        .collect()
 }
