@@ -396,26 +396,19 @@ fn read_response_lost(action: &Action, packets: &[Packet]) -> Verdict {
     // Asked again from PSN q, the READ's VA and length advanced to q: from the missing response (q = p), or
     // from before it when the requester had not taken the responses between (a slow completer, its timer):
     // what it asks for covers the missing response either way.
-    let j = diff(again.psn, read.psn) as u32;
-    let at = |j: u32| {
-        (
-            va.wrapping_add(u64::from(j) * u64::from(mtu)),
-            len.saturating_sub(j * mtu),
-        )
-    };
-    if (got_va, got_len) != at(j) {
+    // In 64 bits: a hostile capture's PSNs and payloads may be 2^23 apart and 64 KiB long.
+    let advanced = u64::from(diff(again.psn, read.psn) as u32) * u64::from(mtu);
+    let at = (
+        va.wrapping_add(advanced),
+        u64::from(len).saturating_sub(advanced),
+    );
+    if (got_va, u64::from(got_len)) != at {
         return Verdict::new(
             reaction,
             Outcome::Fail,
             format!(
                 "the READ at PSN {} (frame {}) asked again from PSN {} with VA {got_va:#x}, {got_len} bytes (frame {}): from PSN {} it is VA {:#x}, {} bytes",
-                read.psn,
-                read.frame,
-                again.psn,
-                again.frame,
-                again.psn,
-                at(j).0,
-                at(j).1
+                read.psn, read.frame, again.psn, again.frame, again.psn, at.0, at.1
             ),
             evidence,
         );
@@ -433,10 +426,7 @@ fn read_response_lost(action: &Action, packets: &[Packet]) -> Verdict {
         Outcome::Pass,
         format!(
             "the READ at PSN {} (frame {}) asked again {from}: VA {va:#x} + {}, {got_len} bytes (frame {})",
-            read.psn,
-            read.frame,
-            j * mtu,
-            again.frame
+            read.psn, read.frame, advanced, again.frame
         ),
         evidence,
     );

@@ -305,3 +305,18 @@ fn a_ce_mark_draws_a_cnp_or_is_not_supported() {
     assert_eq!(v.latencies_us["ce_to_cnp"], 20.0);
     assert_eq!(v.evidence, [2, 4]);
 }
+
+#[test]
+fn a_hostile_read_neither_overflows_nor_passes() {
+    // A READ and its resend 2^23 - 1 PSNs apart, with 64 KiB responses: the advance passes 32 bits.
+    let mut w = Wire::new();
+    w.push(true, rc::READ_REQUEST, 0).reth = Some((0, u32::MAX));
+    w.push(false, rc::READ_RESPONSE_FIRST, 0).payload_len = 65_535;
+    w.push(true, rc::READ_REQUEST, 0x7f_ffff).reth = Some((0, u32::MAX));
+    let v = judge(
+        Reaction::ReadResponseLost,
+        &action(&w, 2, 0x7f_ffff, false, "drop"),
+        &w.0,
+    );
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.seen);
+}
