@@ -159,6 +159,44 @@ fn infiniband_pcap_every_header_field_as_tshark() {
     }
 }
 
+/// The IP inside the IB SENDs (IPoIB's datagram and connected modes, RFC 4391's 4-byte header in the
+/// payload), as tshark finds it.
+const IB_PAYLOAD_FIELDS: &[&str] = &[
+    "frame.number",
+    "infiniband.rwh.etype",
+    "ip.src",
+    "ip.dst",
+    "ip.proto",
+    "ip.len",
+    "ip.id",
+    "ip.ttl",
+    "ip.flags.df",
+    "ip.dsfield.dscp",
+    "ipv6.src",
+    "ipv6.dst",
+    "ipv6.nxt",
+    "ipv6.plen",
+    "ipv6.hlim",
+    "ipv6.flow",
+    "udp.srcport",
+    "udp.dstport",
+    "udp.length",
+    "udp.checksum",
+];
+
+#[test]
+fn infiniband_pcap_ip_inside_the_sends_as_tshark() {
+    let file = external("wireshark-wiki-samplecaptures/infiniband.pcap");
+    let lines = agree(&file, IB_PAYLOAD_FIELDS);
+    let etype = column(&lines, IB_PAYLOAD_FIELDS, "infiniband.rwh.etype");
+    let with = |value: &str| -> Vec<usize> { (1..=43).filter(|n| etype[n - 1] == value).collect() };
+    // tshark's frame.protocols: ethertype:ip in 10 frames (4 UDP, 6 ICMP), ipv6 in 5, arp in 2; the MADs
+    // (QP 0 and 1) and the ACKs carry none.
+    assert_eq!(with("0x0800"), [3, 4, 10, 14, 16, 18, 20, 22, 24, 25]);
+    assert_eq!(with("0x86dd"), [26, 30, 36, 39, 43]);
+    assert_eq!(with("0x0806"), [5, 6]);
+}
+
 #[test]
 fn infiniband_pcap_every_icrc_and_vcrc_valid() {
     let file = external("wireshark-wiki-samplecaptures/infiniband.pcap");

@@ -302,6 +302,7 @@ pub const FIELDS: &[(&str, Kind)] = &[
     ("infiniband.reth.dmalen", Kind::Uint),
     ("infiniband.reth.r_key", Kind::Uint),
     ("infiniband.reth.va", Kind::Uint),
+    ("infiniband.rwh.etype", Kind::Uint),
     ("infiniband.variant.crc", Kind::Uint),
     ("ip.checksum", Kind::Uint),
     ("ip.dsfield.dscp", Kind::Uint),

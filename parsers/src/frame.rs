@@ -16,7 +16,7 @@ use crate::gre::{self, GreHeader};
 use crate::grh::{self, Grh};
 use crate::icrc::{self, IcrcStatus, NetHeader};
 use crate::imm::{Ieth, ImmDt};
-use crate::ipoib::{self, IpoibHeader};
+use crate::ipoib::{self, EncapHeader, IpoibHeader};
 use crate::ipv4::{self, Ipv4Header};
 use crate::ipv6::{self, Ipv6Header};
 use crate::lrh::{self, Lrh};
@@ -371,6 +371,52 @@ impl<'a> Roce<'a> {
     }
 }
 
+/// An InfiniBand SEND's payload that is EtherType-encapsulated (IPoIB over the transport: RFC 4391's
+/// header, then IP or ARP), as Wireshark takes it: the header, and the IP and UDP headers inside where they
+/// parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EtherPayload {
+    pub header: EncapHeader,
+    pub ip: Option<Ip>,
+    pub udp: Option<UdpHeader>,
+}
+
+impl<'a> Roce<'a> {
+    /// The payload's EtherType encapsulation, parsed when asked (`None` for a MAD, for a payload whose
+    /// reserved bits are not zero or whose EtherType rocescope does not decode, and on a detached frame).
+    pub fn ether_payload(&self) -> Option<EtherPayload> {
+        let management = |qp: u32| qp <= mad::GSI_QP;
+        let src_qp = self.ext.deth.map(|d| d.src_qp);
+        if management(self.bth.dest_qp) || src_qp.is_some_and(management) {
+            return None;
+        }
+        let (header, inner) = EncapHeader::parse(self.payload).ok()?;
+        if header.reserved != 0 {
+            return None;
+        }
+        let ip = match header.ethertype {
+            ethernet::ETHERTYPE_IPV4 => Ipv4Header::parse(inner).ok().map(|(h, r)| (Ip::V4(h), r)),
+            ethernet::ETHERTYPE_IPV6 => Ipv6Header::parse(inner).ok().map(|(h, r)| (Ip::V6(h), r)),
+            crate::other::ETHERTYPE_ARP => None,
+            _ => return None,
+        };
+        let udp = ip.and_then(|(ip, rest)| {
+            let (proto, fragment) = match ip {
+                Ip::V4(h) => (h.protocol, h.is_fragment()),
+                Ip::V6(h) => (h.next_header, false),
+            };
+            (proto == ipv4::PROTO_UDP && !fragment)
+                .then(|| UdpHeader::parse(rest).ok().map(|(u, _)| u))
+                .flatten()
+        });
+        Some(EtherPayload {
+            header,
+            ip: ip.map(|(ip, _)| ip),
+            udp,
+        })
+    }
+}
+
 /// A parsed frame: every layer that parsed, and the damage if parsing stopped early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Frame<'a> {
@@ -678,6 +724,9 @@ fn visit_transport<'a>(r: &Roce<'a>, mut at: usize, v: &mut impl Visitor<'a>) {
         ));
         if let Some(Ok(mad)) = r.mad() {
             mad.visit(at, v);
+        } else if let Some(e) = r.ether_payload() {
+            e.header.visit(at, v);
+            visit_ip_udp(e.ip, e.udp, at + EncapHeader::LEN, v);
         }
     }
     if let Some(status) = r.icrc_status {

@@ -140,3 +140,54 @@ impl IpoibHeader {
         ));
     }
 }
+
+/// RFC 4391's encapsulation header (section 6) where it rides an InfiniBand SEND's payload (an IPoIB
+/// datagram or connected-mode message, not the pcap link type above): the EtherType of what follows and 16
+/// reserved bits. Wireshark (packet-infiniband.c, `parse_PAYLOAD`) takes a payload that is not a MAD as such
+/// when the reserved bits are zero and it has a dissector for the EtherType, and names the header's
+/// EtherType `infiniband.rwh.etype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncapHeader {
+    pub ethertype: u16,
+    pub reserved: u16,
+}
+
+impl EncapHeader {
+    pub const LEN: usize = 4;
+
+    pub fn parse(input: &[u8]) -> Result<(Self, &[u8]), Malformed> {
+        need(Layer::Ipoib, input, Self::LEN)?;
+        let (rest, (ethertype, reserved)) =
+            (u16, u16)
+                .parse(input)
+                .map_err(short(Layer::Ipoib, Self::LEN, input))?;
+        Ok((
+            EncapHeader {
+                ethertype,
+                reserved,
+            },
+            rest,
+        ))
+    }
+
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.ethertype.to_be_bytes());
+        out.extend_from_slice(&self.reserved.to_be_bytes());
+    }
+
+    pub fn visit<'a>(&self, offset: usize, v: &mut impl Visitor<'a>) {
+        v.header(
+            "IBA Payload - appears to be EtherType encapsulated",
+            offset,
+            Self::LEN,
+        );
+        v.field(
+            Field::new(
+                "infiniband.rwh.etype",
+                "Ethertype",
+                Value::Hex(self.ethertype.into(), 4),
+            )
+            .meaning(crate::ethernet::ethertype_name(self.ethertype)),
+        );
+    }
+}

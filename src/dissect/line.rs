@@ -3,7 +3,8 @@ use std::io::{self, Write};
 
 use parsers::aeth::Syndrome;
 use parsers::cm::{CmMessage, ServiceId};
-use parsers::frame::{Frame, Roce};
+use parsers::ethernet::ethertype_name;
+use parsers::frame::{EtherPayload, Frame, Roce};
 use parsers::frame::{Ip, Link};
 use parsers::icrc::IcrcStatus;
 use parsers::mac_control::MacControl;
@@ -123,7 +124,25 @@ fn write_transport(out: &mut impl Write, frame: &Frame, r: &Roce) -> io::Result<
     if let Some(len) = r.payload_len.filter(|len| *len > 0) {
         write!(out, " payload={len}")?;
     }
+    if let Some(inner) = r.ether_payload() {
+        write_ether_payload(out, &inner)?;
+    }
     Ok(())
+}
+
+/// What an EtherType-encapsulated payload (IPoIB) carries: `[IPoIB: 10.0.0.36 → 10.0.0.255 UDP 49501 →
+/// 49501]`, `[IPoIB: ARP]`.
+fn write_ether_payload(out: &mut impl Write, inner: &EtherPayload) -> io::Result<()> {
+    write!(out, " [IPoIB: ")?;
+    match inner.ip {
+        Some(Ip::V4(h)) => write!(out, "{} → {}", Ipv4Addr::from(h.src), Ipv4Addr::from(h.dst))?,
+        Some(Ip::V6(h)) => write!(out, "{} → {}", Ipv6Addr::from(h.src), Ipv6Addr::from(h.dst))?,
+        None => write!(out, "{}", ethertype_name(inner.header.ethertype))?,
+    }
+    if let Some(u) = inner.udp {
+        write!(out, " UDP {} → {}", u.src_port, u.dst_port)?;
+    }
+    write!(out, "]")
 }
 
 /// A MAD like tshark's Info column (`CM ConnectRequest`), then what identifies the message: communication

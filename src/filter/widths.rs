@@ -164,6 +164,7 @@ pub const WIDTHS: &[(&str, u8)] = &[
     ("infiniband.rdeth.eecnxt", 24),
     ("infiniband.reth.dmalen", 32),
     ("infiniband.reth.r_key", 32),
+    ("infiniband.rwh.etype", 16),
     ("infiniband.variant.crc", 16),
     ("ip.checksum", 16),
     ("ip.dsfield.dscp", 8),
