@@ -323,6 +323,10 @@ fn expected_diagnosis(name: &str) -> Vec<(&'static str, u64)> {
         "testdata/retries/read_resumed_after_its_last_response_was_lost.pcap" => {
             vec![("timeout_retransmission", 1)]
         }
+        // Built to: a WRITE lost, resent on the timer 20 ms later.
+        "testdata/retries/a_request_resent_on_its_timer_past_the_reorder_window.pcap" => {
+            vec![("timeout_retransmission", 1)]
+        }
         _ => Vec::new(),
     }
 }

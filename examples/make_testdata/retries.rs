@@ -418,6 +418,149 @@ fn a_span_port_copies_every_frame(dir: &Path) {
     );
 }
 
+/// The lab's read_reorder_resp pattern: READ 3000 of 4 KiB at 0x40000 (frame 1) goes unanswered for
+/// 600 µs and is resent whole (frame 2: a timer's go-back-N, 1 behind: no response has shown the path MTU
+/// yet, so the READ is known to take one PSN at least, 3000); both copies
+/// are answered and netem interleaves the answers. The first's FIRST 3000, MIDDLE 3001 and 3002 (frames
+/// 3-5), the second's MIDDLE 3002 overtaking (frame 6), the first's LAST 3003 (frame 7): its four
+/// responses carry the READ's 4096 bytes, the copy of 3002 counted once. Then the rest of the second
+/// answer, FIRST 3000, MIDDLE 3001, LAST 3003 (frames 8-10): a duplicate answer to a READ the requester has
+/// whole, its missing 3002 no implied NAK, its 3072 bytes no mismatch.
+fn read_answers_interleaved_on_the_way(dir: &Path) {
+    // The second answer's packets: the same bytes but for the IPv4 ID (the responder's next ones), so no
+    // SPAN copy of the first's.
+    let again = |op: u8, psn: u32| {
+        let mut r = AB.frame(false, op, psn);
+        if op != MIDDLE {
+            r.ext.aeth = Some(Aeth {
+                syndrome: 0x1F,
+                msn: 1,
+            });
+        }
+        if let parsers::builder::Net::V4(ip) = &mut r.net {
+            ip.id = 0x100 + psn as u16 % 0x100;
+        }
+        r.payload = payload(1024, psn as u8);
+        r.build()
+    };
+    let mut c = Capture::new(1);
+    let none = json!({});
+    c.add_at(0, read(3000, 0x40000, 4096), none.clone());
+    c.add_at(600, read(3000, 0x40000, 4096), none.clone());
+    c.add_at(610, response(FIRST, 3000, 1024, 1), none.clone());
+    c.add_at(620, response(MIDDLE, 3001, 1024, 1), none.clone());
+    c.add_at(630, response(MIDDLE, 3002, 1024, 1), none.clone());
+    c.add_at(640, again(MIDDLE, 3002), none.clone());
+    c.add_at(650, response(LAST, 3003, 1024, 1), none.clone());
+    c.add_at(660, again(FIRST, 3000), none.clone());
+    c.add_at(670, again(MIDDLE, 3001), none.clone());
+    c.add_at(680, again(LAST, 3003), none.clone());
+    write(
+        dir,
+        "read_answers_interleaved_on_the_way",
+        &c,
+        json!({
+            "config": {"mtu": 1024},
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11,
+                       "psn": {"first": 3000, "last": 3003, "gap_events": 0, "missing": 0,
+                               "retransmitted": 1, "duplicates": 1, "retransmission_episodes": 1,
+                               "reused": 0, "resumed_reads": 0, "reordered": 0}},
+                      {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "read_responses": 8,
+                       "implied_naks": 0, "reordered_responses": 0}],
+            "events": [{"kind": "go_back_n", "frame": 2,
+                        "detail": {"from": 3000, "behind": 1, "after_nak_s": null}}],
+            "event_counts": {"go_back_n": 1, "implied_nak": 0, "read_response_mismatch": 0,
+                             "reordered": 0},
+            "diagnosis": {},
+            "verdict": {"status": "fail", "problems": ["retransmissions"]}
+        }),
+    );
+}
+
+/// WRITE `psn` with IPv4 ID `id` (the sender's counter).
+fn write_with_id(psn: u32, id: u16) -> Vec<u8> {
+    let mut f = AB.write(psn);
+    if let parsers::builder::Net::V4(ip) = &mut f.net {
+        ip.id = id;
+    }
+    f.build()
+}
+
+/// WRITEs 10 to 17, each with the next IPv4 ID (0x1000 for 10: the sender's counter), 5 µs apart; 12 is
+/// held up on the way and comes 20 ms later (frame 8), four times the 5 ms reorder window after the gap
+/// that skipped it (frame 3, WRITE 13). Its ID, 0x1002, is older than 13's: it was sent before 13, so it is
+/// 12's first copy, reordered 5 behind 17, not a resend (none asked for it: no NAK, and a timer resend
+/// would carry a newer ID). The gap was no loss. The ACK of 17 (frame 9).
+fn a_request_held_up_past_the_reorder_window(dir: &Path) {
+    let mut c = Capture::new(1);
+    let none = json!({});
+    for (i, psn) in [10, 11, 13, 14, 15, 16, 17].into_iter().enumerate() {
+        c.add_at(
+            5 * i as u64,
+            write_with_id(psn, 0x1000 + (psn - 10) as u16),
+            none.clone(),
+        );
+    }
+    c.add_at(20_000, write_with_id(12, 0x1002), none.clone());
+    c.add_at(20_010, AB.ack(17, 8), none.clone());
+    write(
+        dir,
+        "a_request_held_up_past_the_reorder_window",
+        &c,
+        json!({
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "reorder_depth_max": 5,
+                       "psn": {"first": 10, "last": 17, "gap_events": 0, "missing": 0, "reordered": 1,
+                               "retransmitted": 0, "duplicates": 0, "retransmission_episodes": 0}}],
+            "events": [{"kind": "reordered", "frame": 8,
+                        "detail": {"psn": 12, "highest": 17, "depth": 5, "of": "request"}}],
+            "event_counts": {"reordered": 1, "psn_gap": 0, "go_back_n": 0},
+            "diagnosis": {}
+        }),
+    );
+}
+
+/// The same WRITEs 10 to 17 (IDs 0x1000 on), but 12 is lost (frame 3, WRITE 13, opens a gap of 1). 20 ms
+/// later the requester's timer goes back to 12 (frame 8) with a new ID, 0x1008, after 17's: a resend,
+/// whatever the wait, then 13 to 17 again (frames 9-13, IDs 0x1009-0x100d); the ACK of 17 (frame 14). The
+/// timeout: 12 never seen, its interval runs from the last request (17 at 30 µs), 19,970 µs; 4.096 µs ×
+/// 2^12 = 16.8 ms is the largest within it (2^13 is 33.6 ms): exponent 12, the first retry.
+fn a_request_resent_on_its_timer_past_the_reorder_window(dir: &Path) {
+    let mut c = Capture::new(1);
+    let none = json!({});
+    for (i, psn) in [10, 11, 13, 14, 15, 16, 17].into_iter().enumerate() {
+        c.add_at(
+            5 * i as u64,
+            write_with_id(psn, 0x1000 + (psn - 10) as u16),
+            none.clone(),
+        );
+    }
+    for (i, psn) in (12..=17).enumerate() {
+        c.add_at(
+            20_000 + 5 * i as u64,
+            write_with_id(psn, 0x1008 + i as u16),
+            none.clone(),
+        );
+    }
+    c.add_at(20_040, AB.ack(17, 8), none.clone());
+    write(
+        dir,
+        "a_request_resent_on_its_timer_past_the_reorder_window",
+        &c,
+        json!({
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "reorder_depth_max": 0,
+                       "psn": {"first": 10, "last": 17, "gap_events": 1, "missing": 1, "reordered": 0,
+                               "retransmitted": 6, "duplicates": 5, "retransmission_episodes": 1}}],
+            "events": [{"kind": "psn_gap", "frame": 3, "detail": {"after": 11, "missing": 1}},
+                       {"kind": "go_back_n", "frame": 8,
+                        "detail": {"from": 12, "behind": 6, "after_nak_s": null}},
+                       {"kind": "timeout_retransmission", "frame": 8,
+                        "detail": {"psn": 12, "interval_s": 0.01997, "timeout_exponent": 12, "retry": 1}}],
+            "event_counts": {"reordered": 0, "psn_gap": 1, "go_back_n": 1, "timeout_retransmission": 1},
+            "diagnosis": {"timeout_retransmission": 1}
+        }),
+    );
+}
+
 pub fn write_all(dir: &Path) {
     read_resumed_after_its_last_response_was_lost(dir);
     read_resumed_after_an_implied_nak(dir);
@@ -428,4 +571,7 @@ pub fn write_all(dir: &Path) {
     a_request_reordered_after_the_nak(dir);
     a_resend_for_the_nak_of_a_lost_request(dir);
     a_span_port_copies_every_frame(dir);
+    read_answers_interleaved_on_the_way(dir);
+    a_request_held_up_past_the_reorder_window(dir);
+    a_request_resent_on_its_timer_past_the_reorder_window(dir);
 }

@@ -36,6 +36,9 @@ pub struct Rc {
     pub(crate) last_msn: Option<u32>,
     /// As responder: the READ whose responses are coming.
     pub(crate) read: Option<ReadResponse>,
+    /// As responder: the PSN of the last READ whose responses all came, in its lengths: a later answer to
+    /// it (to a resend) is a duplicate the requester drops.
+    pub(crate) read_completed: Option<u32>,
     /// New connections seen on this flow's QP number after the first.
     pub epochs: u64,
     /// As requester: some response from its destination came.
@@ -173,6 +176,46 @@ pub(crate) struct ReadResponse {
     /// A response packet was missing (an implied NAK): the READ will be asked again, its lengths do not
     /// tell.
     pub skipped: bool,
+    /// It answers a READ whose responses all came before (the requester resent it): its packets are
+    /// duplicates, some of which may have come already, interleaved with the first answer's.
+    pub duplicate: bool,
+    /// The response PSNs already counted: a second copy of one (the answers to a READ and to its resend
+    /// interleaved by reordering on the path) adds no bytes.
+    pub seen: SeenOffsets,
+}
+
+/// Which offsets (PSNs after a READ's own) of a READ's responses came, in a window of the last 128 from
+/// the highest; one older than the window counts as seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct SeenOffsets {
+    /// The offset of bit 0.
+    base: u32,
+    bits: u128,
+}
+
+impl SeenOffsets {
+    const WINDOW: u32 = u128::BITS;
+
+    /// Marks `offset` seen; whether it was new.
+    pub fn first_time(&mut self, offset: u32) -> bool {
+        if offset < self.base {
+            return false;
+        }
+        if offset - self.base >= Self::WINDOW {
+            let base = offset - (Self::WINDOW - 1);
+            let shift = base - self.base;
+            self.bits = if shift >= Self::WINDOW {
+                0
+            } else {
+                self.bits >> shift
+            };
+            self.base = base;
+        }
+        let bit = 1u128 << (offset - self.base);
+        let new = self.bits & bit == 0;
+        self.bits |= bit;
+        new
+    }
 }
 
 /// Guessed READs kept per flow at most (each is a few bytes; a READ-heavy flow settles its MTU early).
@@ -415,6 +458,23 @@ fn reused_guessed_reads(f: &Flow, mtu: u32) -> Vec<(u64, u64, Kind)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seen_offsets_count_each_once_in_a_window_of_128() {
+        let mut seen = SeenOffsets::default();
+        // The lab's interleaved answers: 0, 1, 2, 2 again, 3.
+        let firsts: Vec<bool> = [0, 1, 2, 2, 3].map(|o| seen.first_time(o)).to_vec();
+        assert_eq!(firsts, [true, true, true, false, true]);
+        // Reordered within the window: 5 before 4, each new once.
+        assert!(seen.first_time(5) && seen.first_time(4) && !seen.first_time(5));
+        // 200 moves the window to 73..=200: 72 is older than it (seen), 73 and 199 are new.
+        assert!(seen.first_time(200));
+        assert!(!seen.first_time(72));
+        assert!(seen.first_time(73) && seen.first_time(199) && !seen.first_time(200));
+        // A jump past the whole window forgets it.
+        assert!(seen.first_time(10_000) && seen.first_time(9_999) && !seen.first_time(9_872));
+        assert!(seen.first_time(9_873));
+    }
 
     #[test]
     fn timeout_exponents() {

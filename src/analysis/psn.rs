@@ -196,6 +196,59 @@ struct Read {
 pub struct Arrival {
     pub ts: u64,
     pub reorder_window: u64,
+    /// The request's IPv4 ID.
+    pub ip_id: Option<u16>,
+    /// The flow's IDs, this one's included, follow the order its requests were sent in ([`SendOrder`]):
+    /// set by `RequestPsns::request`.
+    pub ids_in_send_order: bool,
+}
+
+/// Whether a flow's IPv4 IDs follow the order its requests were sent in, as the kernel's per-destination
+/// counter (Soft-RoCE) and RNICs that count IDs do: an ID older than that of the request that opened a gap
+/// was then sent before it, a first copy held up on the way however long it waited, never a resend. IDs
+/// that stay the same (0, as some NICs send) or jump about (random) tell nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct SendOrder {
+    newest: Option<u16>,
+    /// Requests whose ID was near the newest before them, a counter's step after it (other flows' packets
+    /// to the same host between) or a little behind it (held up on the way), and those whose ID was the
+    /// same or far from it.
+    near: u32,
+    erratic: u32,
+}
+
+impl SendOrder {
+    /// Near: within this many of the newest ID.
+    const NEAR: i16 = 256;
+    /// Near this many times first, and at least four near for each erratic ID.
+    const TRUSTED_AFTER: u32 = 4;
+
+    /// `at`, saying whether the flow's IDs, this one's included, follow its send order.
+    fn vouch(&mut self, at: Arrival) -> Arrival {
+        let Some(id) = at.ip_id else { return at };
+        if let Some(newest) = self.newest {
+            let d = id.wrapping_sub(newest) as i16;
+            if d != 0 && (-Self::NEAR..=Self::NEAR).contains(&d) {
+                self.near = self.near.saturating_add(1);
+            } else {
+                self.erratic = self.erratic.saturating_add(1);
+            }
+        }
+        if self.newest.is_none_or(|newest| sent_before(newest, id)) {
+            self.newest = Some(id);
+        }
+        let trusted =
+            self.near >= Self::TRUSTED_AFTER && self.erratic.saturating_mul(4) <= self.near;
+        Arrival {
+            ids_in_send_order: trusted,
+            ..at
+        }
+    }
+}
+
+/// IPv4 ID `a` came before `b` in a counter that wraps at 2^16.
+fn sent_before(a: u16, b: u16) -> bool {
+    (a.wrapping_sub(b) as i16) < 0
 }
 
 /// The last requests behind the highest PSN taken as resends although they may have been held up: a NAK
@@ -240,6 +293,8 @@ struct Gap {
     came: u32,
     ts: u64,
     counted: bool,
+    /// The IPv4 ID of the request that opened it.
+    sent: Option<u16>,
 }
 
 /// The gaps remembered: a PSN of any of them may come late (the network holds several packets at once).
@@ -331,6 +386,7 @@ pub struct RequestPsns {
     /// Where the resends of the go-back-N under way have come to.
     resent_to: Option<ResentTo>,
     unsure: Option<Unsure>,
+    order: SendOrder,
     pub gap_events: u64,
     pub missing: u64,
     pub retransmitted: u64,
@@ -363,6 +419,7 @@ impl RequestPsns {
         mtu: Option<u32>,
         at: Arrival,
     ) -> Taken {
+        let at = self.order.vouch(at);
         let width = consumes.unwrap_or(1);
         let unknown_read = read.filter(|_| consumes.is_none()).map(|reth| Read {
             psn,
@@ -405,6 +462,7 @@ impl RequestPsns {
                 came: 0,
                 ts: at.ts,
                 counted: false,
+                sent: at.ip_id,
             });
             return Taken {
                 step: Step::First,
@@ -448,6 +506,7 @@ impl RequestPsns {
                 came: 0,
                 ts: at.ts,
                 counted: true,
+                sent: at.ip_id,
             });
             Step::Gap {
                 expected,
@@ -658,9 +717,10 @@ impl RequestPsns {
         self.gaps
             .iter()
             .filter(|g| {
-                g.missing > 0
-                    && at.reorder_window > 0
-                    && at.ts.saturating_sub(g.ts) <= at.reorder_window
+                let recent = at.ts.saturating_sub(g.ts) <= at.reorder_window;
+                let sent_earlier = at.ids_in_send_order
+                    && at.ip_id.zip(g.sent).is_some_and(|(a, g)| sent_before(a, g));
+                g.missing > 0 && at.reorder_window > 0 && (recent || sent_earlier)
             })
             .filter(|g| {
                 let into = diff(psn, g.from);
@@ -914,6 +974,52 @@ impl RequestPsns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn vouched(ids: &[u16]) -> Vec<bool> {
+        let mut order = SendOrder::default();
+        ids.iter()
+            .map(|id| {
+                let at = Arrival {
+                    ip_id: Some(*id),
+                    ..Arrival::default()
+                };
+                order.vouch(at).ids_in_send_order
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ids_are_send_order_after_four_near_ones_even_held_up() {
+        // A counter with other flows' packets between (steps of 1 and 3), 0x1003 held up behind 0x1004
+        // (near too): trusted from the fourth near one on.
+        let ids = [0x1000, 0x1001, 0x1004, 0x1003, 0x1005, 0x1006, 0x1007];
+        assert_eq!(
+            vouched(&ids),
+            [false, false, false, false, true, true, true]
+        );
+        // The lab's write_reorder_req: one request overtakes nine; the ninth held up is trusted.
+        let ids = [
+            0xb141, 0xb142, 0xb14c, 0xb143, 0xb144, 0xb145, 0xb146, 0xb147, 0xb148, 0xb149,
+        ];
+        assert_eq!(vouched(&ids)[4..], [true; 6]);
+        // Across the wrap: 0x0001 is two after 0xffff, 0xfffe three behind it.
+        let ids = [0xfffa, 0xfffb, 0xfffc, 0xfffd, 0xffff, 0x0001, 0xfffe];
+        assert_eq!(
+            vouched(&ids),
+            [false, false, false, false, true, true, true]
+        );
+        assert!(sent_before(0xfffe, 0x0001) && !sent_before(0x0001, 0xfffe));
+    }
+
+    #[test]
+    fn ids_that_stay_the_same_or_jump_about_are_never_send_order() {
+        assert!(vouched(&[0; 40]).iter().all(|t| !t));
+        // IDs that jump by about 5,000 each time (a hash of a counter): no small steps.
+        let random: Vec<u16> = (0u32..40)
+            .map(|i| (i.wrapping_mul(40503) >> 3) as u16)
+            .collect();
+        assert!(vouched(&random).iter().all(|t| !t));
+    }
 
     fn reth(va: u64, len: u32) -> Option<ReadReth> {
         Some(ReadReth { va, len })
@@ -1296,6 +1402,8 @@ mod tests {
                 let at = Arrival {
                     ts: i as u64 * MS,
                     reorder_window: window_ms * MS,
+                    ip_id: None,
+                    ids_in_send_order: false,
                 };
                 t.request(p, Some(1), None, None, at)
             })
@@ -1361,6 +1469,8 @@ mod tests {
         let late = Arrival {
             ts: 8 * MS,
             reorder_window: 5 * MS,
+            ip_id: None,
+            ids_in_send_order: false,
         };
         got.push(t.request(3, Some(1), None, None, late));
         assert!(matches!(got[3].step, Step::Retransmit { rewind: true, .. }));
@@ -1427,6 +1537,8 @@ mod tests {
         let late = Arrival {
             ts: 9 * MS,
             reorder_window: 5 * MS,
+            ip_id: None,
+            ids_in_send_order: false,
         };
         assert_eq!(
             t.request(8, Some(1), None, None, late).settled,
@@ -1520,6 +1632,8 @@ mod tests {
             let at = Arrival {
                 ts: (12 + i as u64) * MS / 4 + 11 * MS,
                 reorder_window: 5 * MS,
+                ip_id: None,
+                ids_in_send_order: false,
             };
             got.push(t.request(p, Some(1), None, None, at));
         }
@@ -1540,12 +1654,16 @@ mod tests {
                 Arrival {
                     ts: 12 * MS,
                     reorder_window: 5 * MS,
+                    ip_id: None,
+                    ids_in_send_order: false,
                 },
             );
         }
         let late = Arrival {
             ts: 40 * MS,
             reorder_window: 5 * MS,
+            ip_id: None,
+            ids_in_send_order: false,
         };
         let step = t.request(5, Some(1), None, None, late).step;
         assert!(

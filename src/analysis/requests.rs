@@ -1,5 +1,5 @@
 //! The requester's side of a flow: each request's PSN step, its messages, its timing.
-use parsers::frame::Frame;
+use parsers::frame::{Frame, Ip};
 use parsers::opcode::{Position, Transport};
 use smallvec::SmallVec;
 
@@ -49,7 +49,16 @@ impl Engine {
             return Class::Other;
         }
         let pending = f.conn.is_some_and(|l| l.first_pending);
-        let at = Arrival { ts, reorder_window };
+        let ip_id = match frame.ip {
+            Some(Ip::V4(h)) => Some(h.id),
+            _ => None,
+        };
+        let at = Arrival {
+            ts,
+            reorder_window,
+            ip_id,
+            ids_in_send_order: false,
+        };
         let taken = f.psn.request(bth.psn, consumes, read, mtu, at);
         if let Some(read) = taken.guessed_read {
             f.rc.guessed(read, bth.psn, number, ts);

@@ -5,7 +5,7 @@ use parsers::aeth::{Aeth, NakCode, Syndrome};
 use parsers::frame::{Frame, Roce};
 use parsers::opcode::Position;
 
-use super::diagnosis::{ReadResponse, Repeat};
+use super::diagnosis::{ReadResponse, Repeat, SeenOffsets};
 use super::events::{Event, Kind, ReadMismatch};
 use super::flow::{Acknowledged, Awaits, PairedBy, Timing};
 use super::psn::{self, read_psns};
@@ -324,11 +324,17 @@ impl Engine {
         roce: &Roce,
     ) {
         let bth = roce.bth;
+        let capture_mtu = self.mtu();
         let f = &mut self.flows[id];
         f.resp.read_responses += 1;
         let position = bth.op().position();
         let mut skipped = false;
-        if matches!(position, Some(Position::Middle | Position::Last))
+        // Nothing is missing from a duplicate answer: the requester has every response already.
+        let duplicate = f.rc.read.is_some_and(|r| {
+            r.duplicate && read_mismatch(&r, bth.psn, f.mtu_or(capture_mtu)).is_none()
+        });
+        if !duplicate
+            && matches!(position, Some(Position::Middle | Position::Last))
             && let Some(expected) = f.resp.next_read_psn
             && psn::diff(bth.psn, expected) > 0
         {
@@ -387,17 +393,23 @@ impl Engine {
             .map(|len| (bth.psn, len, false))
             .or(other.map(|(p, len)| (p, len, true)));
         if let Some((read_psn, dma_len, skipped)) = start {
+            let duplicate = rc.read_completed == Some(read_psn);
             rc.read = Some(ReadResponse {
                 read_psn,
                 dma_len,
                 bytes: 0,
                 packets: 0,
-                skipped,
+                skipped: skipped || duplicate,
+                duplicate,
+                seen: SeenOffsets::default(),
             });
         }
         let Some(mut read) = rc.read else { return };
-        read.bytes += payload;
-        read.packets += 1;
+        let offset = u32::try_from(psn::diff(bth.psn, read.read_psn)).ok();
+        if offset.is_none_or(|o| read.seen.first_time(o)) {
+            read.bytes += payload;
+            read.packets += 1;
+        }
         read.skipped |= skipped;
         rc.read = Some(read);
         if let Some(what) = read_mismatch(&read, bth.psn, mtu) {
@@ -416,6 +428,9 @@ impl Engine {
             if let (Some(m), false) = (mtu, read.skipped) {
                 let ended = ended_mismatch(&read, m);
                 rc.read = None;
+                if ended.is_none() {
+                    rc.read_completed = Some(read.read_psn);
+                }
                 if let Some(what) = ended {
                     self.raise(Event {
                         ts_nanos: ts,
