@@ -168,6 +168,7 @@ fn compare(name: &str, got: &Value, want: &Value) -> Vec<String> {
         "pfc",
         "priorities",
         "connections",
+        "ecmp",
     ] {
         if let Some(w) = want.get(section) {
             check(&got[section], w, section, &mut errors);
@@ -256,7 +257,7 @@ fn hand_worked(dir: &Path, n: usize) {
 
 #[test]
 fn hand_worked_figures() {
-    hand_worked(&dir(), 19);
+    hand_worked(&dir(), 22);
 }
 
 #[test]

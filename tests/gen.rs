@@ -982,6 +982,8 @@ fn gen_next_slice_in_the_soft_roce_lab() {
             "gen_multi_read",
             "gen_multi_atomic",
             "gen_ecn",
+            "gen_source_port",
+            "gen_source_sweep",
         ],
     );
     let mut summary = Vec::new();
@@ -1147,6 +1149,7 @@ fn gen_next_slice_in_the_soft_roce_lab() {
             );
         }
     }
+    summary.push(check_source_ports(&lab_out));
     summary.push(format!(
         "gen_ecn: --tclass 2, {gen_ce} CE marks in gen's check = gen's capture = analyze of the cable = tshark \
          (ip.dsfield.ecn == 3); {}",
@@ -1157,6 +1160,105 @@ fn gen_next_slice_in_the_soft_roce_lab() {
         summary.join("\n"),
         t0.elapsed().as_secs_f64()
     );
+}
+
+/// The distinct UDP source ports of the RoCE frames of `cable`, by direction (source address), as tshark reads
+/// them.
+fn tshark_source_ports(cable: &Path) -> BTreeMap<String, std::collections::BTreeSet<u64>> {
+    let o = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(cable)
+        .args([
+            "-Y",
+            "udp.dstport == 4791",
+            "-T",
+            "fields",
+            "-e",
+            "ip.src",
+            "-e",
+            "udp.srcport",
+        ])
+        .output()
+        .expect("run tshark");
+    assert!(
+        o.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut by: BTreeMap<String, std::collections::BTreeSet<u64>> = BTreeMap::new();
+    for l in String::from_utf8_lossy(&o.stdout).lines() {
+        if let Some((src, port)) = l.split_once('\t') {
+            by.entry(src.to_string())
+                .or_default()
+                .insert(port.parse().unwrap());
+        }
+    }
+    by
+}
+
+/// gen_source_port (`-q 8 --source-port 49152`) and gen_source_sweep (`--source-port 49200-49207`): tshark
+/// reads the ports asked for on the cable, in both directions (rxe's responder QP takes the same label);
+/// `analyze` of the cable gives one `low_entropy` per direction for the first (8 QPs, 1 port), none for the
+/// sweep, whose pairs have 8 ports each; gen_multi's 4 QPs on rxe's own ports (a hash of the two QPNs) none.
+fn check_source_ports(lab_out: &Path) -> String {
+    let low = |a: &Value| -> Vec<Value> {
+        a["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "low_entropy")
+            .map(|e| e["detail"].clone())
+            .collect()
+    };
+    let one = lab_out.join("gen_source_port");
+    let log = fs::read_to_string(one.join("gen.log")).expect("gen_source_port: gen.log");
+    assert!(log.ends_with("exit 0\n"), "gen_source_port:\n{log}");
+    let ports = tshark_source_ports(&one.join("cable.pcap"));
+    let only = std::collections::BTreeSet::from([49152]);
+    assert_eq!(ports.len(), 2, "gen_source_port: two directions {ports:?}");
+    assert!(
+        ports.values().all(|p| *p == only),
+        "gen_source_port: {ports:?}"
+    );
+    let a = analyze_json(&one.join("cable.pcap"));
+    let events = low(&a);
+    assert_eq!(events.len(), 2, "gen_source_port: {events:?}");
+    for d in &events {
+        assert_eq!(
+            (u(&d["qps"]), u(&d["source_ports"])),
+            (8, 1),
+            "gen_source_port: {d}"
+        );
+        assert_eq!(d["imbalance"]["crc32"], 8.0, "gen_source_port: {d}");
+    }
+    let sweep = lab_out.join("gen_source_sweep");
+    let log = fs::read_to_string(sweep.join("gen.log")).expect("gen_source_sweep: gen.log");
+    assert!(log.ends_with("exit 0\n"), "gen_source_sweep:\n{log}");
+    let ports = tshark_source_ports(&sweep.join("cable.pcap"));
+    let swept: std::collections::BTreeSet<u64> = (49200..=49207).collect();
+    assert_eq!(ports.len(), 2, "gen_source_sweep: two directions {ports:?}");
+    assert!(
+        ports.values().all(|p| *p == swept),
+        "gen_source_sweep: {ports:?}"
+    );
+    let a = analyze_json(&sweep.join("cable.pcap"));
+    assert_eq!(low(&a), Vec::<Value>::new(), "gen_source_sweep");
+    for p in a["ecmp"]["pairs"].as_array().unwrap() {
+        assert_eq!(
+            (u(&p["qps"]), u(&p["source_ports"])),
+            (8, 8),
+            "gen_source_sweep: {p}"
+        );
+    }
+    let multi = analyze_json(&lab_out.join("gen_multi").join("cable.pcap"));
+    assert_eq!(
+        low(&multi),
+        Vec::<Value>::new(),
+        "gen_multi: rxe's own ports"
+    );
+    "gen_source_port: 8 QPs on 49152 both ways (tshark), 2 low_entropy; gen_source_sweep: 49200-49207 both \
+     ways, none; gen_multi: none"
+        .to_string()
 }
 
 /// perftest's figure: BW average[MB/sec] (perftest's MB is 2^20 bytes) from its result line "#bytes

@@ -23,6 +23,7 @@ mod analysis;
 mod congestion;
 mod connections;
 mod diagnosis;
+mod ecmp;
 mod retries;
 
 /// 2026-01-01T00:00:00Z in microseconds: the captures' time origin.
@@ -599,6 +600,7 @@ fn main() {
     fs::create_dir_all(&dir).expect("create testdata/analysis");
     analysis::write_all(&dir);
     congestion::write_all(&dir);
+    ecmp::write_all(&dir);
     println!("wrote {}", dir.display());
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/diagnosis");
     fs::create_dir_all(&dir).expect("create testdata/diagnosis");

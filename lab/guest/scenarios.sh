@@ -115,6 +115,10 @@ sc_gen_multi() { gen_run --op write -s 1024 -n 32 -q 4 --capture eth0; }
 sc_gen_multi_send()   { gen_run --op send -s 1024 -n 32 -q 3 --capture eth0; }
 sc_gen_multi_read()   { gen_run --op read -s 1024 -n 32 -q 3 --capture eth0; }
 sc_gen_multi_atomic() { gen_run --op fetch-add -n 32 -q 3 --capture eth0; }
+# ECMP entropy: 8 QP pairs of 8 1024-byte WRITEs each, every QP's UDP source port set through the GRH flow label
+# (gen --source-port): all on 49152, then swept over 49200-49207 (pair i on 49200 + i); returns gen.json/gen.log
+sc_gen_source_port()  { gen_run --op write -s 1024 -n 8 -q 8 --source-port 49152 --capture eth0; }
+sc_gen_source_sweep() { gen_run --op write -s 1024 -n 8 -q 8 --source-port 49200-49207 --capture eth0; }
 # ECN: traffic class 2 (rxe puts it in the IP TOS: ECT(0)), netem on eth0 marks 5% of the ECT requests CE instead
 # of dropping them; the fabric check reports the CE marks as congestion signals and passes (exit 0); returns
 # gen.json/gen.log

@@ -160,6 +160,9 @@ impl Engine {
         e.by_priority[p.min(8)].add(f);
         let key = self.pair_of(f);
         self.evicted_pairs.add(key, f, &self.kept_pairs);
+        if let Some(t) = f.tuple() {
+            self.ecmp.evicted(&t, f.bytes, self.cfg.ecmp_members);
+        }
     }
 }
 

@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use parsers::frame::Addr;
 use smallvec::SmallVec;
 
+use super::ecmp::{Tuple, UdpPorts};
 use super::events::Group;
 use super::psn::{self, RequestPsns};
 use super::rate::{Intervals, Rate, Reaction};
@@ -370,6 +371,8 @@ pub struct Flow {
     pub dscp: Option<u8>,
     /// UD: the DETH source QP.
     pub src_qp: Option<u32>,
+    /// An RC or UC QP over UDP: its first packet's ports (what an ECMP hash sees of it).
+    pub udp: Option<UdpPorts>,
     pub series: Series,
     /// Bytes per `--rate-window-us` window.
     pub rate: Rate,
@@ -546,6 +549,7 @@ impl Flow {
             pcp: None,
             dscp: None,
             src_qp: None,
+            udp: None,
             series: Series::default(),
             rate: Rate::default(),
             reaction: None,
@@ -613,6 +617,15 @@ impl Flow {
     /// Payload bytes less those retransmitted: what got through, once.
     pub fn goodput_bytes(&self) -> u64 {
         self.payload_bytes.saturating_sub(self.retransmitted_bytes)
+    }
+
+    /// What an ECMP hash sees of it: an RC or UC QP over UDP.
+    pub fn tuple(&self) -> Option<Tuple> {
+        self.udp.map(|ports| Tuple {
+            src: self.key.src,
+            dst: self.key.dst,
+            ports,
+        })
     }
 
     /// Carries RoCE requests or their answers (not only CNPs): traffic PFC should keep lossless.

@@ -6,6 +6,7 @@ use std::fmt;
 
 use parsers::aeth::NakCode;
 use parsers::error::Malformed;
+use parsers::frame::Addr;
 use parsers::psn::Shown;
 use serde_json::{Value, json};
 
@@ -653,6 +654,22 @@ event_kinds! {
                 (false, true) => write!(f, "clock jump: a frame stamped {s:.3} s before the frame before it: analysed at that time (no stall, timeout or rate rests on its stamp)"),
                 (false, false) => write!(f, "clock jump: a frame stamped {s:.3} s after the frame before it, and the next frame back on the old clock: a wrong stamp, analysed at the time before it (no stall, timeout or rate rests on it)"),
             }
+        },
+    }
+    /// `qps` QPs from `src` to `dst` (RC and UC flows) on only `ports` distinct UDP source ports: an ECMP group of `members` (or a bond) cannot spread them; `imbalance`: the busiest member's bytes over the mean member's under each of [`super::ecmp::Hash::ALL`].
+    LowEntropy { src: Addr, dst: Addr, qps: u32, ports: u32, members: u16, imbalance: [f64; 3] } => {
+        name: "low_entropy",
+        severity: Warning,
+        group: None,
+        condition: "",
+        psn: None,
+        detail: json!({"src": src.to_string(), "dst": dst.to_string(), "qps": qps, "source_ports": ports, "members": members, "imbalance": {"crc16": imbalance[0], "crc32": imbalance[1], "xor": imbalance[2]}}),
+        json: "`src`, `dst` (the host pair), `qps`, `source_ports` (distinct), `members` (`--ecmp-members`), `imbalance` {`crc16`, `crc32`, `xor`} (the busiest member's bytes over the mean of the members the QPs could fill: 1 as even as the QPs allow, the lesser of `members` and `qps` all on one)",
+        fires: "at least 4 QPs (RC and UC flows) in one direction between two hosts on at most one UDP source port per two QPs, at the end of the capture (the source port is the only entropy an ECMP or LAG hash sees between two hosts); not a verdict condition: the traffic is healthy, the fabric cannot spread it",
+        frame: "the first packet of the QP that made the pair's ports too few",
+        message(f): {
+            write!(f, "low entropy: {qps} QPs from {src} to {dst} on {} UDP source port{}: ", ports, if ports == 1 { "" } else { "s" })?;
+            write!(f, "with {members} ECMP members the busiest would carry {:.1}× its share (crc16), {:.1}× (crc32), {:.1}× (xor); 1.0 is even, {}.0 all on one", imbalance[0], imbalance[1], imbalance[2], u32::from(members).min(qps))
         },
     }
     /// A connection (`connection`: its index in the table) established: the RTU came.

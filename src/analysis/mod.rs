@@ -4,6 +4,7 @@ pub mod clock;
 mod congestion;
 pub mod connections;
 pub mod diagnosis;
+pub mod ecmp;
 pub mod events;
 mod evict;
 pub mod flow;
@@ -22,7 +23,7 @@ pub mod tally;
 
 use parsers::frame::{Addr, Frame, Roce};
 use parsers::icrc::IcrcStatus;
-use parsers::opcode::CNP;
+use parsers::opcode::{CNP, Transport};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -60,6 +61,8 @@ pub struct Config {
     /// A request or response held up on the way by at most this long after one behind it came is
     /// reordered, not resent (with no NAK a resend could answer).
     pub reorder_window_nanos: u64,
+    /// The members of the ECMP group the host pairs' spread is shown for (2 to [`ecmp::MAX_MEMBERS`]).
+    pub ecmp_members: u16,
 }
 
 /// DSCP (0-63) -> PFC priority (0-7), as `--dscp-map` states the switch maps it; unmapped DSCPs give no
@@ -117,6 +120,8 @@ impl Config {
     /// on its timer no sooner than its local ACK timeout, which is above 8 ms in practice (perftest's
     /// default 14 is 67 ms, NCCL's 18 is 1.07 s; exponent 11 is 8.4 ms).
     pub const DEFAULT_REORDER_WINDOW_US: u64 = 5000;
+    /// `--ecmp-members`.
+    pub const DEFAULT_ECMP_MEMBERS: u16 = ecmp::DEFAULT_MEMBERS;
 
     /// How long after a NAK its go-back-N's packets may still come out of order: the requester's answer
     /// (a loaded Soft-RoCE host took up to 9 ms in the lab) and the network's hold-up on top, twice the
@@ -141,6 +146,7 @@ impl Default for Config {
             rate_window_nanos: Self::DEFAULT_RATE_WINDOW_US * 1000,
             mirror_window_nanos: Self::DEFAULT_MIRROR_WINDOW_US * 1000,
             reorder_window_nanos: Self::DEFAULT_REORDER_WINDOW_US * 1000,
+            ecmp_members: Self::DEFAULT_ECMP_MEMBERS,
         }
     }
 }
@@ -256,6 +262,8 @@ pub struct Engine {
     evicted_pairs: tally::PairTally,
     /// The host pairs the metrics keep apart.
     kept_pairs: tally::KeptPairs,
+    /// Each host pair's QPs and UDP source ports, and the evicted ones' bytes.
+    ecmp: ecmp::EcmpTally,
     /// The priorities the RoCE flows finished so far were on (bit p: priority p), for
     /// `pause_on_idle_priority`.
     carried: u8,
@@ -304,6 +312,7 @@ impl Engine {
             evicted: Evicted::default(),
             evicted_pairs: tally::PairTally::default(),
             kept_pairs: tally::KeptPairs::default(),
+            ecmp: ecmp::EcmpTally::default(),
             carried: 0,
             mirror: mirror::MirrorWindow::new(cfg.mirror_window_nanos),
             clock: clock::Clock::default(),
@@ -481,7 +490,9 @@ impl Engine {
         f.bytes += frame.wire_len() as u64;
         if f.packets == 1 {
             f.first_psn = roce.bth.psn;
+            self.first_packet(id, number, ts, frame, roce);
         }
+        let f = &mut self.flows[id];
         f.last_psn = roce.bth.psn;
         f.prev_ts = f.last_ts;
         f.last_ts = ts;
@@ -552,6 +563,72 @@ impl Engine {
         }
     }
 
+    /// A flow's first packet: an RC or UC QP over UDP counts for its host pair's ECMP spread.
+    fn first_packet(&mut self, id: FlowId, number: u64, ts: u64, frame: &Frame, roce: &Roce) {
+        let qp = matches!(roce.bth.op().transport(), Transport::Rc | Transport::Uc);
+        let (Some(udp), true) = (frame.udp, qp) else {
+            return;
+        };
+        let f = &mut self.flows[id];
+        f.udp = Some(ecmp::UdpPorts {
+            src: udp.src_port,
+            dst: udp.dst_port,
+        });
+        let at = ecmp::Crowded {
+            flow: id,
+            frame: number,
+            ts,
+        };
+        self.ecmp
+            .first_packet(f.key.src, f.key.dst, udp.src_port, at);
+    }
+
+    /// Each host pair's QPs, ports and the load on each member of a `--ecmp-members` group: the live
+    /// flows and those evicted.
+    pub fn ecmp_spread(&self) -> Vec<ecmp::PairSpread<'_>> {
+        let live = self
+            .flows
+            .iter()
+            .filter_map(|f| f.tuple().map(|t| (t, f.bytes)));
+        self.ecmp.spread(self.cfg.ecmp_members, live)
+    }
+
+    /// QPs of host pairs past the first [`tally::PAIRS_KEPT`] came (their spread is not shown).
+    pub fn ecmp_more_pairs(&self) -> bool {
+        self.ecmp.more_pairs
+    }
+
+    /// QPs crowded on too few UDP source ports, told once the capture is over (their bytes settle how
+    /// unevenly a group would carry them).
+    fn crowded_pairs(&mut self) {
+        let members = self.cfg.ecmp_members;
+        let crowded: Vec<Event> = self
+            .ecmp_spread()
+            .iter()
+            .filter(|p| p.ports.is_crowded())
+            .filter_map(|p| {
+                let at = p.ports.crowded?;
+                let imbalance = ecmp::Hash::ALL.map(|h| p.imbalance(h).unwrap_or(0.0));
+                Some(Event {
+                    ts_nanos: at.ts,
+                    flow: Some(at.flow),
+                    frame: at.frame,
+                    kind: Kind::LowEntropy {
+                        src: p.src,
+                        dst: p.dst,
+                        qps: p.ports.qps,
+                        ports: p.ports.distinct(),
+                        members,
+                        imbalance,
+                    },
+                })
+            })
+            .collect();
+        for e in crowded {
+            self.raise(e);
+        }
+    }
+
     fn flow_id(&mut self, key: FlowKey, ts: u64, number: u64) -> FlowId {
         if let Some((k, id)) = self.last
             && k == key
@@ -618,6 +695,7 @@ impl Engine {
         }
         self.finish_pauses();
         self.hold_connections();
+        self.crowded_pairs();
         self.events.settle();
     }
 

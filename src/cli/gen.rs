@@ -6,7 +6,8 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::values::{ValueError, parse_mtu};
 use crate::generator::config::{
-    ClientConfig, Command, DEFAULT_TCP_PORT, LoopbackConfig, PortConfig, ServerConfig, WorkConfig,
+    ClientConfig, Command, DEFAULT_TCP_PORT, LoopbackConfig, PortConfig, ServerConfig, SourcePorts,
+    WorkConfig,
 };
 use crate::generator::plan::Rate;
 use crate::generator::records::{Fault, Op};
@@ -182,6 +183,11 @@ pub struct WorkArgs {
     /// ECN-capable queue marks CE instead of dropping.
     #[arg(long, default_value_t = WorkConfig::DEFAULT.tclass, value_name = "T")]
     pub tclass: u8,
+    /// UDP source port of the QPs (49152-65535), or a range FIRST-LAST that QP pair i takes port FIRST + i
+    /// of (wrapping): one port for every QP makes the ECMP entropy none. Through the GRH flow label, which
+    /// rxe turns into the port (loopback only).
+    #[arg(long = "source-port", value_name = "PORT[-LAST]", value_parser = parse_source_ports)]
+    pub source_ports: Option<SourcePorts>,
     /// QP timeout exponent (4.096 us * 2^N); 17 is about 0.5 s (rxe in a slow guest retransmits
     /// spuriously with 14).
     #[arg(long = "qp-timeout", default_value_t = WorkConfig::DEFAULT.qp_timeout, value_parser = clap::value_parser!(u8).range(1..=31))]
@@ -228,6 +234,25 @@ fn not(arg: &str, what: &'static str) -> ValueError {
     ValueError::Not {
         arg: arg.to_string(),
         what,
+    }
+}
+
+/// `--source-port PORT` or `FIRST-LAST`, within 49152-65535.
+fn parse_source_ports(s: &str) -> Result<SourcePorts, ValueError> {
+    let what = "a UDP source port from 49152 to 65535, or a range FIRST-LAST of them";
+    let port = |t: &str| {
+        t.trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p >= SourcePorts::MIN)
+    };
+    let (first, last) = match s.split_once('-') {
+        Some((a, b)) => (port(a), port(b)),
+        None => (port(s), port(s)),
+    };
+    match (first, last) {
+        (Some(first), Some(last)) if first <= last => Ok(SourcePorts { first, last }),
+        _ => Err(not(s, what)),
     }
 }
 
@@ -334,6 +359,7 @@ impl From<WorkArgs> for WorkConfig {
             depth: a.depth,
             mtu: a.mtu,
             tclass: a.tclass,
+            source_ports: a.source_ports,
             qp_timeout: a.qp_timeout,
             retry_count: a.retry_count,
             rnr_retry: a.rnr_retry,
@@ -357,6 +383,25 @@ mod tests {
         assert_eq!(parse_rate("0.5G"), Ok(Rate::Gbps(0.5)));
         for bad in ["0", "-1", "g", "", "x", "infg", "NaN"] {
             assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn source_ports() {
+        let one = SourcePorts {
+            first: 49152,
+            last: 49152,
+        };
+        assert_eq!(parse_source_ports("49152"), Ok(one));
+        assert_eq!(
+            parse_source_ports("49200-49207"),
+            Ok(SourcePorts {
+                first: 49200,
+                last: 49207
+            })
+        );
+        for bad in ["49151", "65536", "49300-49200", "x", "", "-", "49152-"] {
+            assert!(parse_source_ports(bad).is_err(), "{bad}");
         }
     }
 

@@ -25,8 +25,9 @@ use rocescope::report::{Condition, Listing, Output};
 use rocescope::source::{LiveConfig, printout};
 use rocescope::tui;
 use values::{
-    FailOn, OpcodeSet, parse_column, parse_dscp_map, parse_fail_on, parse_fields_option,
-    parse_interval, parse_mtu, parse_opcode, parse_qpn, parse_secs, parse_size, parse_speed,
+    FailOn, OpcodeSet, parse_column, parse_dscp_map, parse_ecmp_members, parse_fail_on,
+    parse_fields_option, parse_interval, parse_mtu, parse_opcode, parse_qpn, parse_secs,
+    parse_size, parse_speed,
 };
 
 use crate::commands;
@@ -289,6 +290,10 @@ pub struct AnalysisFlags {
     /// microseconds, is reordered, not resent (with no NAK a resend could answer).
     #[arg(long, value_name = "US", default_value_t = analysis::Config::DEFAULT_REORDER_WINDOW_US)]
     pub reorder_window_us: u64,
+    /// Show how an ECMP group (or a bond) of N members would spread each host pair's QPs by their UDP
+    /// source ports (2-256).
+    #[arg(long, value_name = "N", default_value_t = analysis::Config::DEFAULT_ECMP_MEMBERS, value_parser = parse_ecmp_members)]
+    pub ecmp_members: u16,
 }
 
 impl AnalysisFlags {
@@ -306,6 +311,7 @@ impl AnalysisFlags {
                 .then(|| self.flow_timeout.saturating_mul(1_000_000_000)),
             mirror_window_nanos: self.mirror_window_us.saturating_mul(1000),
             reorder_window_nanos: self.reorder_window_us.saturating_mul(1000),
+            ecmp_members: self.ecmp_members,
             ..Default::default()
         }
     }

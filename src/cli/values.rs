@@ -1,6 +1,6 @@
 //! The value parsers of the command line: each turns one argument into a typed value, or into the one
 //! line clap shows after "invalid value".
-use rocescope::analysis::DscpMap;
+use rocescope::analysis::{self, DscpMap};
 use rocescope::dissect::FieldsError;
 use rocescope::report::Condition;
 
@@ -50,6 +50,17 @@ pub fn parse_mtu(s: &str) -> Result<u32, ValueError> {
     match s.parse::<u32>() {
         Ok(m) if parsers::psn::is_mtu(m) => Ok(m),
         _ => Err(ValueError::Mtu(s.to_string())),
+    }
+}
+
+/// `--ecmp-members`: 2 to [`analysis::ecmp::MAX_MEMBERS`].
+pub fn parse_ecmp_members(s: &str) -> Result<u16, ValueError> {
+    match s.parse::<u16>() {
+        Ok(n) if (2..=analysis::ecmp::MAX_MEMBERS).contains(&n) => Ok(n),
+        _ => Err(ValueError::Not {
+            arg: s.to_string(),
+            what: "a number of ECMP members from 2 to 256",
+        }),
     }
 }
 

@@ -86,6 +86,8 @@ pub struct WorkConfig {
     /// None: the smaller active MTU of the two ports.
     pub mtu: Option<u32>,
     pub tclass: u8,
+    /// `--source-port`: the UDP source ports of the QPs, through the GRH flow label.
+    pub source_ports: Option<SourcePorts>,
     pub qp_timeout: u8,
     pub retry_count: u8,
     pub rnr_retry: u8,
@@ -110,6 +112,7 @@ impl WorkConfig {
         depth: 16,
         mtu: None,
         tclass: 0,
+        source_ports: None,
         qp_timeout: 17,
         retry_count: 7,
         rnr_retry: 7,
@@ -134,6 +137,9 @@ impl WorkConfig {
     /// this process (`gen client` cannot make `gen server` post no receives, and connects to the QPs the
     /// server offered).
     pub fn check_fault(&self, loopback: bool) -> Result<(), ConfigError> {
+        if self.source_ports.is_some() && !loopback {
+            return Err(ConfigError::SourcePortNeedsLoopback);
+        }
         let Some(f) = self.fault else {
             return Ok(());
         };
@@ -172,6 +178,31 @@ impl WorkConfig {
     }
 }
 
+/// `--source-port FIRST[-LAST]`: QP pair i sends from FIRST + i, wrapping past LAST (one port: every QP on
+/// it). Set through the GRH flow label: the kernel's `rdma_flow_label_to_udp_sport` makes a label below
+/// 2^14 the port 0xC000 | label, which rxe takes (`rxe_modify_qp`); ports are 49152-65535.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourcePorts {
+    pub first: u16,
+    pub last: u16,
+}
+
+impl SourcePorts {
+    /// The lowest port a flow label gives (IB_ROCE_UDP_ENCAP_VALID_PORT_MIN).
+    pub const MIN: u16 = 0xC000;
+
+    /// QP pair `i`'s port.
+    pub fn port(&self, i: u32) -> u16 {
+        let span = u32::from(self.last - self.first) + 1;
+        self.first + (i % span) as u16
+    }
+
+    /// The GRH flow label that gives QP pair `i` its port.
+    pub fn flow_label(&self, i: u32) -> u32 {
+        u32::from(self.port(i) & 0x3FFF)
+    }
+}
+
 /// A run the options ask for that cannot be done.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum ConfigError {
@@ -181,6 +212,8 @@ pub enum ConfigError {
     BadRkeyNeedsRkey,
     #[error("--fault {fault} needs gen loopback (the responder QP here is gen server's)")]
     FaultNeedsLoopback { fault: &'static str },
+    #[error("--source-port needs gen loopback (gen server sets its own QPs' ports)")]
+    SourcePortNeedsLoopback,
     #[error("--fault no-receive needs --op send or write-imm (--op {op} consumes no receive)")]
     NoReceiveNeedsReceives { op: &'static str },
     #[error("--timeout {timeout} is not a positive number of seconds")]
@@ -211,6 +244,33 @@ mod tests {
             fault: Some(fault),
             ..WorkConfig::DEFAULT
         }
+    }
+
+    // The kernel's rdma_flow_label_to_udp_sport: (label & 0x3FFF) ^ ((label & 0xFC000) >> 14), OR 0xC000.
+    // A label below 2^14 is the port's low 14 bits.
+    #[test]
+    fn source_ports_wrap_and_are_flow_labels() {
+        let s = SourcePorts {
+            first: 49200,
+            last: 49202,
+        };
+        let ports: Vec<u16> = (0..5).map(|i| s.port(i)).collect();
+        assert_eq!(ports, [49200, 49201, 49202, 49200, 49201]);
+        assert_eq!(s.flow_label(1), 49201 - 0xC000);
+        let top = SourcePorts {
+            first: 65535,
+            last: 65535,
+        };
+        assert_eq!(top.flow_label(7), 0x3FFF);
+        let client = WorkConfig {
+            source_ports: Some(s),
+            ..WorkConfig::DEFAULT
+        };
+        assert_eq!(
+            client.check_fault(false),
+            Err(ConfigError::SourcePortNeedsLoopback)
+        );
+        assert_eq!(client.check_fault(true), Ok(()));
     }
 
     #[test]

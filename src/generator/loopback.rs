@@ -49,6 +49,7 @@ pub fn run(cfg: &LoopbackConfig, stop: &AtomicBool) -> anyhow::Result<Report> {
         timeout: w.qp_timeout,
         rd_atomic: setup.rd_atomic,
         tclass: w.tclass,
+        flow_label: 0,
         retry_count: w.retry_count,
         rnr_retry: w.rnr_retry,
     };
@@ -60,7 +61,11 @@ pub fn run(cfg: &LoopbackConfig, stop: &AtomicBool) -> anyhow::Result<Report> {
         .collect();
     let wrong = (w.fault == Some(Fault::WrongQpn)).then_some(taken.as_slice());
     let mut pairs = Vec::with_capacity(sides.len());
-    for (a, b) in sides {
+    for (i, (a, b)) in sides.into_iter().enumerate() {
+        let p = ConnectParams {
+            flow_label: w.source_ports.map_or(0, |s| s.flow_label(i as u32)),
+            ..p
+        };
         pairs.push(connect_pair(a, b, &p, limit, w.depth, wrong)?);
     }
     Ok(run::run(&mut pairs, w, &setup, stop)?)

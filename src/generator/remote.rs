@@ -158,6 +158,7 @@ fn connect_params(c: &Connect, port: u8) -> ConnectParams {
         timeout: c.qp_timeout,
         rd_atomic: c.rd_atomic,
         tclass: c.tclass,
+        flow_label: 0,
         retry_count: c.retry_count,
         rnr_retry: c.rnr_retry,
     }

@@ -516,6 +516,8 @@ pub struct ConnectParams {
     pub timeout: u8,
     pub rd_atomic: u8,
     pub tclass: u8,
+    /// The GRH flow label (0: the kernel derives the UDP source port from the two QP numbers).
+    pub flow_label: u32,
     pub retry_count: u8,
     pub rnr_retry: u8,
 }
@@ -562,7 +564,7 @@ pub fn connect(
     ah.setup_dest_lid(0)
         .setup_port(p.port)
         .setup_service_level(0)
-        .setup_grh(peer_gid, 0, side.gid.index, 64, p.tclass);
+        .setup_grh(peer_gid, p.flow_label, side.gid.index, 64, p.tclass);
     a.setup_address_vector(&ah);
     side.qp.modify(&a).map_err(step("RTR"))?;
 

@@ -3,6 +3,7 @@
 pub mod capture;
 pub mod connections;
 pub mod counters;
+pub mod ecmp;
 pub mod format;
 pub mod listing;
 pub mod metrics;
@@ -51,6 +52,8 @@ pub struct Report {
     pub priorities: Vec<PriorityTraffic>,
     /// 802.3x PAUSE (whole link), when any.
     pub link_pause: Option<PriorityReport>,
+    /// How an ECMP group would spread each host pair's QPs (docs/json.md).
+    pub ecmp: ecmp::EcmpReport,
     pub events: Vec<EventReport>,
     pub events_dropped: u64,
     pub verdict: Verdict,
@@ -539,6 +542,7 @@ impl Report {
             pfc,
             priorities: priorities(engine, t.last_ts.saturating_sub(first)),
             link_pause,
+            ecmp: ecmp::build(engine),
             events,
             events_dropped: engine.events.dropped,
             verdict: Verdict {

@@ -3,6 +3,9 @@ use std::io::{self, Write};
 
 use super::{FlowReport, Report, format};
 
+/// Host pairs the ECMP section shows (the JSON has them all).
+const ECMP_PAIRS_SHOWN: usize = 8;
+
 /// Widths of the counter columns of the flow table ([`FlowReport::counters`]).
 const COUNTER_WIDTHS: [usize; 10] = [5, 6, 6, 5, 4, 5, 5, 5, 6, 4];
 
@@ -56,6 +59,18 @@ pub fn write(out: &mut impl Write, r: &Report, top: Option<usize>) -> io::Result
     if !r.priorities.is_empty() {
         writeln!(out)?;
         throughput(out, r)?;
+    }
+    let spread = super::ecmp::lines(&r.ecmp, ECMP_PAIRS_SHOWN);
+    if !spread.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "ECMP spread ({}-way group, by UDP source port; --ecmp-members):",
+            r.ecmp.members
+        )?;
+        for l in spread {
+            writeln!(out, "  {l}")?;
+        }
     }
     writeln!(out)?;
     events(out, r)?;
