@@ -510,6 +510,57 @@ fn sidr(dir: &Dir) {
     );
 }
 
+/// A handshake whose REQ sets Local ACK Timeout 14 (4.096 µs × 2^14 = 67.1 ms) and retry count 7; A's SEND
+/// of PSN 100 (frame 4, 300 µs) is never answered and A resends it 8, 16, 32 and 64 ms after each last send
+/// (frames 5-8: 8.3, 24.3, 56.3, 120.3 ms): its timer backs off (each interval twice the one before) and
+/// fires sooner than the handshake's timeout (adaptive). The shortest, 8 ms, implies exponent 10 (4.19 ms
+/// ≤ 8 ms < 8.39 ms); each event's exponent is its own interval's (10, 11, 12, 13). Unanswered at the end,
+/// retry 4 of 7: at a doubling pace 128 + 256 + 512 ms to the last three resends and 1024 ms after it,
+/// 1.92 s until IBV_WC_RETRY_EXC_ERR.
+fn cm_timer_backoff(dir: &Dir) {
+    let mut c = Capture::new(1);
+    let mut g = Gsi::default();
+    let none = json!({});
+    let mut r = req(COMM_A, 5000, 3);
+    if let CmMessage::Req(q) = &mut r {
+        q.primary.local_ack_timeout = 14;
+    }
+    c.add_at(0, g.mad(true, 1, r), none.clone());
+    c.add_at(
+        100,
+        g.mad(false, 1, rep(COMM_B, COMM_A, AB.qp_b, 100)),
+        none.clone(),
+    );
+    c.add_at(200, g.mad(true, 1, rtu()), none.clone());
+    c.add_at(300, send(true, 100), none.clone());
+    let mut at = 300;
+    for wait_ms in [8, 16, 32, 64] {
+        at += wait_ms * 1000;
+        c.add_at(at, send(true, 100), none.clone());
+    }
+    let timeout = |frame: u64, interval_s: f64, exp: u8, retry: u32| {
+        json!({"kind": "timeout_retransmission", "frame": frame,
+            "detail": {"psn": 100, "interval_s": interval_s, "timeout_exponent": exp, "retry": retry}})
+    };
+    write(
+        dir,
+        "cm_timer_backoff",
+        &c,
+        json!({
+            "connections": [{"state": "established", "retry_count": 7, "matched": true}],
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11,
+                "psn": {"retransmitted": 4, "gap_events": 0},
+                "timers": {"resends": 4, "intervals_us": [8000, 16000, 32000, 64000],
+                    "min_interval_us": 8000, "max_interval_us": 64000, "timeout_exponent": 10,
+                    "configured_exponent": 14, "adaptive": true, "backoff": true, "retry_count": 7,
+                    "last_retry": 4, "unanswered": true, "gives_up_in_s": 1.92}}],
+            "events": [timeout(5, 0.008, 10, 1), timeout(6, 0.016, 11, 2), timeout(7, 0.032, 12, 3),
+                timeout(8, 0.064, 13, 4)],
+            "diagnosis": {"connection": 1, "timeout_retransmission": 4},
+        }),
+    );
+}
+
 pub fn write_all(dir: &Dir) {
     cm_handshake(dir);
     cm_mtu_from_the_handshake(dir);
@@ -518,5 +569,6 @@ pub fn write_all(dir: &Dir) {
     cm_wrong_qpn(dir);
     cm_start_psn_mismatch(dir);
     cm_qp_reused(dir);
+    cm_timer_backoff(dir);
     sidr(dir);
 }

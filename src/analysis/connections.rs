@@ -115,6 +115,8 @@ pub struct Connection {
     pub mtu: Option<u32>,
     pub retry_count: Option<u8>,
     pub rnr_retry_count: Option<u8>,
+    /// The REQ's Local ACK Timeout: the QPs' timeout exponent (4.096 µs × 2^n).
+    pub ack_timeout: Option<u8>,
     /// The RDMA CM port of the service ID (the listener's port).
     pub port: Option<u16>,
     pub handshake: Handshake,
@@ -140,6 +142,7 @@ impl Connection {
             mtu: None,
             retry_count: None,
             rnr_retry_count: None,
+            ack_timeout: None,
             port: None,
             handshake: Handshake::default(),
             flows: [None; 2],

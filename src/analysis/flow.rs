@@ -12,6 +12,7 @@ use super::psn::{self, RequestPsns};
 use super::rate::{Intervals, Rate, Reaction};
 use super::series::Series;
 use super::table::FlowId;
+use super::timers::Timers;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey {
@@ -373,6 +374,8 @@ pub struct Flow {
     pub src_qp: Option<u32>,
     /// An RC or UC QP over UDP: its first packet's ports (what an ECMP hash sees of it).
     pub udp: Option<UdpPorts>,
+    /// Its local ACK timer's firings, from the first.
+    pub timers: Option<Box<Timers>>,
     pub series: Series,
     /// Bytes per `--rate-window-us` window.
     pub rate: Rate,
@@ -550,6 +553,7 @@ impl Flow {
             dscp: None,
             src_qp: None,
             udp: None,
+            timers: None,
             series: Series::default(),
             rate: Rate::default(),
             reaction: None,

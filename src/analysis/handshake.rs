@@ -94,6 +94,7 @@ impl Engine {
                 c.mtu = path_mtu_bytes(r.path_mtu);
                 c.retry_count = Some(r.retry_count);
                 c.rnr_retry_count = Some(r.rnr_retry_count);
+                c.ack_timeout = Some(r.primary.local_ack_timeout);
                 c.port = r.service_id.ip_port();
                 None
             }

@@ -20,6 +20,7 @@ mod responses;
 pub mod series;
 pub mod table;
 pub mod tally;
+pub mod timers;
 
 use parsers::frame::{Addr, Frame, Roce};
 use parsers::icrc::IcrcStatus;
@@ -61,6 +62,8 @@ pub struct Config {
     /// A request or response held up on the way by at most this long after one behind it came is
     /// reordered, not resent (with no NAK a resend could answer).
     pub reorder_window_nanos: u64,
+    /// `--retry-count`: the requesters' retry count where no CM handshake gives it.
+    pub retry_count: Option<u8>,
     /// The members of the ECMP group the host pairs' spread is shown for (2 to [`ecmp::MAX_MEMBERS`]).
     pub ecmp_members: u16,
 }
@@ -147,6 +150,7 @@ impl Default for Config {
             mirror_window_nanos: Self::DEFAULT_MIRROR_WINDOW_US * 1000,
             reorder_window_nanos: Self::DEFAULT_REORDER_WINDOW_US * 1000,
             ecmp_members: Self::DEFAULT_ECMP_MEMBERS,
+            retry_count: None,
         }
     }
 }

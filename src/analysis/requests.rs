@@ -292,6 +292,9 @@ impl Engine {
         let resent = Repeat::again(f.rc.resent, psn, ts, number);
         f.rc.resent = Some(resent);
         f.rc.timer_ns = interval;
+        f.timers
+            .get_or_insert_with(Default::default)
+            .on_resend(interval, resent.count);
         Some(Kind::TimeoutRetransmission {
             psn,
             interval_us: interval / 1000,

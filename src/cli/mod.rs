@@ -294,6 +294,10 @@ pub struct AnalysisFlags {
     /// source ports (2-256).
     #[arg(long, value_name = "N", default_value_t = analysis::Config::DEFAULT_ECMP_MEMBERS, value_parser = parse_ecmp_members)]
     pub ecmp_members: u16,
+    /// The requesters' retry count (0-7) where no CM handshake gives it: how many timer resends of one PSN
+    /// before a QP gives up (each flow's `timers`).
+    #[arg(long = "retry-count", value_name = "N", value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub retry_count: Option<u8>,
 }
 
 impl AnalysisFlags {
@@ -312,6 +316,7 @@ impl AnalysisFlags {
             mirror_window_nanos: self.mirror_window_us.saturating_mul(1000),
             reorder_window_nanos: self.reorder_window_us.saturating_mul(1000),
             ecmp_members: self.ecmp_members,
+            retry_count: self.retry_count,
             ..Default::default()
         }
     }

@@ -133,6 +133,19 @@ pub const FLOW: &[(&str, Kind)] = &[
     ("series.bucket_seconds", Int),
     ("series.packets", Ints),
     ("series.bytes", Ints),
+    ("udp_src_port", Int),
+    ("timers.resends", Int),
+    ("timers.intervals_us", Ints),
+    ("timers.min_interval_us", Int),
+    ("timers.max_interval_us", Int),
+    ("timers.timeout_exponent", Int),
+    ("timers.configured_exponent", Int),
+    ("timers.adaptive", Bool),
+    ("timers.backoff", Bool),
+    ("timers.retry_count", Int),
+    ("timers.last_retry", Int),
+    ("timers.unanswered", Bool),
+    ("timers.gives_up_in_s", Float),
 ];
 
 enum Builder {

@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod rank;
 pub mod story;
 pub mod text;
+pub mod timers;
 pub mod verdict;
 
 pub use listing::Listing;
@@ -287,6 +288,11 @@ pub struct FlowReport {
     /// The times between this flow's CNPs (the notification point's CNP interval); null with fewer than two.
     pub cnp_interval_us: Option<IntervalReport>,
     pub throughput: Throughput,
+    /// Its local ACK timer's firings against the configured timeout and retry count; null when it never
+    /// fired.
+    pub timers: Option<timers::TimersReport>,
+    /// An RC or UC QP over UDP: the UDP source port of its first packet (the `ecmp` section's).
+    pub udp_src_port: Option<u16>,
 }
 
 /// A flow's rates at the link's speed (docs/analysis.md).
@@ -740,6 +746,8 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
         cnp_reaction: f.reaction.as_deref().map(cnp_reaction),
         cnp_interval_us: interval(&f.cnp_intervals),
         throughput: throughput(engine, f),
+        timers: timers::build(engine, f),
+        udp_src_port: f.udp.map(|u| u.src),
     }
 }
 
