@@ -179,8 +179,9 @@ impl WorkConfig {
 }
 
 /// `--source-port FIRST[-LAST]`: QP pair i sends from FIRST + i, wrapping past LAST (one port: every QP on
-/// it). Set through the GRH flow label: the kernel's `rdma_flow_label_to_udp_sport` makes a label below
-/// 2^14 the port 0xC000 | label, which rxe takes (`rxe_modify_qp`); ports are 49152-65535.
+/// it). Set through the GRH flow label, which the kernel's `rdma_flow_label_to_udp_sport` turns into the
+/// port 0xC000 | ((label & 0x3FFF) ^ ((label & 0xFC000) >> 14)) and rxe takes (`rxe_modify_qp`); a label of
+/// 0 means none (the port then hashes the two QPNs). Ports are 49152-65535.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SourcePorts {
     pub first: u16,
@@ -197,9 +198,10 @@ impl SourcePorts {
         self.first + (i % span) as u16
     }
 
-    /// The GRH flow label that gives QP pair `i` its port.
+    /// The GRH flow label that gives QP pair `i` its port: bit 14 set (never 0, which is no label) and the
+    /// port's low 14 bits XOR 1 below it, which the kernel's fold gives back.
     pub fn flow_label(&self, i: u32) -> u32 {
-        u32::from(self.port(i) & 0x3FFF)
+        0x4000 | u32::from((self.port(i) & 0x3FFF) ^ 1)
     }
 }
 
@@ -246,8 +248,13 @@ mod tests {
         }
     }
 
-    // The kernel's rdma_flow_label_to_udp_sport: (label & 0x3FFF) ^ ((label & 0xFC000) >> 14), OR 0xC000.
-    // A label below 2^14 is the port's low 14 bits.
+    /// The kernel's rdma_flow_label_to_udp_sport (include/rdma/ib_verbs.h).
+    fn kernel_port(label: u32) -> u16 {
+        let low = label & 0x3FFF;
+        let high = (label & 0xFC000) >> 14;
+        ((low ^ high) as u16) | 0xC000
+    }
+
     #[test]
     fn source_ports_wrap_and_are_flow_labels() {
         let s = SourcePorts {
@@ -256,12 +263,16 @@ mod tests {
         };
         let ports: Vec<u16> = (0..5).map(|i| s.port(i)).collect();
         assert_eq!(ports, [49200, 49201, 49202, 49200, 49201]);
-        assert_eq!(s.flow_label(1), 49201 - 0xC000);
-        let top = SourcePorts {
-            first: 65535,
-            last: 65535,
-        };
-        assert_eq!(top.flow_label(7), 0x3FFF);
+        for port in [49152, 49153, 49201, 65535] {
+            let one = SourcePorts {
+                first: port,
+                last: port,
+            };
+            let label = one.flow_label(3);
+            assert_ne!(label, 0, "0 is no label");
+            assert!(label < 1 << 20, "20 bits");
+            assert_eq!(kernel_port(label), port);
+        }
         let client = WorkConfig {
             source_ports: Some(s),
             ..WorkConfig::DEFAULT
