@@ -257,7 +257,7 @@ fn hand_worked(dir: &Path, n: usize) {
 
 #[test]
 fn hand_worked_figures() {
-    hand_worked(&dir(), 22);
+    hand_worked(&dir(), 24);
 }
 
 #[test]
@@ -680,4 +680,30 @@ fn lossless_failures_fail_the_verdict() {
         let o = rocescope(&["analyze", "--fail-on", "lossless", file.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(if n > 0 { 3 } else { 0 }), "{name}");
     }
+}
+
+/// The text report's "Where the time went" tells the hand-worked capture's dominant state (94 % of its
+/// 320 µs waiting for ACKs, one request outstanding at a time: examples/make_testdata/life.rs), and says
+/// nothing of a flow that mostly sends.
+#[test]
+fn where_the_time_went_names_the_window() {
+    let text = |name: &str| {
+        let o = rocescope(&["analyze", dir().join(name).to_str().unwrap()]);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let t = text("life_one_at_a_time.pcap");
+    assert!(
+        t.contains(
+            "  #0 QP 0x000011 10.0.0.1 → 10.0.0.2: 94 % of its life waiting for ACKs with its window of 1 \
+             outstanding (the send queue depth, credits or the bandwidth-delay product is the limit)\n"
+        ),
+        "{t}"
+    );
+    let t = text("pause_storm.pcap");
+    assert!(
+        t.contains(
+            "#0 QP 0x000011 10.0.0.1 → 10.0.0.2: 99 % of its life paused by PFC on its priority"
+        ),
+        "{t}"
+    );
 }

@@ -345,6 +345,19 @@ fn detail_reads_the_flows_psns_and_shows_chart_and_events() {
     assert_eq!(m.view, View::Flows);
 }
 
+/// The detail of a requester tells where its time went: life_one_at_a_time's 94 % waiting for ACKs with
+/// its window of one outstanding (examples/make_testdata/life.rs).
+#[test]
+fn detail_tells_where_the_time_went() {
+    let (mut m, idx) = load("testdata/analysis/life_one_at_a_time.pcap", 160, 40);
+    key(&mut m, &idx, KeyCode::Enter);
+    let screen = screen(&render(&m));
+    assert!(
+        screen.contains("life: 94% window_limited (window 1)"),
+        "{screen}"
+    );
+}
+
 /// The detail of cnp_halving's requester (flow 0, the first row: it has CE marks) tells its share of the
 /// link and what its sender did after its CNPs (worked out in examples/make_testdata/congestion.rs: 0.62 %
 /// of 100 Gb/s, a peak window of 1.104 Gb/s, both CNPs cut the rate by half).

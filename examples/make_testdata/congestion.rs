@@ -78,6 +78,12 @@ fn pause_storm(dir: &Path) {
     let mut by_bucket = vec![0.0, 0.0, 0.5];
     by_bucket.extend([1.0; 749]);
     by_bucket.push(0.5);
+    // Its life, 301600 µs from the first WRITE to the last ACK: each WRITE of the first ten a new most
+    // outstanding (0-900 µs sending), 900-950 at the window of 10; from the ACK at 950 nothing outstanding
+    // until 301500 but 300000 µs of it paused (550 idle); 301500-301600 one outstanding, below the window.
+    let life = json!({"seconds": 0.3016, "window": 10, "dominant": "paused",
+        "shares": {"paused": 0.9947, "sending": 0.0033, "window_limited": 0.0002, "idle": 0.0018,
+            "rate_limited": 0.0, "recovering": 0.0, "rnr_wait": 0.0}});
     write(
         dir,
         "pause_storm",
@@ -88,7 +94,8 @@ fn pause_storm(dir: &Path) {
                      "pause_us": 300_000.0, "longest_pause_us": 300_000.0,
                      "paused_fraction": 300_000.0 / 301_600.0,
                      "paused_series": {"bucket_us": 400.0, "fraction": by_bucket}}],
-            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "pcp": 3, "paused_priority": true}],
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11, "pcp": 3, "paused_priority": true,
+                       "life": life}],
             "event_counts": {"pause_storm": 1, "pause": 1, "pause_on_idle_priority": 0, "roce_unprotected": 0},
             "events": [
                 {"kind": "pause_storm", "frame": 12, "detail": {"priority": 3, "duration_s": 0.3, "xoff": 1200}},

@@ -24,6 +24,7 @@ mod congestion;
 mod connections;
 mod diagnosis;
 mod ecmp;
+mod life;
 mod retries;
 
 /// 2026-01-01T00:00:00Z in microseconds: the captures' time origin.
@@ -601,6 +602,7 @@ fn main() {
     analysis::write_all(&dir);
     congestion::write_all(&dir);
     ecmp::write_all(&dir);
+    life::write_all(&dir);
     println!("wrote {}", dir.display());
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/diagnosis");
     fs::create_dir_all(&dir).expect("create testdata/diagnosis");

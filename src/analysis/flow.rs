@@ -8,6 +8,7 @@ use smallvec::SmallVec;
 
 use super::ecmp::{Tuple, UdpPorts};
 use super::events::Group;
+use super::life::Life;
 use super::psn::{self, RequestPsns};
 use super::rate::{Intervals, Rate, Reaction};
 use super::series::Series;
@@ -376,6 +377,8 @@ pub struct Flow {
     pub udp: Option<UdpPorts>,
     /// Its local ACK timer's firings, from the first.
     pub timers: Option<Box<Timers>>,
+    /// As requester: its time in each state, from its first request.
+    pub life: Option<Box<Life>>,
     pub series: Series,
     /// Bytes per `--rate-window-us` window.
     pub rate: Rate,
@@ -554,6 +557,7 @@ impl Flow {
             src_qp: None,
             udp: None,
             timers: None,
+            life: None,
             series: Series::default(),
             rate: Rate::default(),
             reaction: None,

@@ -10,6 +10,7 @@ mod evict;
 pub mod flow;
 mod handshake;
 mod kinds;
+pub mod life;
 mod mirror;
 mod pfc;
 pub mod points;
@@ -409,6 +410,7 @@ impl Engine {
             };
         };
         let class = self.roce(id, number, ts, frame, roce);
+        self.requester_life(id, ts, class);
         Classified {
             flow: Some(id),
             class,
@@ -565,6 +567,45 @@ impl Engine {
         } else {
             Class::Other
         }
+    }
+
+    /// A packet of requester flow `id`, or for it (a response, NAK or CNP of its pair's): its life moves on
+    /// to `ts` ([`life::Life`]).
+    fn requester_life(&mut self, id: FlowId, ts: u64, class: Class) {
+        let requester = match class {
+            Class::Request | Class::Gap | Class::Retransmission | Class::Reordered => Some(id),
+            Class::Response | Class::Nak | Class::RnrNak | Class::Cnp => self.flows[id].paired_with,
+            _ => None,
+        };
+        let Some(f) = requester.and_then(|r| self.flows.get(r)) else {
+            return;
+        };
+        if f.requests == 0 || !f.reliable {
+            return;
+        }
+        let oldest = f.timing.outstanding.front().map(|o| o.psn);
+        let gone_back =
+            f.rc.went_back
+                .is_some_and(|(p, _)| oldest.is_some_and(|o| parsers::psn::diff(o, p) <= 0));
+        let paused = f
+            .priority(&self.cfg.dscp_map)
+            .map_or(0, |p| self.pause[usize::from(p) & 7].paused_by(ts))
+            + self.link_pause.paused_by(ts);
+        let facts = life::Facts {
+            outstanding: f.timing.outstanding.len() as u32,
+            rnr_waiting: f.rc.rnr.is_some(),
+            recovering: f.naks.waiting() || f.rc.resent.is_some() || gone_back,
+            paused_so_far: paused,
+        };
+        let window = self.cfg.rate_window_nanos;
+        let Some(f) = requester.and_then(|r| self.flows.get_mut(r)) else {
+            return;
+        };
+        let l = f.life.get_or_insert_with(Default::default);
+        if class == Class::Cnp {
+            l.cnp(ts);
+        }
+        l.at(ts, facts, window);
     }
 
     /// A flow's first packet: an RC or UC QP over UDP counts for its host pair's ECMP spread.

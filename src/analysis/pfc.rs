@@ -96,6 +96,15 @@ impl PriorityPause {
         self.run.map(|r| (r.since, r.until))
     }
 
+    /// The time paused up to `ts` (nanoseconds): the pauses ended and the part of the one in effect before
+    /// `ts`.
+    pub fn paused_by(&self, ts: u64) -> u64 {
+        let current = self
+            .run
+            .map_or(0, |r| ts.min(r.until).saturating_sub(r.since));
+        self.paused_nanos + current
+    }
+
     /// One PAUSE or PFC frame asking for `q` quanta (`pause_nanos` of them) at `ts`; returns the storm
     /// event of a pause that ended before it, if one was that long.
     fn frame(&mut self, at: (u64, u64), q: u16, pause_nanos: u64, storm: Storm) -> Option<Event> {

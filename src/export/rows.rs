@@ -146,6 +146,16 @@ pub const FLOW: &[(&str, Kind)] = &[
     ("timers.last_retry", Int),
     ("timers.unanswered", Bool),
     ("timers.gives_up_in_s", Float),
+    ("life.seconds", Float),
+    ("life.window", Int),
+    ("life.shares.idle", Float),
+    ("life.shares.paused", Float),
+    ("life.shares.rate_limited", Float),
+    ("life.shares.recovering", Float),
+    ("life.shares.rnr_wait", Float),
+    ("life.shares.sending", Float),
+    ("life.shares.window_limited", Float),
+    ("life.dominant", Text),
 ];
 
 enum Builder {

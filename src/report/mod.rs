@@ -5,6 +5,7 @@ pub mod connections;
 pub mod counters;
 pub mod ecmp;
 pub mod format;
+pub mod life;
 pub mod listing;
 pub mod metrics;
 pub mod rank;
@@ -293,6 +294,8 @@ pub struct FlowReport {
     pub timers: Option<timers::TimersReport>,
     /// An RC or UC QP over UDP: the UDP source port of its first packet (the `ecmp` section's).
     pub udp_src_port: Option<u16>,
+    /// As requester: the share of its life in each state (docs/analysis.md); null otherwise.
+    pub life: Option<life::LifeReport>,
 }
 
 /// A flow's rates at the link's speed (docs/analysis.md).
@@ -748,6 +751,7 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
         throughput: throughput(engine, f),
         timers: timers::build(engine, f),
         udp_src_port: f.udp.map(|u| u.src),
+        life: life::build(f),
     }
 }
 

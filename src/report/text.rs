@@ -60,6 +60,17 @@ pub fn write(out: &mut impl Write, r: &Report, top: Option<usize>) -> io::Result
         writeln!(out)?;
         throughput(out, r)?;
     }
+    let held = super::life::lines(r);
+    if !held.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Where the time went (the largest share of each requester's life):"
+        )?;
+        for l in held {
+            writeln!(out, "  {l}")?;
+        }
+    }
     let spread = super::ecmp::lines(&r.ecmp, ECMP_PAIRS_SHOWN);
     if !spread.is_empty() {
         writeln!(out)?;

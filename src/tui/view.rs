@@ -751,6 +751,15 @@ fn congestion_line(f: &FlowReport) -> String {
     if let Some(i) = &f.cnp_interval_us {
         out.push_str(&format!("  CNP interval {:.1} µs min", i.min));
     }
+    if let Some((l, d)) = f.life.as_ref().and_then(|l| Some((l, l.dominant?))) {
+        let share = l.shares.get(d.name()).copied().unwrap_or(0.0);
+        out.push_str(&format!(
+            "  life: {:.0}% {} (window {})",
+            share * 100.0,
+            d.name(),
+            l.window
+        ));
+    }
     out
 }
 
