@@ -694,7 +694,7 @@ fn where_the_time_went_names_the_window() {
     let t = text("life_one_at_a_time.pcap");
     assert!(
         t.contains(
-            "  #0 QP 0x000011 10.0.0.1 → 10.0.0.2: 94 % of its life waiting for ACKs with its window of 1 \
+            "  #0 QP 0x000011 10.0.0.1 → 10.0.0.2: 94 % of its life waiting for ACKs with its window of 1 PSNs \
              outstanding (the send queue depth, credits or the bandwidth-delay product is the limit)\n"
         ),
         "{t}"

@@ -984,6 +984,7 @@ fn gen_next_slice_in_the_soft_roce_lab() {
             "gen_ecn",
             "gen_source_port",
             "gen_source_sweep",
+            "gen_depth1",
         ],
     );
     let mut summary = Vec::new();
@@ -1150,6 +1151,7 @@ fn gen_next_slice_in_the_soft_roce_lab() {
         }
     }
     summary.push(check_source_ports(&lab_out));
+    summary.push(check_depth(&lab_out));
     summary.push(format!(
         "gen_ecn: --tclass 2, {gen_ce} CE marks in gen's check = gen's capture = analyze of the cable = tshark \
          (ip.dsfield.ecn == 3); {}",
@@ -1259,6 +1261,84 @@ fn check_source_ports(lab_out: &Path) -> String {
     "gen_source_port: 8 QPs on 49152 both ways (tshark), 2 low_entropy; gen_source_sweep: 49200-49207 both \
      ways, none; gen_multi: none"
         .to_string()
+}
+
+/// gen_depth1 (`--depth 1`): the requester never has more than one PSN outstanding, so its `life.window` is
+/// 1 (as tshark's WRITEs and ACKs on the cable show: no WRITE of a new PSN before the ACK of the one before;
+/// rxe's timer may resend one in a slow guest, which adds none); gen_multi
+/// (`--depth 16`, 8 WRITEs a QP posted at once) has more than one outstanding on every requester. The
+/// shares add up to 1.
+fn check_depth(lab_out: &Path) -> String {
+    let requesters = |a: &Value| -> Vec<Value> {
+        a["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["role"] == "requester")
+            .map(|f| f["life"].clone())
+            .collect()
+    };
+    let one = lab_out.join("gen_depth1");
+    let o = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(one.join("cable.pcap"))
+        .args([
+            "-Y",
+            "infiniband",
+            "-T",
+            "fields",
+            "-e",
+            "infiniband.bth.opcode",
+            "-e",
+            "infiniband.bth.psn",
+        ])
+        .output()
+        .expect("run tshark");
+    let ops: Vec<(String, i64)> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(op, psn)| (op.to_string(), psn.parse().unwrap()))
+        .collect();
+    // 10: RDMA WRITE Only, 17: Acknowledge; PSNs are 24 bits: a WRITE's PSN ahead of the highest by less
+    // than half the space is newer.
+    let ahead = |a: i64, b: i64| (a - b).rem_euclid(1 << 24);
+    let (mut highest, mut acked, mut most) = (None::<i64>, None::<i64>, 0i64);
+    for (op, psn) in &ops {
+        match op.as_str() {
+            "10" => {
+                highest =
+                    Some(highest.map_or(*psn, |h| if ahead(*psn, h) < 1 << 23 { *psn } else { h }))
+            }
+            "17" => acked = Some(*psn),
+            _ => {}
+        }
+        if let Some(h) = highest {
+            most = most.max(acked.map_or(1, |a| ahead(h, a)));
+        }
+    }
+    assert_eq!(
+        most, 1,
+        "gen_depth1: one PSN outstanding at most (tshark: no new WRITE before the last one's ACK): {ops:?}"
+    );
+    let a = analyze_json(&one.join("cable.pcap"));
+    let lives = requesters(&a);
+    assert_eq!(lives.len(), 1, "gen_depth1: {lives:?}");
+    assert_eq!(u(&lives[0]["window"]), 1, "gen_depth1: {}", lives[0]);
+    let sum: f64 = lives[0]["shares"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert!((sum - 1.0).abs() < 1e-3, "gen_depth1: shares {}", lives[0]);
+    let multi = analyze_json(&lab_out.join("gen_multi").join("cable.pcap"));
+    for l in requesters(&multi) {
+        assert!(u(&l["window"]) > 1, "gen_multi: {l}");
+    }
+    format!(
+        "gen_depth1: window 1 (tshark: one PSN outstanding at most), {} {}; gen_multi: windows above 1",
+        lives[0]["dominant"], lives[0]["shares"]
+    )
 }
 
 /// perftest's figure: BW average[MB/sec] (perftest's MB is 2^20 bytes) from its result line "#bytes

@@ -119,6 +119,9 @@ sc_gen_multi_atomic() { gen_run --op fetch-add -n 32 -q 3 --capture eth0; }
 # (gen --source-port): all on 49152, then swept over 49200-49207 (pair i on 49200 + i); returns gen.json/gen.log
 sc_gen_source_port()  { gen_run --op write -s 1024 -n 8 -q 8 --source-port 49152 --capture eth0; }
 sc_gen_source_sweep() { gen_run --op write -s 1024 -n 8 -q 8 --source-port 49200-49207 --capture eth0; }
+# One message at a time (--depth 1): each WRITE waits for its ACK before the next is posted (no fabric check: a slow
+# guest's rxe may resend one on its timer, which the protocol allows); returns gen.json/gen.log
+sc_gen_depth1() { gen_run --op write -s 1024 -n 32 --depth 1; }
 # ECN: traffic class 2 (rxe puts it in the IP TOS: ECT(0)), netem on eth0 marks 5% of the ECT requests CE instead
 # of dropping them; the fabric check reports the CE marks as congestion signals and passes (exit 0); returns
 # gen.json/gen.log

@@ -52,7 +52,7 @@ impl LifeState {
 /// What holds of a requester at a packet, for its state from there on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Facts {
-    /// Requests waiting for an answer.
+    /// PSNs waiting for an answer: from the oldest unacknowledged to the highest sent.
     pub outstanding: u32,
     /// A PSN it was RNR-NAKed on is not yet acknowledged.
     pub rnr_waiting: bool,
@@ -71,7 +71,7 @@ pub struct Life {
     paused_at_since: u64,
     /// Nanoseconds per state, in [`LifeState::ALL`]'s order.
     pub nanos: [u64; 7],
-    /// The most requests it had outstanding.
+    /// The most PSNs it had outstanding.
     pub window: u32,
     /// The last CNP toward it.
     last_cnp: Option<u64>,

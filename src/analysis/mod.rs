@@ -591,8 +591,12 @@ impl Engine {
             .priority(&self.cfg.dscp_map)
             .map_or(0, |p| self.pause[usize::from(p) & 7].paused_by(ts))
             + self.link_pause.paused_by(ts);
+        // PSNs from the oldest unacknowledged to the highest sent: a resend adds none.
+        let outstanding = oldest.map_or(0, |o| {
+            parsers::psn::diff(f.psn.highest, o).max(0) as u32 + 1
+        });
         let facts = life::Facts {
-            outstanding: f.timing.outstanding.len() as u32,
+            outstanding,
             rnr_waiting: f.rc.rnr.is_some(),
             recovering: f.naks.waiting() || f.rc.resent.is_some() || gone_back,
             paused_so_far: paused,

@@ -11,7 +11,7 @@ use crate::analysis::life::LifeState;
 pub struct LifeReport {
     /// The time accounted: its first request to the last packet either direction carried for it.
     pub seconds: f64,
-    /// The most requests it had outstanding.
+    /// The most PSNs it had outstanding (the oldest unacknowledged to the highest sent).
     pub window: u32,
     /// Each state's share of `seconds` (0 to 1, to four decimals).
     pub shares: BTreeMap<&'static str, f64>,
@@ -64,8 +64,8 @@ pub fn lines(r: &super::Report) -> Vec<String> {
             let pct = share * 100.0;
             let why = match d {
                 LifeState::WindowLimited => format!(
-                    "{pct:.0} % of its life waiting for ACKs with its window of {} outstanding (the send \
-                     queue depth, credits or the bandwidth-delay product is the limit)",
+                    "{pct:.0} % of its life waiting for ACKs with its window of {} PSNs outstanding (the \
+                     send queue depth, credits or the bandwidth-delay product is the limit)",
                     l.window
                 ),
                 LifeState::Paused => format!("{pct:.0} % of its life paused by PFC on its priority"),
