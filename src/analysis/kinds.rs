@@ -613,7 +613,7 @@ event_kinds! {
         psn: Some(psn),
         detail: json!({"psn": psn, "highest": highest, "depth": depth, "of": if response { "response" } else { "request" }}),
         json: "`psn`, `highest` (the highest PSN its direction had carried), `depth` (PSNs behind it), `of` (`request`, `response`)",
-        fires: "a packet held up on the way: a request behind the highest PSN, the first copy of its PSN, one a gap skipped (one of the last 4 gaps), within `--reorder-window-us` of that gap or sent before the request that opened it (its IPv4 ID older, where the flow's IDs follow its send order), with no NAK a resend could answer and outside any go-back-N under way (with one there, the next request tells: the same PSN again says the first was held up); or a response behind the highest PSN answered, in none of the requester's last 64 resends' PSNs; `depth`: PSNs behind the highest",
+        fires: "a packet held up on the way: a request behind the highest PSN, the first copy of its PSN, one a gap skipped (one of the last 8 gaps), within `--reorder-window-us` of that gap or sent before the request that opened it (its IPv4 ID older, where the flow's IDs follow its send order), with no NAK a resend could answer and outside any go-back-N under way (with one there, the next request tells: the same PSN again says the first was held up); or a response behind the highest PSN answered, in none of the requester's last 64 resends' PSNs; `depth`: PSNs behind the highest",
         frame: "the packet",
         message(f): if response {
             write!(f, "reordered: the response for PSN {} came after the one for PSN {}, {} ahead, with nothing resent between (held up on the way: reordering in the network)", Shown(psn), Shown(highest), psns(depth))
