@@ -43,6 +43,12 @@ impl Ipv6Header {
 
     pub fn visit<'a>(&self, offset: usize, v: &mut impl Visitor<'a>) {
         v.header("Internet Protocol Version 6", offset, Self::LEN);
+        v.field(Field::new("ipv6.version", "Version", Value::Uint(6)));
+        v.field(Field::new(
+            "ipv6.tclass",
+            "Traffic Class",
+            Value::Hex(((self.dscp << 2) | (self.ecn & 3)).into(), 8),
+        ));
         v.field(Field::new(
             "ipv6.tclass.dscp",
             "DSCP",
