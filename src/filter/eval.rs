@@ -126,8 +126,10 @@ impl<'a> Visitor<'a> for Collect<'_> {
 
     fn field(&mut self, f: Field<'a>) {
         let protos = self.filter.protos.iter();
+        // A protocol with a header title is present where its header is (an IPv6 header's ip.version
+        // is no IPv4 header, as in tshark); any other where a field under it is.
         for (p, present) in protos.zip(self.seen.present.iter_mut()) {
-            *present |= f.key.starts_with(p.prefix.as_str());
+            *present |= p.title.is_none() && f.key.starts_with(p.prefix.as_str());
         }
         let slots = self.filter.fields.iter().zip(&self.seen.layers);
         for ((slot, layer), vals) in slots.zip(self.seen.fields.iter_mut()) {
@@ -199,25 +201,7 @@ fn test(t: &Test, ctx: &mut Ctx, present: &[bool]) -> bool {
                 _ => false,
             })
         }
-        Test::Compare { op, all, lhs, rhs } => {
-            let (a, b) = (ctx.eval(lhs), ctx.eval(rhs));
-            let holds = |i: usize, j: usize| {
-                let (x, y) = (ctx.stack.get(i).copied(), ctx.stack.get(j).copied());
-                x.zip(y)
-                    .and_then(|(x, y)| order(ctx, x, y))
-                    .is_some_and(|o| op.holds(o))
-            };
-            let mut pairs = a.flat_map(|i| b.clone().map(move |j| (i, j)));
-            if *all {
-                let mut any = false;
-                pairs.all(|(i, j)| {
-                    any = true;
-                    holds(i, j)
-                }) && any
-            } else {
-                pairs.any(|(i, j)| holds(i, j))
-            }
-        }
+        Test::Compare { op, all, lhs, rhs } => compare(ctx, *op, *all, lhs, rhs),
         Test::In(e, set) => {
             let r = ctx.eval(e);
             r.into_iter().any(|i| {
@@ -226,23 +210,47 @@ fn test(t: &Test, ctx: &mut Ctx, present: &[bool]) -> bool {
                     .is_some_and(|v| set.holds(*v, |s| ctx.bytes(s)))
             })
         }
-        Test::Contains(hay, needle) => {
-            let (a, b) = (ctx.eval(hay), ctx.eval(needle));
-            a.into_iter().any(|i| {
-                b.clone().any(|j| {
-                    let (Some(h), Some(n)) = (bytes_of(ctx, i), bytes_of(ctx, j)) else {
-                        return false;
-                    };
-                    n.is_empty() || h.windows(n.len()).any(|w| w == n)
-                })
-            })
-        }
+        Test::Contains(hay, needle) => contains(ctx, hay, needle),
         Test::Matches(e, re) => {
             let r = ctx.eval(e);
             r.into_iter()
                 .any(|i| bytes_of(ctx, i).is_some_and(|b| re.is_match(b)))
         }
     }
+}
+
+/// Whether any pair of values compares so (`all`: every pair, and there is one).
+fn compare(ctx: &mut Ctx, op: Cmp, all: bool, lhs: &Expr, rhs: &Expr) -> bool {
+    let (a, b) = (ctx.eval(lhs), ctx.eval(rhs));
+    let holds = |i: usize, j: usize| {
+        let (x, y) = (ctx.stack.get(i).copied(), ctx.stack.get(j).copied());
+        x.zip(y)
+            .and_then(|(x, y)| order(ctx, x, y))
+            .is_some_and(|o| op.holds(o))
+    };
+    let mut pairs = a.flat_map(|i| b.clone().map(move |j| (i, j)));
+    if all {
+        let mut any = false;
+        pairs.all(|(i, j)| {
+            any = true;
+            holds(i, j)
+        }) && any
+    } else {
+        pairs.any(|(i, j)| holds(i, j))
+    }
+}
+
+/// Whether any value's bytes hold any needle's.
+fn contains(ctx: &mut Ctx, hay: &Expr, needle: &Expr) -> bool {
+    let (a, b) = (ctx.eval(hay), ctx.eval(needle));
+    a.into_iter().any(|i| {
+        b.clone().any(|j| {
+            let (Some(h), Some(n)) = (bytes_of(ctx, i), bytes_of(ctx, j)) else {
+                return false;
+            };
+            n.is_empty() || h.windows(n.len()).any(|w| w == n)
+        })
+    })
 }
 
 /// The bytes of the stack's `i`-th value, when it has bytes.

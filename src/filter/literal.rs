@@ -56,49 +56,67 @@ pub(super) fn read(
     form: Form,
     pool: &mut Vec<u8>,
 ) -> Result<Val, LiteralError> {
-    let not = |what: &'static str| {
-        Err(LiteralError::Not {
-            text: text.to_string(),
-            what,
-        })
-    };
-    let mut keep = |bytes: &[u8]| {
-        let start = pool.len() as u32;
-        pool.extend_from_slice(bytes);
-        Span {
-            src: Src::Pool,
-            start,
-            len: bytes.len() as u32,
-        }
-    };
-    if form == Form::Char {
-        let c = char_value(text)?;
-        return match ty {
-            Ty::Num(_) => Ok(Val::Num(c.into())),
-            Ty::Text => Ok(Val::Text(keep(&[c]))),
-            Ty::Bytes | Ty::Mac | Ty::Proto => Ok(Val::Bytes(keep(&[c]))),
-            _ => Err(LiteralError::Char(text.to_string())),
-        };
+    match form {
+        Form::Char => read_char(ty, text, pool),
+        Form::Quoted => read_quoted(ty, name, text, pool),
+        Form::Word => read_word(ty, text, pool),
     }
-    if form == Form::Quoted {
-        return match ty {
-            Ty::Text => Ok(Val::Text(keep(&unescape(text)?))),
-            Ty::Bytes | Ty::Proto => Ok(Val::Bytes(keep(&unescape(text)?))),
-            Ty::AbsTime => match time::absolute(text) {
-                Some(ns) => Ok(Val::Num(ns)),
-                None => not(
-                    "a valid absolute time (\"Nov 12, 1999 08:55:44.123\" or \"2011-07-04 12:34:56\")",
-                ),
-            },
-            Ty::Bool => bool_name(name, text),
-            _ => Err(LiteralError::Quoted {
-                text: text.to_string(),
-                kind: ty_words(ty),
-            }),
-        };
+}
+
+/// `bytes` kept in the constants' pool.
+fn keep(pool: &mut Vec<u8>, bytes: &[u8]) -> Span {
+    let start = pool.len() as u32;
+    pool.extend_from_slice(bytes);
+    Span {
+        src: Src::Pool,
+        start,
+        len: bytes.len() as u32,
     }
+}
+
+fn not(text: &str, what: &'static str) -> Result<Val, LiteralError> {
+    Err(LiteralError::Not {
+        text: text.to_string(),
+        what,
+    })
+}
+
+/// 'c': a number, or one byte.
+fn read_char(ty: Ty, text: &str, pool: &mut Vec<u8>) -> Result<Val, LiteralError> {
+    let c = char_value(text)?;
     match ty {
-        Ty::Text => Ok(Val::Text(keep(text.as_bytes()))),
+        Ty::Num(_) => Ok(Val::Num(c.into())),
+        Ty::Text => Ok(Val::Text(keep(pool, &[c]))),
+        Ty::Bytes | Ty::Mac | Ty::Proto => Ok(Val::Bytes(keep(pool, &[c]))),
+        _ => Err(LiteralError::Char(text.to_string())),
+    }
+}
+
+/// "a string": text, bytes, a date, a flag's value name.
+fn read_quoted(ty: Ty, name: &str, text: &str, pool: &mut Vec<u8>) -> Result<Val, LiteralError> {
+    match ty {
+        Ty::Text => Ok(Val::Text(keep(pool, &unescape(text)?))),
+        Ty::Bytes | Ty::Proto => Ok(Val::Bytes(keep(pool, &unescape(text)?))),
+        Ty::AbsTime => match time::absolute(text) {
+            Some(ns) => Ok(Val::Num(ns)),
+            None => not(
+                text,
+                "a valid absolute time (\"Nov 12, 1999 08:55:44.123\" or \"2011-07-04 12:34:56\")",
+            ),
+        },
+        Ty::Bool => bool_name(name, text),
+        _ => Err(LiteralError::Quoted {
+            text: text.to_string(),
+            kind: ty_words(ty),
+        }),
+    }
+}
+
+/// An unquoted literal: a number, an address, bytes, a time offset, text.
+fn read_word(ty: Ty, text: &str, pool: &mut Vec<u8>) -> Result<Val, LiteralError> {
+    let not = |what| not(text, what);
+    match ty {
+        Ty::Text => Ok(Val::Text(keep(pool, text.as_bytes()))),
         Ty::Num(_) => number(text)
             .map(|n| Val::Num(n.into()))
             .ok_or(())
@@ -132,11 +150,11 @@ pub(super) fn read(
             }
         }
         Ty::Mac => match bytes(text) {
-            Some(b) if b.len() == 6 => Ok(Val::Bytes(keep(&b))),
+            Some(b) if b.len() == 6 => Ok(Val::Bytes(keep(pool, &b))),
             _ => not("a MAC address (00:11:22:33:44:55)"),
         },
         Ty::Bytes | Ty::Proto => match byte_literal(text) {
-            Some(b) => Ok(Val::Bytes(keep(&b))),
+            Some(b) => Ok(Val::Bytes(keep(pool, &b))),
             None => not("a valid byte string (00:11:22, or \"text\")"),
         },
     }
@@ -307,40 +325,51 @@ fn unescape(s: &str) -> Result<Vec<u8>, LiteralError> {
             out.push(b);
             continue;
         }
-        match e {
-            'x' => {
-                let hex = take(&mut chars, 2, |c| c.is_ascii_hexdigit());
-                let b = u8::from_str_radix(&hex, 16)
-                    .map_err(|_| LiteralError::Escape { escaped: Some('x') })?;
-                out.push(b);
-            }
-            '0'..='7' => {
-                let more = take(&mut chars, 2, |c| ('0'..='7').contains(&c));
-                let n = u32::from_str_radix(&format!("{e}{more}"), 8).unwrap_or(256);
-                out.push(u8::try_from(n).map_err(|_| LiteralError::Escape { escaped: Some(e) })?);
-            }
-            'u' | 'U' => {
-                let want = if e == 'u' { 4 } else { 8 };
-                let hex = take(&mut chars, want, |c| c.is_ascii_hexdigit());
-                let code = u32::from_str_radix(&hex, 16)
-                    .ok()
-                    .filter(|_| hex.len() == want);
-                let named = format!("{e}{hex}");
-                let c = code
-                    .filter(|&n| n >= 0xa0 || [0x24, 0x40, 0x60].contains(&n))
-                    .and_then(char::from_u32)
-                    .ok_or(LiteralError::Universal(named))?;
-                let mut buf = [0; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
-            other => {
-                return Err(LiteralError::Escape {
-                    escaped: Some(other),
-                });
-            }
-        }
+        escape(e, &mut chars, &mut out)?;
     }
     Ok(out)
+}
+
+/// The numeric escapes after a backslash (`e` the character after it): `\xH[H]`, `\NNN`, `\uXXXX`,
+/// `\UXXXXXXXX`.
+fn escape(
+    e: char,
+    chars: &mut std::iter::Peekable<std::str::Chars>,
+    out: &mut Vec<u8>,
+) -> Result<(), LiteralError> {
+    match e {
+        'x' => {
+            let hex = take(chars, 2, |c| c.is_ascii_hexdigit());
+            let b = u8::from_str_radix(&hex, 16)
+                .map_err(|_| LiteralError::Escape { escaped: Some('x') })?;
+            out.push(b);
+        }
+        '0'..='7' => {
+            let more = take(chars, 2, |c| ('0'..='7').contains(&c));
+            let n = u32::from_str_radix(&format!("{e}{more}"), 8).unwrap_or(256);
+            out.push(u8::try_from(n).map_err(|_| LiteralError::Escape { escaped: Some(e) })?);
+        }
+        'u' | 'U' => {
+            let want = if e == 'u' { 4 } else { 8 };
+            let hex = take(chars, want, |c| c.is_ascii_hexdigit());
+            let code = u32::from_str_radix(&hex, 16)
+                .ok()
+                .filter(|_| hex.len() == want);
+            let named = format!("{e}{hex}");
+            let c = code
+                .filter(|&n| n >= 0xa0 || [0x24, 0x40, 0x60].contains(&n))
+                .and_then(char::from_u32)
+                .ok_or(LiteralError::Universal(named))?;
+            let mut buf = [0; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        }
+        other => {
+            return Err(LiteralError::Escape {
+                escaped: Some(other),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Up to `n` characters that satisfy `ok`.
