@@ -1,6 +1,6 @@
 //! "Keep the per-packet path free of allocation", measured: a counting global allocator (this test binary's
 //! own) around the live capture's frame ring, `rocescope analyze`'s pipeline and `rocescope export`, each asserting fewer
-//! allocations than one per many frames.
+//! allocations than one per many frames; and display filters of every kind, which allocate nothing per frame.
 //!
 //! The count is process-wide (the analysis runs two threads), so the tests take a lock and run one at a
 //! time. To see where allocations come from, set `ALLOC_TRACE=N`: every Nth allocation while a measurement
@@ -13,7 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use parsers::builder::RoceFrame;
+use proptest::prelude::*;
 use rocescope::capture::ring::{BATCH_FRAMES, Batch, MAX_BYTES, Ring};
+use rocescope::filter::{Filter, Matcher, Subject};
+use rocescope::source::Packet;
 
 /// Counts allocations and reallocations (a growth is an allocation too) while `ARMED`.
 struct Counting;
@@ -276,4 +280,204 @@ fn export_does_not_allocate_per_frame() {
         "export allocated {more} times more for {frames} more frames ({per_frame:.5} per frame, bound \
          0.1): something allocates per frame (ALLOC_TRACE=N prints every Nth allocation's backtrace)"
     );
+}
+
+/// RoCE frames 10.0.0.1 → 10.0.0.2 (RC SEND ONLY, PSN `n`, a payload of `n`'s size and bytes), a
+/// millisecond apart.
+fn roce_frames(count: u64) -> Vec<(u64, Vec<u8>)> {
+    (0..count)
+        .map(|n| {
+            let mut f = RoceFrame::new(parsers::opcode::rc::SEND_ONLY);
+            f.bth.psn = n as u32;
+            f.payload = vec![n as u8; 64 + (n as usize % 5) * 100];
+            (1_000_000_000 + n * 1_000_000, f.build())
+        })
+        .collect()
+}
+
+/// How many frames of `frames` pass `m`.
+fn run(m: &mut Matcher, frames: &[(u64, Vec<u8>)]) -> u64 {
+    let mut passed = 0;
+    for (i, (ts, data)) in frames.iter().enumerate() {
+        let packet = Packet {
+            ts_nanos: *ts,
+            linktype: 1,
+            interface: 0,
+            data,
+            orig_len: data.len() as u32,
+        };
+        let frame = parsers::parse_frame(1, data, data.len(), &Default::default());
+        let s = Subject {
+            number: i as u64 + 1,
+            packet: &packet,
+            frame: &frame,
+            interface: None,
+            analysis: None,
+        };
+        passed += u64::from(m.matches(&s));
+    }
+    passed
+}
+
+/// The new kinds of filter (slices, arithmetic, functions, `matches`, protocol `contains`, sets, times)
+/// compiled once and run on many frames: once the matcher's buffers have grown (the first pass), a pass
+/// over the frames allocates nothing. The frames are parsed outside the measured pass.
+#[test]
+fn display_filters_allocate_nothing_per_frame() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let frames = roce_frames(2_000);
+    let filters = [
+        "eth.src[0:3] == 02:00:00 and frame[12:2] == 08:00 and ip[-4:] == 0a:00:00:02",
+        "udp.dstport == udp.srcport + 1 or udp.srcport * 2 > 100 or -udp.srcport == -49152",
+        "len(eth) == 14 && count(ip.addr) == 2 && len(frame) > 100",
+        "string(ip.src) contains \"10.0\" or upper(rocescope.opcode_name) == \"RC_SEND_ONLY\"",
+        "frame matches \"(?i)ab[0-9]\" or eth contains ff:ff:ff or udp contains 12:b7",
+        "infiniband.bth.psn in {1..100, 200} and frame.time_delta < 0.5",
+        "max(udp.srcport, udp.dstport) == 49152 and abs(-udp.srcport) > 3 and min(udp.port) == 4791",
+        "frame[-4:] == 00:00:00:00 or frame[0:2,4] == 02:00:00 or frame[5-10] contains 00",
+        "frame.time > \"Jan 1, 2000 00:00:00\" and frame.time_relative >= 0 and frame.time_epoch > 1",
+        "ip.flags & 0x02 or eth[0] & 1 or ip.dsfield == 0",
+        "string(infiniband.bth.psn) matches \"^1\" or lower(rocescope.opcode_name) contains \"send\"",
+    ];
+    for text in filters {
+        let filter = Filter::new(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let mut m = Matcher::new(Arc::new(filter));
+        let first = run(&mut m, &frames);
+        let (allocs, again) = allocations(|| run(&mut m, &frames));
+        let _ = (first, again);
+        // Parsing the frames is outside the filter: measure it alone and take it off.
+        let mut none = Matcher::new(Arc::new(Filter::new("frame").unwrap()));
+        run(&mut none, &frames);
+        let (parsing, _) = allocations(|| run(&mut none, &frames));
+        assert_eq!(
+            allocs.saturating_sub(parsing),
+            0,
+            "{text}: {allocs} allocations over {} frames ({parsing} for parsing them)",
+            frames.len()
+        );
+    }
+}
+
+/// Pieces of filters, valid and not, from which random filters are made.
+const TOKENS: &[&str] = &[
+    "eth.src",
+    "ip.addr",
+    "udp.port",
+    "frame",
+    "eth",
+    "ip",
+    "udp",
+    "infiniband.bth.psn",
+    "frame.time",
+    "frame.time_delta",
+    "rocescope.opcode_name",
+    "ip.flags",
+    "len(",
+    "count(",
+    "string(",
+    "upper(",
+    "max(",
+    "min(",
+    "abs(",
+    "tcp(",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    "[0:3]",
+    "[-1]",
+    "[1-2]",
+    "[:4]",
+    "[4:]",
+    ",",
+    "==",
+    "!=",
+    "===",
+    "~=",
+    ">",
+    "<=",
+    "in",
+    "not",
+    "and",
+    "or",
+    "&&",
+    "||",
+    "!",
+    "contains",
+    "matches",
+    "&",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "any",
+    "all",
+    "1",
+    "0x10",
+    "-1",
+    "00:aa:00",
+    ":fc",
+    "fc:",
+    "10.0.0.1/8",
+    "::1",
+    "'A'",
+    "'\\x41'",
+    "'\\Z'",
+    "\"a\"",
+    "\"\\x82\"",
+    "\"[\"",
+    "\"Jan 1, 2020 00:00:00\"",
+    "..",
+    "0.5",
+    "True",
+    ".udp.dstport",
+    "99999999999",
+    "#2",
+];
+
+/// Random token strings and random characters into the filter compiler: each is a filter or a one-line
+/// error, never a panic; a filter that compiles runs on frames without one. (A runner inside the test, so
+/// that its generating and shrinking hold the measurements' lock too.)
+#[test]
+fn random_filters_never_panic() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let frames = roce_frames(3);
+    let strategy = (prop::collection::vec(0..TOKENS.len(), 0..20), "\\PC{0,12}");
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(512));
+    let outcome = runner.run(&strategy, |(picks, junk)| {
+        let mut text: String = picks
+            .iter()
+            .map(|&i| TOKENS[i])
+            .collect::<Vec<_>>()
+            .join(" ");
+        text.push_str(&junk);
+        match Filter::new(&text) {
+            Ok(f) => {
+                run(&mut Matcher::new(Arc::new(f)), &frames);
+            }
+            Err(e) => prop_assert_eq!(e.to_string().lines().count(), 1, "{}", e),
+        }
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+}
+
+/// Nesting deeper than 64 (parentheses, braces, brackets, function calls) is one line, not a stack
+/// overflow.
+#[test]
+fn deep_nesting_is_refused_in_one_line() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    for open in ["(", "{", "len(", "!(", "["] {
+        let text = format!("{}ip{}", open.repeat(10_000), ")".repeat(10_000));
+        let e = Filter::new(&text).unwrap_err().to_string();
+        assert!(e.contains("nested deeper than 64"), "{open}: {e}");
+        assert_eq!(e.lines().count(), 1);
+    }
+    let minus = format!("udp.port == {}1", "-".repeat(10_000));
+    assert!(Filter::new(&minus).is_ok());
 }

@@ -433,14 +433,14 @@ fn event_jumps_to_its_packet_with_tree_and_hex() {
     let s = screen(&render(&m));
     assert!(s.contains("▶6 "), "{s}");
     assert!(s.contains("NAK(PSN sequence error)"), "{s}");
-    // The tree opens at the BTH, 24 lines down: the frame's line, Ethernet and its 3 fields, IPv4 and its
-    // 13 (version aside, as -V lists them), UDP and its 4;
+    // The tree opens at the BTH, 29 lines down: the frame's line, Ethernet and its 3 fields, IPv4 and its
+    // 18 (ip.version to ip.dst, as tshark names them), UDP and its 4;
     // K scrolls up to the frame's first line.
     assert!(s.contains("Frame 6 (-V)"), "{s}");
     assert!(s.contains("│Base Transport Header  [bytes 42..54]"), "{s}");
     assert!(!s.contains("Ethernet II  [bytes 0..14]"), "{s}");
-    assert_eq!(m.packets.tree_scroll, 24);
-    keys(&mut m, &idx, &"K".repeat(24));
+    assert_eq!(m.packets.tree_scroll, 29);
+    keys(&mut m, &idx, &"K".repeat(29));
     let s = screen(&render(&m));
     assert!(s.contains("Frame 6: "), "{s}");
     assert!(s.contains("Ethernet II  [bytes 0..14]"), "{s}");

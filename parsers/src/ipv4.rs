@@ -17,6 +17,8 @@ pub struct Ipv4Header {
     pub id: u16,
     pub dont_fragment: bool,
     pub more_fragments: bool,
+    /// The reserved flag (RFC 791's bit 0 of the flags; RFC 3514's "evil bit").
+    pub reserved_flag: bool,
     /// Fragment offset in 8-byte units.
     pub frag_offset: u16,
     pub ttl: u8,
@@ -64,6 +66,7 @@ impl Ipv4Header {
             id,
             dont_fragment: flags_frag & 0x4000 != 0,
             more_fragments: flags_frag & 0x2000 != 0,
+            reserved_flag: flags_frag & 0x8000 != 0,
             frag_offset: flags_frag & 0x1FFF,
             ttl,
             protocol,
@@ -81,7 +84,8 @@ impl Ipv4Header {
     /// Emits a 20-byte header (no options) with the checksum computed.
     pub fn emit(&self, out: &mut Vec<u8>) {
         let start = out.len();
-        let flags_frag = (u16::from(self.dont_fragment) << 14)
+        let flags_frag = (u16::from(self.reserved_flag) << 15)
+            | (u16::from(self.dont_fragment) << 14)
             | (u16::from(self.more_fragments) << 13)
             | (self.frag_offset & 0x1FFF);
         out.push(0x45);
@@ -106,10 +110,16 @@ impl Ipv4Header {
             offset,
             self.header_len.into(),
         );
+        v.field(Field::new("ip.version", "Version", Value::Uint(4)));
         v.field(Field::new(
             "ip.hdr_len",
             "Header length",
             Value::Uint(self.header_len.into()),
+        ));
+        v.field(Field::new(
+            "ip.dsfield",
+            "Differentiated Services Field",
+            Value::Hex(((self.dscp << 2) | (self.ecn & 3)).into(), 2),
         ));
         v.field(Field::new(
             "ip.dsfield.dscp",
@@ -129,6 +139,15 @@ impl Ipv4Header {
             "ip.id",
             "Identification",
             Value::Hex(self.id.into(), 4),
+        ));
+        let flags = (u8::from(self.reserved_flag) << 2)
+            | (u8::from(self.dont_fragment) << 1)
+            | u8::from(self.more_fragments);
+        v.field(Field::new("ip.flags", "Flags", Value::Hex(flags.into(), 2)));
+        v.field(Field::new(
+            "ip.flags.rb",
+            "Reserved bit",
+            Value::Bool(self.reserved_flag),
         ));
         v.field(Field::new(
             "ip.flags.df",
@@ -160,6 +179,15 @@ impl Ipv4Header {
             "Header checksum",
             Value::Hex(self.checksum.into(), 4),
         ));
+        // Not verified, as tshark's default leaves it (its status 2, "Unverified").
+        v.field(
+            Field::new(
+                "ip.checksum.status",
+                "Header checksum status",
+                Value::Uint(2),
+            )
+            .meaning("Unverified"),
+        );
         v.field(Field::new("ip.src", "Source", Value::Ipv4(self.src)));
         v.field(Field::new("ip.dst", "Destination", Value::Ipv4(self.dst)));
     }

@@ -43,6 +43,14 @@ impl Ipv6Header {
 
     pub fn visit<'a>(&self, offset: usize, v: &mut impl Visitor<'a>) {
         v.header("Internet Protocol Version 6", offset, Self::LEN);
+        // tshark names the version both ways in an IPv6 header.
+        v.field(Field::new("ip.version", "Version", Value::Uint(6)));
+        v.field(Field::new("ipv6.version", "Version", Value::Uint(6)));
+        v.field(Field::new(
+            "ipv6.tclass",
+            "Traffic Class",
+            Value::Hex(((self.dscp << 2) | (self.ecn & 3)).into(), 8),
+        ));
         v.field(Field::new(
             "ipv6.tclass.dscp",
             "DSCP",

@@ -709,6 +709,7 @@ fn gsi_builder_rebuilds_the_captured_req() {
         id: 0xaf71,
         dont_fragment: true,
         more_fragments: false,
+        reserved_flag: false,
         frag_offset: 0,
         ttl: 64,
         protocol: 17,

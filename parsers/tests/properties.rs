@@ -169,6 +169,7 @@ fn net(with_v1: bool) -> BoxedStrategy<Net> {
                 id,
                 dont_fragment: df,
                 more_fragments: false,
+                reserved_flag: false,
                 frag_offset: 0,
                 ttl,
                 protocol: 17,

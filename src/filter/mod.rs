@@ -1,12 +1,16 @@
 //! Display filters (`-Y`): Wireshark's display-filter language as tshark 4.0 reads it, over every field
 //! rocescope emits (`Frame::visit`'s, `frame.*` and the analysis' `rocescope.*`). The grammar is a pest
-//! PEG (`grammar.pest`); this module resolves names and literals against the field list and evaluates a
-//! compiled filter in one walk of a frame's fields, without allocating per frame.
+//! PEG (`grammar.pest`); `compile` resolves names and types values as tshark does, `expr` holds the values
+//! (slices, arithmetic, functions) and evaluates them, `time` reads the time fields' literals; a compiled
+//! filter runs in one walk of a frame's fields, without allocating per frame.
 mod compile;
 mod eval;
+mod expr;
 mod literal;
 mod names;
 mod set;
+mod time;
+mod typing;
 pub mod widths;
 
 use std::fmt;
@@ -19,6 +23,7 @@ use crate::source::Packet;
 
 pub use compile::{FilterError, Place, Problem};
 pub use eval::Matcher;
+use expr::Expr;
 pub use literal::LiteralError;
 pub use names::{ANALYSIS_FIELDS, Resolved, resolve};
 
@@ -26,7 +31,12 @@ pub use names::{ANALYSIS_FIELDS, Resolved, resolve};
 pub struct Filter {
     text: String,
     root: Node,
-    leaves: Vec<Leaf>,
+    /// The fields its values read, one slot each.
+    fields: Vec<FieldSlot>,
+    /// The protocols it reads, one slot each.
+    protos: Vec<ProtoSlot>,
+    /// The constants' bytes.
+    pool: Vec<u8>,
     /// It names `rocescope.event` or `rocescope.severity`: the analysis' events, some of them known only at
     /// the end of the capture.
     pub events: bool,
@@ -63,33 +73,51 @@ enum Node {
     Or(Vec<Node>),
     And(Vec<Node>),
     Not(Box<Node>),
-    Leaf(usize),
+    Test(Test),
 }
 
-/// One test of one field (or of the fields an alias such as `ip.addr` stands for).
-struct Leaf {
-    keys: Keys,
-    test: Test,
+/// One field a filter reads (or the fields an alias such as `ip.addr` stands for).
+#[derive(Debug, PartialEq, Eq)]
+struct FieldSlot {
+    /// The keys whose values go into it.
+    keys: Vec<&'static str>,
+    /// A time field, filled from the packet's time rather than from the walk.
+    time: Option<&'static str>,
+    /// Only the values in this header of the frame (`ip.addr#2`).
+    layer: Option<Layer>,
 }
 
-enum Keys {
-    /// The keys whose values the test reads.
-    Exact(Vec<&'static str>),
-    /// A protocol or header: any key under it (`infiniband.aeth.`).
-    Prefix(String),
+/// The `n`-th header (from 1) titled `title`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layer {
+    n: u32,
+    title: &'static str,
+}
+
+/// One protocol a filter reads: present when a field under it is; its bytes those of its headers.
+#[derive(Debug, PartialEq, Eq)]
+struct ProtoSlot {
+    /// `eth.`: the prefix of its fields' keys.
+    prefix: String,
+    /// The title of its header in `Frame::visit` (none: a protocol whose bytes are not read).
+    title: Option<&'static str>,
 }
 
 enum Test {
-    Exists,
-    /// `all`: every occurrence must compare so (`!=`, `===`); else any one.
+    /// A field or protocol is present, or a slice of one has bytes.
+    Exists(Expr),
+    /// A value is not zero (`ip.flags & 0x02`).
+    Truthy(Expr),
+    /// `all`: every pair of values must compare so (`!=`, `===`); else any one.
     Compare {
         op: Cmp,
         all: bool,
-        rhs: Lit,
+        lhs: Expr,
+        rhs: Expr,
     },
-    In(set::Set),
-    Contains(Lit),
-    BitAnd(u64),
+    In(Expr, set::Set),
+    Contains(Expr, Expr),
+    Matches(Expr, regex::bytes::Regex),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -100,18 +128,6 @@ enum Cmp {
     Ge,
     Lt,
     Le,
-}
-
-/// A literal, read as the kind of the field it is compared with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Lit {
-    Uint(u64),
-    Bool(bool),
-    /// An address and its prefix length (32 or 128 for one address).
-    Ipv4(u32, u8),
-    Ipv6(u128, u8),
-    Bytes(Vec<u8>),
-    Text(String),
 }
 
 /// A frame as the filter (and `-T fields`) sees it: `frame.*`, its headers, and the analysis' view of it

@@ -4,87 +4,49 @@
 //! addresses and networks, each an interval of integers) or byte strings (MACs, bytes, text).
 use std::cmp::Ordering;
 
-use parsers::fields::Value;
+use super::expr::{Span, Val};
 
-use super::Lit;
-
-/// What the members are, and so how a value is read to be looked up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Domain {
-    /// Numbers: `Uint`, `Hex`, `Micros` and `Bool` values read as numbers.
-    Uint,
-    /// `Bool` values only.
-    Bool,
-    Ipv4,
-    Ipv6,
-    /// `Mac` and `Bytes` values.
-    Bytes,
-    /// `Text` and `Damage` values.
-    Text,
-}
-
-/// The members of one set.
+/// The members of one set: numbers (numbers, times, booleans, addresses and networks, each an interval of
+/// integers, keyed so that their order is kept) or byte strings (MACs, bytes, text).
 #[derive(Debug)]
 pub(super) struct Set {
-    domain: Domain,
     numbers: Vec<(u128, u128)>,
     strings: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Set {
-    /// The set of `members` (each a value, or a range of two), as the compiler read them; a range whose
-    /// low end is above its high end holds nothing (tshark's `{8..6}` matches no frame).
-    pub(super) fn new(members: Vec<(Lit, Option<Lit>)>) -> Set {
-        let mut domain = Domain::Uint;
+    /// The set of `members` (each a value, or a range of two), as the compiler read them, their bytes in
+    /// `pool`; a range whose low end is above its high end holds nothing (tshark's `{8..6}` matches no
+    /// frame).
+    pub(super) fn new(members: Vec<(Val, Option<Val>)>, pool: &[u8]) -> Set {
         let mut numbers = Vec::new();
         let mut strings = Vec::new();
+        let text = |s: Span| {
+            let at = s.start as usize;
+            pool.get(at..at + s.len as usize)
+                .unwrap_or_default()
+                .to_vec()
+        };
         for (lo, hi) in members {
-            let hi = hi.unwrap_or_else(|| lo.clone());
-            match (number(&lo, true), number(&hi, false)) {
-                (Some((d, a)), Some((_, b))) => {
-                    domain = d;
-                    numbers.push((a, b));
-                }
-                _ => {
-                    if let (Some((d, a)), Some((_, b))) = (string(lo), string(hi)) {
-                        domain = d;
-                        strings.push((a, b));
-                    }
-                }
+            let hi = hi.unwrap_or(lo);
+            match (key(lo, true), key(hi, false), span(lo), span(hi)) {
+                (Some(a), Some(b), ..) => numbers.push((a, b)),
+                (_, _, Some(a), Some(b)) => strings.push((text(a), text(b))),
+                _ => {}
             }
         }
         Set {
-            domain,
             numbers: merged(numbers, |a, b| a <= b || b.checked_add(1) == Some(*a)),
             strings: merged(strings, |a, b| a <= b),
         }
     }
 
-    /// Whether `v` is a member.
-    pub(super) fn holds(&self, v: &Value) -> bool {
-        match self.domain {
-            Domain::Bytes | Domain::Text => {
-                let bytes: std::borrow::Cow<[u8]> = match (self.domain, v) {
-                    (Domain::Bytes, Value::Mac(m)) => m.as_slice().into(),
-                    (Domain::Bytes, Value::Bytes(b)) => (*b).into(),
-                    (Domain::Text, Value::Text(t)) => t.as_bytes().into(),
-                    (Domain::Text, Value::Damage(m)) => m.to_string().into_bytes().into(),
-                    _ => return false,
-                };
-                within(&self.strings, bytes.as_ref(), |lo, x| lo.as_slice().cmp(x))
-            }
-            _ => {
-                let n = match (self.domain, v) {
-                    (Domain::Uint, Value::Uint(n) | Value::Hex(n, _)) => u128::from(*n),
-                    (Domain::Uint, Value::Micros(us)) => u128::from(*us),
-                    (Domain::Uint | Domain::Bool, Value::Bool(b)) => u128::from(*b),
-                    (Domain::Ipv4, Value::Ipv4(a)) => u128::from(u32::from_be_bytes(*a)),
-                    (Domain::Ipv6, Value::Ipv6(a)) => u128::from_be_bytes(*a),
-                    _ => return false,
-                };
-                within(&self.numbers, &n, |lo, x| lo.cmp(x))
-            }
+    /// Whether `v` is a member (`bytes` gives a span's bytes).
+    pub(super) fn holds<'b>(&self, v: Val, bytes: impl Fn(Span) -> &'b [u8]) -> bool {
+        if let Some(n) = key(v, true) {
+            return within(&self.numbers, &n, |lo, x| lo.cmp(x));
         }
+        span(v).is_some_and(|s| within(&self.strings, bytes(s), |lo, x| lo.as_slice().cmp(x)))
     }
 
     /// How many intervals the members came to (after merging).
@@ -94,28 +56,28 @@ impl Set {
     }
 }
 
-/// A member's end as a number: the network's first (`low`) or last address.
-fn number(lit: &Lit, low: bool) -> Option<(Domain, u128)> {
-    Some(match *lit {
-        Lit::Uint(n) => (Domain::Uint, n.into()),
-        Lit::Bool(b) => (Domain::Bool, b.into()),
-        Lit::Ipv4(net, prefix) => {
+/// A value (or a network's first, `low`, or last address) as an ordered key.
+fn key(v: Val, low: bool) -> Option<u128> {
+    Some(match v {
+        // The sign bit flipped: negative offsets sort below positive ones.
+        Val::Num(n) => (n as u128) ^ (1 << 127),
+        Val::Bool(b) => b.into(),
+        Val::Ipv4(net, prefix) => {
             let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
             let end = if low { net & mask } else { net | !mask };
-            (Domain::Ipv4, end.into())
+            end.into()
         }
-        Lit::Ipv6(net, prefix) => {
+        Val::Ipv6(net, prefix) => {
             let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
-            (Domain::Ipv6, if low { net & mask } else { net | !mask })
+            if low { net & mask } else { net | !mask }
         }
-        Lit::Bytes(_) | Lit::Text(_) => return None,
+        Val::Bytes(_) | Val::Text(_) => return None,
     })
 }
 
-fn string(lit: Lit) -> Option<(Domain, Vec<u8>)> {
-    match lit {
-        Lit::Bytes(b) => Some((Domain::Bytes, b)),
-        Lit::Text(t) => Some((Domain::Text, t.into_bytes())),
+fn span(v: Val) -> Option<Span> {
+    match v {
+        Val::Bytes(s) | Val::Text(s) => Some(s),
         _ => None,
     }
 }

@@ -67,6 +67,7 @@ impl FrameBuilder {
                 id: *id,
                 dont_fragment: true,
                 more_fragments: false,
+                reserved_flag: false,
                 frag_offset: 0,
                 ttl: 64,
                 protocol: ipv4::PROTO_UDP,
