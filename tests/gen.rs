@@ -1263,25 +1263,13 @@ fn check_source_ports(lab_out: &Path) -> String {
         .to_string()
 }
 
-/// gen_depth1 (`--depth 1`): the requester never has more than one PSN outstanding, so its `life.window` is
-/// 1 (as tshark's WRITEs and ACKs on the cable show: no WRITE of a new PSN before the ACK of the one before;
-/// rxe's timer may resend one in a slow guest, which adds none); gen_multi
-/// (`--depth 16`, 8 WRITEs a QP posted at once) has more than one outstanding on every requester. The
-/// shares add up to 1.
-fn check_depth(lab_out: &Path) -> String {
-    let requesters = |a: &Value| -> Vec<Value> {
-        a["flows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["role"] == "requester")
-            .map(|f| f["life"].clone())
-            .collect()
-    };
-    let one = lab_out.join("gen_depth1");
+/// The most PSNs each WRITE requester of `cable` had outstanding, by its destination QP, as tshark's
+/// fields show: from the PSN after the last one an ACK named (the ACK matched to the flow whose WRITEs
+/// carried that PSN) to the highest WRITE PSN sent. A resend adds none.
+fn tshark_windows(cable: &Path) -> BTreeMap<u64, i64> {
     let o = Command::new("tshark")
         .args(["-n", "-r"])
-        .arg(one.join("cable.pcap"))
+        .arg(cable)
         .args([
             "-Y",
             "infiniband",
@@ -1289,56 +1277,108 @@ fn check_depth(lab_out: &Path) -> String {
             "fields",
             "-e",
             "infiniband.bth.opcode",
-            "-e",
-            "infiniband.bth.psn",
         ])
+        .args(["-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn"])
         .output()
         .expect("run tshark");
-    let ops: Vec<(String, i64)> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(op, psn)| (op.to_string(), psn.parse().unwrap()))
-        .collect();
-    // 10: RDMA WRITE Only, 17: Acknowledge; PSNs are 24 bits: a WRITE's PSN ahead of the highest by less
-    // than half the space is newer.
-    let ahead = |a: i64, b: i64| (a - b).rem_euclid(1 << 24);
-    let (mut highest, mut acked, mut most) = (None::<i64>, None::<i64>, 0i64);
-    for (op, psn) in &ops {
-        match op.as_str() {
-            "10" => {
-                highest =
-                    Some(highest.map_or(*psn, |h| if ahead(*psn, h) < 1 << 23 { *psn } else { h }))
-            }
-            "17" => acked = Some(*psn),
-            _ => {}
-        }
-        if let Some(h) = highest {
-            most = most.max(acked.map_or(1, |a| ahead(h, a)));
-        }
-    }
-    assert_eq!(
-        most, 1,
-        "gen_depth1: one PSN outstanding at most (tshark: no new WRITE before the last one's ACK): {ops:?}"
+    assert!(
+        o.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&o.stderr)
     );
-    let a = analyze_json(&one.join("cable.pcap"));
-    let lives = requesters(&a);
-    assert_eq!(lives.len(), 1, "gen_depth1: {lives:?}");
-    assert_eq!(u(&lives[0]["window"]), 1, "gen_depth1: {}", lives[0]);
-    let sum: f64 = lives[0]["shares"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_f64().unwrap())
-        .sum();
-    assert!((sum - 1.0).abs() < 1e-3, "gen_depth1: shares {}", lives[0]);
-    let multi = analyze_json(&lab_out.join("gen_multi").join("cable.pcap"));
-    for l in requesters(&multi) {
-        assert!(u(&l["window"]) > 1, "gen_multi: {l}");
+    // PSNs are 24 bits: `a` at or after `b` by less than half the space.
+    let ahead = |a: i64, b: i64| (a - b).rem_euclid(1 << 24);
+    let mut psn_flow: BTreeMap<i64, u64> = BTreeMap::new();
+    let (mut highest, mut acked, mut most) = (
+        BTreeMap::<u64, i64>::new(),
+        BTreeMap::<u64, i64>::new(),
+        BTreeMap::<u64, i64>::new(),
+    );
+    for l in String::from_utf8_lossy(&o.stdout).lines() {
+        let f: Vec<&str> = l.split('\t').collect();
+        let (Some(op), Some(qp), Some(psn)) = (f.first(), f.get(1), f.get(2)) else {
+            continue;
+        };
+        let qp = u64::from_str_radix(qp.trim_start_matches("0x"), 16).unwrap();
+        let psn: i64 = psn.parse().unwrap();
+        // 10: RDMA WRITE Only, 17: Acknowledge.
+        let flow = match *op {
+            "10" => {
+                psn_flow.insert(psn, qp);
+                let h = highest.entry(qp).or_insert(psn);
+                if ahead(psn, *h) < 1 << 23 {
+                    *h = psn;
+                }
+                qp
+            }
+            "17" => match psn_flow.get(&psn) {
+                Some(&flow) => {
+                    acked.insert(flow, psn);
+                    flow
+                }
+                None => continue,
+            },
+            _ => continue,
+        };
+        let out = acked.get(&flow).map_or(1, |a| ahead(highest[&flow], *a));
+        let m = most.entry(flow).or_insert(0);
+        *m = (*m).max(out);
     }
-    format!(
-        "gen_depth1: window 1 (tshark: one PSN outstanding at most), {} {}; gen_multi: windows above 1",
-        lives[0]["dominant"], lives[0]["shares"]
-    )
+    most
+}
+
+/// gen_depth1 (`--depth 1`): tshark shows one PSN outstanding at most (no WRITE of a new PSN before the ACK
+/// of the one before; rxe's timer may resend one in a slow guest, which adds none), and the requester's
+/// `life.window` is 1; gen_multi's four requesters' windows are what tshark shows of each (a slow guest may
+/// post so slowly that each is answered before the next). The shares add up to 1.
+fn check_depth(lab_out: &Path) -> String {
+    let windows = |a: &Value| -> BTreeMap<u64, (u64, Value)> {
+        a["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["role"] == "requester")
+            .map(|f| {
+                (
+                    u(&f["dest_qp"]),
+                    (u(&f["life"]["window"]), f["life"].clone()),
+                )
+            })
+            .collect()
+    };
+    let mut summary = Vec::new();
+    for name in ["gen_depth1", "gen_multi"] {
+        let cable = lab_out.join(name).join("cable.pcap");
+        let want = tshark_windows(&cable);
+        let got = windows(&analyze_json(&cable));
+        assert_eq!(
+            got.iter()
+                .map(|(qp, (w, _))| (*qp, *w as i64))
+                .collect::<BTreeMap<_, _>>(),
+            want,
+            "{name}: each requester's life.window (by destination QP), and tshark's: {got:?}"
+        );
+        for (qp, (_, life)) in &got {
+            let sum: f64 = life["shares"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_f64().unwrap())
+                .sum();
+            assert!(
+                (sum - 1.0).abs() < 1e-3,
+                "{name}: QP {qp:#x}: shares {life}"
+            );
+        }
+        summary.push(format!("{name}: windows {want:?} (tshark = life.window)"));
+    }
+    let depth1 = tshark_windows(&lab_out.join("gen_depth1").join("cable.pcap"));
+    assert_eq!(
+        depth1.values().collect::<Vec<_>>(),
+        [&1],
+        "gen_depth1: one requester, one PSN outstanding"
+    );
+    summary.join("; ")
 }
 
 /// perftest's figure: BW average[MB/sec] (perftest's MB is 2^20 bytes) from its result line "#bytes
