@@ -1265,7 +1265,8 @@ fn check_source_ports(lab_out: &Path) -> String {
 
 /// The most PSNs each WRITE requester of `cable` had outstanding, by its destination QP, as tshark's
 /// fields show: from the PSN after the last one an ACK named (the ACK matched to the flow whose WRITEs
-/// carried that PSN) to the highest WRITE PSN sent. A resend adds none.
+/// carried that PSN), or from its first WRITE's before any, to the highest WRITE PSN sent. A resend adds
+/// none.
 fn tshark_windows(cable: &Path) -> BTreeMap<u64, i64> {
     let o = Command::new("tshark")
         .args(["-n", "-r"])
@@ -1289,6 +1290,7 @@ fn tshark_windows(cable: &Path) -> BTreeMap<u64, i64> {
     // PSNs are 24 bits: `a` at or after `b` by less than half the space.
     let ahead = |a: i64, b: i64| (a - b).rem_euclid(1 << 24);
     let mut psn_flow: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut first: BTreeMap<u64, i64> = BTreeMap::new();
     let (mut highest, mut acked, mut most) = (
         BTreeMap::<u64, i64>::new(),
         BTreeMap::<u64, i64>::new(),
@@ -1305,6 +1307,7 @@ fn tshark_windows(cable: &Path) -> BTreeMap<u64, i64> {
         let flow = match *op {
             "10" => {
                 psn_flow.insert(psn, qp);
+                first.entry(qp).or_insert(psn);
                 let h = highest.entry(qp).or_insert(psn);
                 if ahead(psn, *h) < 1 << 23 {
                     *h = psn;
@@ -1320,7 +1323,10 @@ fn tshark_windows(cable: &Path) -> BTreeMap<u64, i64> {
             },
             _ => continue,
         };
-        let out = acked.get(&flow).map_or(1, |a| ahead(highest[&flow], *a));
+        let h = highest[&flow];
+        let out = acked
+            .get(&flow)
+            .map_or_else(|| ahead(h, first[&flow]) + 1, |a| ahead(h, *a));
         let m = most.entry(flow).or_insert(0);
         *m = (*m).max(out);
     }
