@@ -52,7 +52,7 @@ impl LifeState {
 /// What holds of a requester at a packet, for its state from there on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Facts {
-    /// PSNs waiting for an answer: from the oldest unacknowledged to the highest sent.
+    /// PSNs waiting for an answer: from the oldest unacknowledged request's to the newest's.
     pub outstanding: u32,
     /// A PSN it was RNR-NAKed on is not yet acknowledged.
     pub rnr_waiting: bool,

@@ -591,10 +591,12 @@ impl Engine {
             .priority(&self.cfg.dscp_map)
             .map_or(0, |p| self.pause[usize::from(p) & 7].paused_by(ts))
             + self.link_pause.paused_by(ts);
-        // PSNs from the oldest unacknowledged to the highest sent: a resend adds none.
-        let outstanding = oldest.map_or(0, |o| {
-            parsers::psn::diff(f.psn.highest, o).max(0) as u32 + 1
-        });
+        // PSNs from the oldest unacknowledged request to the newest (the queue is in PSN order): a resend
+        // adds none, and nothing the READs' unsettled PSN consumption moves counts.
+        let newest = f.timing.outstanding.back().map(|o| o.psn);
+        let outstanding = oldest
+            .zip(newest)
+            .map_or(0, |(o, n)| parsers::psn::diff(n, o).max(0) as u32 + 1);
         let facts = life::Facts {
             outstanding,
             rnr_waiting: f.rc.rnr.is_some(),
