@@ -1085,28 +1085,14 @@ fn gen_next_slice_in_the_soft_roce_lab() {
     let own_ce = ce_sum(&g["capture"]["report"]);
     let a = analyze_json(&sc.join("cable.pcap"));
     let cable_ce = ce_sum(&a);
-    let o = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(sc.join("cable.pcap"))
-        .args([
-            "-Y",
-            "ip.dsfield.ecn == 3",
-            "-T",
-            "fields",
-            "-e",
-            "frame.number",
-        ])
-        .output()
-        .expect("run tshark");
-    assert!(
-        o.status.success(),
-        "tshark: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let tshark_ce = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .count() as u64;
+    let tshark_ce = tshark_fields(
+        &sc.join("cable.pcap"),
+        "ip.dsfield.ecn == 3",
+        &["frame.number"],
+    )
+    .lines()
+    .filter(|l| !l.trim().is_empty())
+    .count() as u64;
     assert!(
         gen_ce > 0,
         "gen_ecn: no CE mark in 256 ECT packets at 5%: {check}"
@@ -1164,31 +1150,30 @@ fn gen_next_slice_in_the_soft_roce_lab() {
     );
 }
 
-/// The distinct UDP source ports of the RoCE frames of `cable`, by direction (source address), as tshark reads
-/// them.
-fn tshark_source_ports(cable: &Path) -> BTreeMap<String, std::collections::BTreeSet<u64>> {
-    let o = Command::new("tshark")
-        .args(["-n", "-r"])
+/// tshark's `-T fields` of `fields` for the frames of `cable` that `filter` passes, one line a frame.
+fn tshark_fields(cable: &Path, filter: &str, fields: &[&str]) -> String {
+    let mut c = Command::new("tshark");
+    c.args(["-n", "-r"])
         .arg(cable)
-        .args([
-            "-Y",
-            "udp.dstport == 4791",
-            "-T",
-            "fields",
-            "-e",
-            "ip.src",
-            "-e",
-            "udp.srcport",
-        ])
-        .output()
-        .expect("run tshark");
+        .args(["-Y", filter, "-T", "fields"]);
+    for f in fields {
+        c.args(["-e", f]);
+    }
+    let o = c.output().expect("run tshark");
     assert!(
         o.status.success(),
         "tshark: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The distinct UDP source ports of the RoCE frames of `cable`, by direction (source address), as tshark reads
+/// them.
+fn tshark_source_ports(cable: &Path) -> BTreeMap<String, std::collections::BTreeSet<u64>> {
+    let o = tshark_fields(cable, "udp.dstport == 4791", &["ip.src", "udp.srcport"]);
     let mut by: BTreeMap<String, std::collections::BTreeSet<u64>> = BTreeMap::new();
-    for l in String::from_utf8_lossy(&o.stdout).lines() {
+    for l in o.lines() {
         if let Some((src, port)) = l.split_once('\t') {
             by.entry(src.to_string())
                 .or_default()
@@ -1268,25 +1253,12 @@ fn check_source_ports(lab_out: &Path) -> String {
 /// carried that PSN), or from its first WRITE's before any, to the highest WRITE PSN sent. A resend adds
 /// none.
 fn tshark_windows(cable: &Path) -> BTreeMap<u64, i64> {
-    let o = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(cable)
-        .args([
-            "-Y",
-            "infiniband",
-            "-T",
-            "fields",
-            "-e",
-            "infiniband.bth.opcode",
-        ])
-        .args(["-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn"])
-        .output()
-        .expect("run tshark");
-    assert!(
-        o.status.success(),
-        "tshark: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let fields = [
+        "infiniband.bth.opcode",
+        "infiniband.bth.destqp",
+        "infiniband.bth.psn",
+    ];
+    let o = tshark_fields(cable, "infiniband", &fields);
     // PSNs are 24 bits: `a` at or after `b` by less than half the space.
     let ahead = |a: i64, b: i64| (a - b).rem_euclid(1 << 24);
     let mut psn_flow: BTreeMap<i64, u64> = BTreeMap::new();
@@ -1296,7 +1268,7 @@ fn tshark_windows(cable: &Path) -> BTreeMap<u64, i64> {
         BTreeMap::<u64, i64>::new(),
         BTreeMap::<u64, i64>::new(),
     );
-    for l in String::from_utf8_lossy(&o.stdout).lines() {
+    for l in o.lines() {
         let f: Vec<&str> = l.split('\t').collect();
         let (Some(op), Some(qp), Some(psn)) = (f.first(), f.get(1), f.get(2)) else {
             continue;
