@@ -96,7 +96,9 @@ fn not_after(a: u64, b: u64) -> bool {
 
 /// What the cable shows of one gen run (its QPs): requests, answers, sequence error NAKs, go-back-N rounds (a
 /// request not after the one before it), and the requests a responder that got exactly these finds behind
-/// the PSN it expects (duplicates).
+/// the PSN it expects (duplicates), of which `unanswered` came after the responder's last packet: rxe ACKs
+/// each duplicate WRITE packet it checks (C9-105), so these were still queued when the QP was destroyed (a
+/// timer's resend crossing the last ACK in a slow run) and rxe never counted them.
 #[derive(Debug, Default, PartialEq)]
 struct Cable {
     requests: u64,
@@ -104,6 +106,7 @@ struct Cable {
     seq_naks: u64,
     rounds: u64,
     behind: u64,
+    unanswered: u64,
 }
 
 fn cable(frames: &[Frame], requester_qp: u64, responder_qp: u64) -> Cable {
@@ -117,11 +120,15 @@ fn cable(frames: &[Frame], requester_qp: u64, responder_qp: u64) -> Cable {
             match epsn {
                 None => epsn = Some((f.psn + 1) % PSN_MOD),
                 Some(e) if e == f.psn => epsn = Some((e + 1) % PSN_MOD),
-                Some(e) if not_after(f.psn, e) => c.behind += 1,
+                Some(e) if not_after(f.psn, e) => {
+                    c.behind += 1;
+                    c.unanswered += 1;
+                }
                 Some(_) => {}
             }
         } else if f.src == "10.0.0.2" && f.qp == responder_qp {
             c.answers += 1;
+            c.unanswered = 0;
             c.seq_naks += u64::from(f.syndrome == Some(0x60));
         }
     }
@@ -210,7 +217,7 @@ fn counters_and_capture(dir: &Path) {
     );
     assert_eq!(
         pair(relation(n, "rxe1", "duplicate_request")),
-        (c.behind, c.behind)
+        (c.behind - c.unanswered, c.behind)
     );
     let seq = relation(n, "rxe0", "rcvd_seq_err");
     assert!(

@@ -143,9 +143,11 @@ const RULES: [(&str, Holds, Figure, &str); 14] = [
         Figure::PacketsTo,
         "RoCE packets to its addresses",
     ),
+    // at most: a duplicate still queued when its QP is destroyed is never checked (a timer resend whose ACK
+    // came just after it, in a slow lab run: rxe received 16 and counted none)
     (
         "duplicate_request",
-        Holds::Equal,
+        Holds::AtMost,
         Figure::BehindTo,
         "requests to it behind the PSN it expected",
     ),
