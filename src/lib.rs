@@ -13,6 +13,7 @@ pub mod export;
 pub mod filter;
 pub mod host;
 pub mod inject;
+pub mod mesh;
 pub mod pipeline;
 pub mod report;
 pub mod source;

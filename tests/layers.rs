@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Each top-level module and its layer: a module may name only modules of lower layers.
-const LAYERS: [(&str, u32); 17] = [
+const LAYERS: [(&str, u32); 18] = [
     ("source", 1),
     ("host", 1),
     ("analysis", 2),
@@ -21,6 +21,7 @@ const LAYERS: [(&str, u32); 17] = [
     ("inject", 6),
     ("tui", 7),
     ("conform", 7),
+    ("mesh", 7),
     ("commands", 8),
     ("generator", 8),
     ("lab", 8),

@@ -122,6 +122,39 @@ sc_gen_source_sweep() { gen_run --op write -s 1024 -n 8 -q 8 --source-port 49200
 # One message at a time (--depth 1): each WRITE waits for its ACK before the next is posted (no fabric check: a slow
 # guest's rxe may resend one on its timer, which the protocol allows); returns gen.json/gen.log
 sc_gen_depth1() { gen_run --op write -s 1024 -n 32 --depth 1; }
+# gen mesh over the two NICs as two hosts (a: rxe0 at 10.0.0.1, b: rxe1 at 10.0.0.2), each with its gen agent
+# bound to its address (the agents' TCP goes over lo, the RDMA traffic over the cable); every pair one at a time;
+# returns mesh.json/mesh.log and the agents' logs; exit: gen mesh's
+mesh_run() {
+    local R=/usr/local/bin/rocescope D=/tmp/ret r a b f
+    [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p $D
+    printf 'a 10.0.0.1\nb 10.0.0.2\n' > $D/hosts
+    $R gen agent -d rxe0 --bind 10.0.0.1 > $D/agent-a.log 2>&1 &
+    a=$!
+    $R gen agent -d rxe1 --bind 10.0.0.2 > $D/agent-b.log 2>&1 &
+    b=$!
+    echo "+ $R gen mesh --hosts hosts $* --json"
+    timeout 120 $R gen mesh --hosts $D/hosts "$@" --json > $D/mesh.json 2> $D/mesh.log
+    r=$?
+    echo "exit $r" >> $D/mesh.log
+    kill -INT $a $b
+    wait $a $b
+    cat $D/mesh.log $D/agent-a.log $D/agent-b.log
+    for f in mesh.json mesh.log agent-a.log agent-b.log; do lab_return $D/$f; done
+    rm -rf $D
+    return $r
+}
+# a clean cable: both pairs pass --lossless (exit 0)
+sc_mesh_clean() { mesh_run --pattern pairs --op write -s 4096 -n 256 --lossless; }
+# 3% of eth0's egress dropped (a's requests, a's ACKs to b): a->b resends, so the mesh fails (exit 3)
+sc_mesh_loss() {
+    local r
+    netem eth0 loss 3% || return 1
+    mesh_run --pattern pairs --op write -s 4096 -n 256 --lossless
+    r=$?
+    [ $r -eq 3 ]
+}
 # ECN: traffic class 2 (rxe puts it in the IP TOS: ECT(0)), netem on eth0 marks 5% of the ECT requests CE instead
 # of dropping them; the fabric check reports the CE marks as congestion signals and passes (exit 0); returns
 # gen.json/gen.log

@@ -5,9 +5,12 @@ use clap::builder::PossibleValue;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::values::{ValueError, parse_mtu};
+use rocescope::mesh::plan::{Pattern, PatternError};
+use rocescope::mesh::verdict::{Expect, Speed, parse_speed};
+
 use crate::generator::config::{
-    ClientConfig, Command, DEFAULT_TCP_PORT, LoopbackConfig, PortConfig, ServerConfig, SourcePorts,
-    WorkConfig,
+    AgentConfig, ClientConfig, Command, DEFAULT_TCP_PORT, LoopbackConfig, MeshConfig, PortConfig,
+    ServerConfig, SourcePorts, WorkConfig,
 };
 use crate::generator::plan::Rate;
 use crate::generator::records::{Fault, Op};
@@ -23,6 +26,15 @@ pub enum GenCommand {
     /// The requester of a two-host run against `gen server` running on HOST (`gen client HOST`): exchanges
     /// QPNs, PSNs, GIDs, MTU, R_Keys and buffer addresses over TCP, then posts as `gen loopback` does.
     Client(ClientArgs),
+    /// A host's part in `gen mesh`: serves other hosts' requesters as `gen server` does (several at once,
+    /// until stopped) and runs the requesters `gen mesh` asks for, against other hosts' agents, on the same
+    /// TCP port (default 18516).
+    Agent(AgentArgs),
+    /// Validate a fabric: run a pattern of pairs (every pair, a ring, incast N:1, all-to-all, bisection)
+    /// across the hosts of --hosts FILE, each running `gen agent`; judge every pair against the
+    /// expectations, print the matrix and the smallest set of hosts, NICs, links and switches that explains
+    /// the failing pairs. Exit status 3 when a pair fails.
+    Mesh(MeshArgs),
 }
 
 impl ValueEnum for Op {
@@ -135,6 +147,68 @@ pub struct ServerArgs {
     /// One JSON document per run.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub serve: ServerArgs,
+    /// Keep trying to reach a task's peer agent for this many seconds.
+    #[arg(long = "connect-timeout", value_name = "SECS", default_value_t = ClientConfig::DEFAULT_CONNECT_TIMEOUT, value_parser = parse_duration)]
+    pub connect_timeout: f64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct MeshArgs {
+    /// The hosts: one per line, `NAME ADDRESS[:PORT]` or `ADDRESS[:PORT]`, `#` comments; each runs
+    /// `rocescope gen agent` (the address is also where its RDMA device's GID is reached).
+    #[arg(long, value_name = "FILE")]
+    pub hosts: std::path::PathBuf,
+    /// pairs (every ordered pair, --per-host at a time), ring, 'incast N:1' (N hosts to one at once, each
+    /// host the receiver in turn), all-to-all (every pair at once) or bisection (the first half of the
+    /// hosts with the second, both ways at once).
+    #[arg(long, default_value = "pairs", value_parser = parse_pattern)]
+    pub pattern: Pattern,
+    /// With --pattern pairs: the pairs a host takes part in at a time (as requester or responder).
+    #[arg(long = "per-host", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub per_host: u32,
+    /// The fabric as JSON, to locate the failing pairs' cause: {"hosts": {"NAME": {"nic": "mlx5_0", "tor":
+    /// "tor1"}}, "spines": ["spine1", ...], "paths": [{"src": "a", "dst": "b", "via": ["COMPONENT", ...]}]}.
+    /// Without it the suspects are hosts.
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<std::path::PathBuf>,
+    /// Each pair at least this fast: Gb/s (25), or a share of the requester's link speed (90%).
+    #[arg(long = "expect-gbps", value_name = "GBPS|N%", value_parser = parse_speed)]
+    pub expect_gbps: Option<Speed>,
+    /// Each pair's 99th percentile completion latency at most this many microseconds.
+    #[arg(long = "expect-p99-us", value_name = "US", value_parser = parse_positive)]
+    pub expect_p99_us: Option<f64>,
+    /// No retransmission, NAK, timeout or CE mark: none of the ports' loss counters may move (rxe's and
+    /// mlx5's names, docs/cli.md).
+    #[arg(long)]
+    pub lossless: bool,
+    /// The agents' TCP port, for hosts the file gives none.
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT)]
+    pub tcp_port: u16,
+    /// Also write the matrix as an SVG heat map.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<std::path::PathBuf>,
+    /// Keep trying to reach an agent for this many seconds.
+    #[arg(long = "connect-timeout", value_name = "SECS", default_value_t = ClientConfig::DEFAULT_CONNECT_TIMEOUT, value_parser = parse_duration)]
+    pub connect_timeout: f64,
+    #[command(flatten)]
+    pub work: WorkArgs,
+}
+
+fn parse_pattern(s: &str) -> Result<Pattern, String> {
+    s.parse().map_err(|e: PatternError| e.to_string())
+}
+
+fn parse_positive(s: &str) -> Result<f64, ValueError> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(not(s, "a positive number")),
+    }
 }
 
 /// Where the traffic starts and ends on a device.
@@ -296,6 +370,28 @@ impl From<GenCommand> for Command {
             GenCommand::Loopback(a) => Command::Loopback(a.into()),
             GenCommand::Server(a) => Command::Server(a.into()),
             GenCommand::Client(a) => Command::Client(a.into()),
+            GenCommand::Agent(a) => Command::Agent(AgentConfig {
+                serve: ServerConfig {
+                    runs: 0,
+                    ..a.serve.into()
+                },
+                connect_timeout: a.connect_timeout,
+            }),
+            GenCommand::Mesh(a) => Command::Mesh(MeshConfig {
+                hosts: a.hosts,
+                topology: a.topology,
+                pattern: a.pattern,
+                per_host: a.per_host as usize,
+                expect: Expect {
+                    gbps: a.expect_gbps,
+                    p99_us: a.expect_p99_us,
+                    lossless: a.lossless,
+                },
+                tcp_port: a.tcp_port,
+                svg: a.svg,
+                connect_timeout: a.connect_timeout,
+                work: a.work.into(),
+            }),
         }
     }
 }

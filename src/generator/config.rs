@@ -8,6 +8,34 @@ pub enum Command {
     Loopback(LoopbackConfig),
     Server(ServerConfig),
     Client(ClientConfig),
+    Agent(AgentConfig),
+    Mesh(MeshConfig),
+}
+
+/// `gen agent`: serves peers' requesters as `gen server` does (several at once, until stopped) and runs the
+/// requesters `gen mesh` asks for against other agents.
+#[derive(Clone)]
+pub struct AgentConfig {
+    pub serve: ServerConfig,
+    /// Seconds a task's requester keeps trying to reach the peer's agent.
+    pub connect_timeout: f64,
+}
+
+/// `gen mesh`: the pattern's pairs run by the hosts' agents, round after round, judged and located.
+pub struct MeshConfig {
+    pub hosts: std::path::PathBuf,
+    pub topology: Option<std::path::PathBuf>,
+    pub pattern: rocescope::mesh::plan::Pattern,
+    /// Pairs a host takes part in at a time (`pairs`).
+    pub per_host: usize,
+    pub expect: rocescope::mesh::verdict::Expect,
+    /// The agents' TCP port, where the hosts file gives none.
+    pub tcp_port: u16,
+    /// The heat map's file.
+    pub svg: Option<std::path::PathBuf>,
+    /// Seconds to keep trying to reach an agent.
+    pub connect_timeout: f64,
+    pub work: WorkConfig,
 }
 
 /// `gen loopback`: the requester on `device`, the responder on `peer_device`, in this process.
@@ -35,6 +63,7 @@ impl ClientConfig {
 }
 
 /// `gen server`: the responder of `runs` client runs (0: until stopped).
+#[derive(Clone)]
 pub struct ServerConfig {
     /// None: the first device with a RoCE v2 IPv4-mapped GID on the port.
     pub device: Option<String>,
@@ -57,6 +86,7 @@ impl ServerConfig {
 pub const DEFAULT_TCP_PORT: u16 = 18516;
 
 /// Where the traffic starts and ends on a device.
+#[derive(Clone)]
 pub struct PortConfig {
     pub ib_port: u8,
     /// None: the RoCE v2 GID with an IPv4-mapped address.
@@ -220,6 +250,8 @@ pub enum ConfigError {
     NoReceiveNeedsReceives { op: &'static str },
     #[error("--timeout {timeout} is not a positive number of seconds")]
     Timeout { timeout: f64 },
+    #[error("{flag} is not for gen mesh (each pair runs as gen client runs, without it)")]
+    NotInMesh { flag: &'static str },
     #[error("-s {size} x {slots} message slots is more than 4 GiB of buffers")]
     Buffers { size: u32, slots: u64 },
 }

@@ -9,15 +9,20 @@
 //! The modules build on each other in this order, without a cycle: records (the report and the
 //! out-of-band messages); plan, pattern and wire (pure computations); config (what a run is asked to do);
 //! verbs (the devices); oob (the exchange); run (the requester's run); check and output (the fabric check,
-//! what is printed); loopback and remote (the three commands); this file (signals, exit statuses).
+//! what is printed); port_counters (a port's counters around a run); loopback and remote (the three
+//! commands); agent and mesh (`gen agent`, `gen mesh`: many hosts, on remote's client and server); this file
+//! (signals, exit statuses).
 
+mod agent;
 mod check;
 pub mod config;
 mod loopback;
+mod mesh;
 mod oob;
 mod output;
 pub mod pattern;
 pub mod plan;
+mod port_counters;
 pub mod records;
 mod remote;
 mod run;
@@ -47,6 +52,17 @@ pub fn main(cmd: Command) -> ExitCode {
     match cmd {
         Command::Loopback(cfg) => requester(&cfg.work, &stop, |s| loopback::run(&cfg, s)),
         Command::Client(cfg) => requester(&cfg.work, &stop, |s| Ok(remote::client(&cfg, s)?)),
+        Command::Agent(cfg) => match agent::agent(&cfg, &stop) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("rocescope: gen agent: {}", error_line(&e));
+                ExitCode::from(1)
+            }
+        },
+        Command::Mesh(cfg) => mesh::mesh(&cfg, &stop).unwrap_or_else(|e| {
+            eprintln!("rocescope: gen mesh: {e:#}");
+            ExitCode::from(1)
+        }),
         Command::Server(cfg) => match remote::serve(&cfg, &stop) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),

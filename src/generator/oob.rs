@@ -27,6 +27,11 @@ pub enum Invalid {
         "protocol version {got} (this server speaks {VERSION}): use the same rocescope on both hosts"
     )]
     Version { got: u32 },
+    #[error(
+        "a task out of range (its peer, -n or --duration, --timeout, --qp-timeout, --retry-count, --rnr-retry \
+         or --mtu)"
+    )]
+    Task,
     #[error("message size {size} is out of range")]
     Size { size: u32 },
     #[error("{qps} QPs x depth {depth} is out of range (1..64, 1..4096)")]
@@ -127,7 +132,7 @@ impl Hello {
     }
 }
 
-const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+pub const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
 
 fn check_qp(whose: &'static str, qpn: u32, psn: u32) -> Result<(), Invalid> {
     if qpn > 0xff_ffff || psn > 0xff_ffff {

@@ -301,7 +301,39 @@ pub enum Msg {
     Ready,
     Done(Done),
     Summary(Summary),
-    Error { message: String },
+    Error {
+        message: String,
+    },
+    /// `gen mesh` to an agent: run one pair's requester against the agent at `peer`.
+    Task(Task),
+    /// The agent's answer to a task: what the pair's run did.
+    Outcome(rocescope::mesh::verdict::Outcome),
+}
+
+/// One pair's run, as `gen mesh` asks the requester's agent for it (checked like a Hello: the controller is
+/// not trusted either).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Task {
+    pub version: u32,
+    /// The responder's agent (host name or address) and its TCP port.
+    pub peer: String,
+    pub peer_port: u16,
+    pub op: Op,
+    pub size: u32,
+    pub qps: u32,
+    pub depth: u32,
+    /// -n, or None with `duration`.
+    pub iters: Option<u64>,
+    pub duration: Option<f64>,
+    pub mtu: Option<u32>,
+    pub tclass: u8,
+    pub qp_timeout: u8,
+    pub retry_count: u8,
+    pub rnr_retry: u8,
+    /// Seconds without a completion before the run is given up.
+    pub timeout: f64,
+    /// Other pairs run on the two hosts at the same time (their counters cover those too).
+    pub shared: bool,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -366,6 +398,9 @@ pub struct Summary {
     pub memory_checked: u64,
     pub data_check: DataCheck,
     pub error: Option<String>,
+    /// What the server's port counted over the run (hw_counters and counters that moved).
+    #[serde(default)]
+    pub counters: BTreeMap<String, u64>,
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use super::oob::{self, Invalid, OobError};
 use super::output::print_server_report;
 use super::pattern;
 use super::plan::{self, MtuTooLarge, PathEnd};
+use super::port_counters::PortReading;
 use super::records::{
     CheckStatus, ClientQp, Connect, DataCheck, Done, Endpoint, Hello, Msg, Op, Report, ServerQp,
     ServerReport, Summary, Welcome,
@@ -465,7 +466,10 @@ pub fn serve(cfg: &ServerConfig, stop: &AtomicBool) -> Result<bool, ServeError> 
 }
 
 /// The next client, or None once stopped.
-fn accept(listener: &TcpListener, stop: &AtomicBool) -> Result<Option<TcpStream>, ServeError> {
+pub(super) fn accept(
+    listener: &TcpListener,
+    stop: &AtomicBool,
+) -> Result<Option<TcpStream>, ServeError> {
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
@@ -506,6 +510,20 @@ fn serve_one(
     client: &str,
     stop: &AtomicBool,
 ) -> ServerReport {
+    serve_connection(cfg, list, dev, BufReader::new(stream), None, client, stop)
+}
+
+/// One client's run on its connection, whose Hello may have been read already (`gen agent` reads the first
+/// message to tell a client from a controller).
+pub fn serve_connection(
+    cfg: &ServerConfig,
+    list: &DeviceList,
+    dev: &str,
+    rd: BufReader<TcpStream>,
+    hello: Option<Hello>,
+    client: &str,
+    stop: &AtomicBool,
+) -> ServerReport {
     let mut run = ServerRun {
         report: ServerReport {
             client: client.to_string(),
@@ -521,16 +539,14 @@ fn serve_one(
                 memory_checked: 0,
                 data_check: DataCheck::passed(),
                 error: None,
+                counters: Default::default(),
             },
             seconds: 0.0,
         },
         check: DataCheck::passed(),
         t0: Instant::now(),
     };
-    let result = stream
-        .try_clone()
-        .map_err(ServerError::Socket)
-        .and_then(|writer| respond(cfg, list, dev, stream, writer, &mut run, stop));
+    let result = respond(cfg, list, dev, rd, hello, &mut run, stop);
     let mut r = run.report;
     r.seconds = run.t0.elapsed().as_secs_f64();
     r.summary.data_check = run.check;
@@ -548,17 +564,25 @@ fn respond(
     cfg: &ServerConfig,
     list: &DeviceList,
     dev: &str,
-    stream: TcpStream,
-    writer: TcpStream,
+    mut rd: BufReader<TcpStream>,
+    hello: Option<Hello>,
     run: &mut ServerRun,
     stop: &AtomicBool,
 ) -> Result<(), ServerError> {
-    stream
+    let writer = rd.get_ref().try_clone().map_err(ServerError::Socket)?;
+    rd.get_ref()
         .set_read_timeout(Some(Duration::from_secs_f64(cfg.timeout)))
         .map_err(ServerError::Socket)?;
     let _ = writer.set_nodelay(true);
-    let mut rd = BufReader::new(stream);
-    let mut serving = Serving::handshake(cfg, list, dev, &mut rd, BufWriter::new(writer), run)?;
+    let hello = match hello {
+        Some(h) => h,
+        None => oob::expect(&mut rd, "hello", |m| match m {
+            Msg::Hello(h) => Some(h),
+            _ => None,
+        })?,
+    };
+    let mut serving =
+        Serving::handshake(cfg, list, dev, hello, &mut rd, BufWriter::new(writer), run)?;
     let msgs = read_in_background(rd);
     serving.traffic(cfg, &msgs, run, stop)
 }
@@ -585,6 +609,8 @@ struct Serving {
     wr: BufWriter<TcpStream>,
     /// The client said it is done: how many it posted and completed.
     done: Option<Done>,
+    /// The port's counters from the handshake on, for the summary.
+    reading: Option<PortReading>,
 }
 
 impl Serving {
@@ -598,14 +624,11 @@ impl Serving {
         cfg: &ServerConfig,
         list: &DeviceList,
         dev: &str,
+        hello: Hello,
         rd: &mut BufReader<TcpStream>,
         mut wr: BufWriter<TcpStream>,
         run: &mut ServerRun,
     ) -> Result<Serving, ServerError> {
-        let hello = oob::expect(rd, "hello", |m| match m {
-            Msg::Hello(h) => Some(h),
-            _ => None,
-        })?;
         hello.validate().map_err(|e| fail(&mut wr, e))?;
         run.report.op = Some(hello.op);
         run.report.size = hello.size;
@@ -616,6 +639,7 @@ impl Serving {
             qps,
             wr,
             done: None,
+            reading: PortReading::start(dev, cfg.port.ib_port),
         };
         let port = cfg.port.ib_port;
         let welcome = Msg::Welcome(s.welcome(port));
@@ -711,6 +735,11 @@ impl Serving {
                 run.report.summary.received = self.qps.iter().map(|r| r.received).sum();
                 check_memory(&self.hello, &self.qps, d, run);
                 run.report.summary.data_check = run.check.clone();
+                run.report.summary.counters = self
+                    .reading
+                    .as_ref()
+                    .map(PortReading::moved)
+                    .unwrap_or_default();
                 let summary = run.report.summary.clone();
                 return Ok(oob::send(&mut self.wr, &Msg::Summary(summary))?);
             }

@@ -1,0 +1,188 @@
+//! `rocescope gen agent` and `gen mesh` on real kernel RoCE: the Soft-RoCE lab (lab/README.md) runs two agents,
+//! a on rxe0 (10.0.0.1) and b on rxe1 (10.0.0.2), and `gen mesh --pattern pairs --op write -s 4096 -n 256
+//! --lossless --json` over them, on a clean cable (mesh_clean) and with netem dropping 3% of eth0's egress
+//! (mesh_loss: a's requests to b, a's ACKs to b's requests).
+//!
+//! Held, with figures derived independently of the program: the pairs the pattern must run (a->b, b->a, one at
+//! a time), the messages and bytes asked for, the request packets each pair's requester sent (each 4096-byte
+//! WRITE is 4 packets at rxe's path MTU of 1024; tshark counts them on the cable, resends included) against its
+//! port's sent_pkts, the sequence error NAKs b sent (tshark) against its out_of_seq_request, and the suspects
+//! the two-host logic allows (every pair goes through both hosts, so "host a or host b").
+//!
+//! Needs what `lab/setup` installs (it is run here). It fails, with the reason, when the lab cannot run.
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+mod lab_support;
+use lab_support::run_lab;
+
+fn mesh(dir: &Path) -> Value {
+    let text = fs::read_to_string(dir.join("mesh.json"))
+        .unwrap_or_else(|e| panic!("{}: {e} (did the guest return it?)", dir.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("mesh.json: {e}: {text}"))
+}
+
+/// Frames on the cable as (ip.src, AETH syndrome or None) for UDP 4791.
+fn cable(dir: &Path) -> Vec<(String, Option<u64>)> {
+    let o = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(dir.join("cable.pcap"))
+        .args([
+            "-Y",
+            "udp.dstport == 4791",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=f",
+        ])
+        .args(["-e", "ip.src", "-e", "infiniband.aeth.syndrome"])
+        .output()
+        .expect("run tshark");
+    assert!(
+        o.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            let mut v = l.split('\t');
+            let src = v.next().unwrap_or("").to_string();
+            let syn = v.next().and_then(|s| {
+                s.strip_prefix("0x")
+                    .map_or_else(|| s.parse().ok(), |h| u64::from_str_radix(h, 16).ok())
+            });
+            (src, syn)
+        })
+        .collect()
+}
+
+fn pair<'a>(m: &'a Value, src: &str, dst: &str) -> &'a Value {
+    m["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["src"] == src && p["dst"] == dst)
+        .unwrap_or_else(|| panic!("no pair {src}->{dst}: {m:#}"))
+}
+
+fn counter(p: &Value, end: &str, name: &str) -> u64 {
+    p["outcome"][format!("{end}_counters")][name]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+#[test]
+fn mesh_of_two_agents_on_soft_roce() {
+    let (out, secs) = run_lab("lab-mesh", &["mesh_clean", "mesh_loss"]);
+    eprintln!("lab run: {secs:.1} s");
+
+    let clean = out.join("mesh_clean");
+    let m = mesh(&clean);
+    assert_eq!(m["pattern"], "pairs");
+    assert_eq!(
+        m["rounds"], 2,
+        "two hosts one pair at a time: a->b, then b->a"
+    );
+    assert_eq!(
+        (m["passed"].as_u64(), m["failed"].as_u64()),
+        (Some(2), Some(0)),
+        "{m:#}"
+    );
+    assert_eq!(m["suspects"], serde_json::json!([]));
+    let frames = cable(&clean);
+    // requests: the frames without an AETH (WRITEs); a->b's go from 10.0.0.1, b->a's from 10.0.0.2
+    let requests = |src: &str| {
+        frames
+            .iter()
+            .filter(|f| f.0 == src && f.1.is_none())
+            .count() as u64
+    };
+    for (src, dst, from) in [("a", "b", "10.0.0.1"), ("b", "a", "10.0.0.2")] {
+        let p = pair(&m, src, dst);
+        assert_eq!(p["pass"], true, "{p:#}");
+        let o = &p["outcome"];
+        assert_eq!(o["messages"], 256);
+        assert_eq!(o["bytes"], 256 * 4096);
+        assert_eq!(o["data_check"], "passed");
+        assert!(o["gbps"].as_f64().unwrap() > 0.0);
+        // a clean cable: 4 packets per WRITE, none resent; the requester's port counted them
+        assert_eq!(
+            requests(from),
+            1024,
+            "{src}->{dst}: WRITE packets on the cable"
+        );
+        assert_eq!(
+            counter(p, "requester", "sent_pkts"),
+            1024,
+            "{src}->{dst}: {o:#}"
+        );
+        assert_eq!(
+            counter(p, "responder", "rcvd_pkts"),
+            1024,
+            "{src}->{dst}: {o:#}"
+        );
+        assert_eq!(o["shared"], false);
+    }
+
+    let loss = out.join("mesh_loss");
+    let m = mesh(&loss);
+    let frames = cable(&loss);
+    let ab = pair(&m, "a", "b");
+    assert_eq!(
+        ab["pass"], false,
+        "3% of a's 1024 requests lost and none resent? {ab:#}"
+    );
+    let naks = frames
+        .iter()
+        .filter(|f| f.0 == "10.0.0.2" && f.1 == Some(0x60))
+        .count() as u64;
+    assert!(naks > 0, "no sequence error NAK from b on the cable");
+    assert_eq!(
+        counter(ab, "responder", "out_of_seq_request"),
+        naks,
+        "{ab:#}"
+    );
+    let kinds: Vec<&str> = ab["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.iter().all(|k| *k == "loss"), "{kinds:?}");
+    assert!(
+        ab["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["end"] == "responder"
+                && r["counter"] == "out_of_seq_request"
+                && r["delta"] == naks),
+        "{ab:#}"
+    );
+    // b->a: only a's ACKs crossed the lossy egress; it fails exactly when a loss counter moved
+    let ba = pair(&m, "b", "a");
+    let moved = [
+        "completer_retry_err",
+        "rcvd_seq_err",
+        "retry_exceeded_err",
+        "rcvd_rnr_err",
+    ]
+    .iter()
+    .any(|c| counter(ba, "requester", c) > 0)
+        || ["duplicate_request", "out_of_seq_request", "send_rnr_err"]
+            .iter()
+            .any(|c| counter(ba, "responder", c) > 0);
+    assert_eq!(ba["pass"], !moved, "{ba:#}");
+    // every pair runs through both hosts: nothing tells them apart
+    let s = &m["suspects"];
+    assert_eq!(s.as_array().unwrap().len(), 1, "{s:#}");
+    assert_eq!(s[0]["components"], serde_json::json!(["host a", "host b"]));
+    // both pairs failed: a clean suspect; only a->b: b->a clears both hosts, a partial one
+    assert_eq!(s[0]["partial"], !moved, "{s:#}");
+    let log = fs::read_to_string(loss.join("mesh.log")).unwrap();
+    assert!(log.contains("exit 3"), "{log}");
+}
