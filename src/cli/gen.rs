@@ -193,6 +193,10 @@ pub struct MeshArgs {
     /// Also write the matrix as an SVG heat map.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<std::path::PathBuf>,
+    /// Also write the pairs as a Parquet table (`mesh`: one row per pair, the JSON's fields by their paths)
+    /// for the fleet jobs (jobs/spark/mesh.py, jobs/duckdb/mesh.sql).
+    #[arg(long, value_name = "FILE")]
+    pub parquet: Option<std::path::PathBuf>,
     /// Keep trying to reach an agent for this many seconds.
     #[arg(long = "connect-timeout", value_name = "SECS", default_value_t = ClientConfig::DEFAULT_CONNECT_TIMEOUT, value_parser = parse_duration)]
     pub connect_timeout: f64,
@@ -389,6 +393,7 @@ impl From<GenCommand> for Command {
                 },
                 tcp_port: a.tcp_port,
                 svg: a.svg,
+                parquet: a.parquet,
                 connect_timeout: a.connect_timeout,
                 work: a.work.into(),
             }),

@@ -24,6 +24,15 @@ use rows::{FLOW, Rows};
 
 pub use table::TableError;
 
+/// The `mesh` table (`gen mesh --parquet FILE`): one row per pair object (`rows::MESH`'s columns).
+pub fn write_mesh(path: &std::path::Path, pairs: &[serde_json::Value]) -> Result<u64, TableError> {
+    let mut rows = rows::Rows::create(path, rows::MESH)?;
+    for p in pairs {
+        rows.push(p)?;
+    }
+    rows.close()
+}
+
 /// Why an export failed (nothing is renamed into place then).
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {

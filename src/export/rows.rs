@@ -26,6 +26,32 @@ pub enum Kind {
 
 use Kind::*;
 
+/// Every figure of a pair of `gen mesh --json` (docs/json.md), by its path, with the run's `started` (seconds
+/// since the epoch) and `pattern` beside it: the `mesh` table of `gen mesh --parquet`.
+pub const MESH: &[(&str, Kind)] = &[
+    ("started", Float),
+    ("pattern", Text),
+    ("src", Text),
+    ("dst", Text),
+    ("round", Int),
+    ("pass", Bool),
+    ("why", Text),
+    ("outcome.error", Text),
+    ("outcome.messages", Int),
+    ("outcome.bytes", Int),
+    ("outcome.seconds", Float),
+    ("outcome.gbps", Float),
+    ("outcome.p50_us", Float),
+    ("outcome.p99_us", Float),
+    ("outcome.max_us", Float),
+    ("outcome.completion_errors", Int),
+    ("outcome.data_check", Text),
+    ("outcome.link_gbps", Float),
+    ("outcome.requester_counters", Counts),
+    ("outcome.responder_counters", Counts),
+    ("outcome.shared", Bool),
+];
+
 /// Every figure of a flow in the analyze JSON (docs/json.md), by its path; where it was captured first.
 pub const FLOW: &[(&str, Kind)] = &[
     ("capture.file", Text),

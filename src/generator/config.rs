@@ -33,6 +33,8 @@ pub struct MeshConfig {
     pub tcp_port: u16,
     /// The heat map's file.
     pub svg: Option<std::path::PathBuf>,
+    /// The `mesh` table's file.
+    pub parquet: Option<std::path::PathBuf>,
     /// Seconds to keep trying to reach an agent.
     pub connect_timeout: f64,
     pub work: WorkConfig,

@@ -38,6 +38,9 @@ pub fn mesh(cfg: &MeshConfig, stop: &AtomicBool) -> anyhow::Result<ExitCode> {
         None => Topology::default(),
     };
     let plan = rounds(cfg.pattern, hosts.len(), cfg.per_host)?;
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let mut ran = Vec::new();
     for (round, pairs) in plan.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
@@ -82,9 +85,19 @@ pub fn mesh(cfg: &MeshConfig, stop: &AtomicBool) -> anyhow::Result<ExitCode> {
     }
     let results: Vec<(Pair, bool)> = ran.iter().map(|r| (r.pair, r.verdict.pass)).collect();
     let located = locate(&hosts, &topology, &results);
-    let report = MeshReport::new(cfg.pattern.to_string(), &hosts, plan.len(), ran, &located);
+    let report = MeshReport::new(
+        started,
+        cfg.pattern.to_string(),
+        &hosts,
+        plan.len(),
+        ran,
+        &located,
+    );
     if let Some(p) = &cfg.svg {
         fs::write(p, report.svg()).with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    if let Some(p) = &cfg.parquet {
+        write_parquet(p, &report)?;
     }
     if cfg.work.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -98,6 +111,18 @@ pub fn mesh(cfg: &MeshConfig, stop: &AtomicBool) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+#[cfg(feature = "export")]
+fn write_parquet(p: &Path, report: &MeshReport) -> anyhow::Result<()> {
+    rocescope::export::write_mesh(p, &report.rows())
+        .map(|_| ())
+        .with_context(|| format!("--parquet {}", p.display()))
+}
+
+#[cfg(not(feature = "export"))]
+fn write_parquet(_: &Path, _: &MeshReport) -> anyhow::Result<()> {
+    anyhow::bail!("--parquet: this rocescope was built without Parquet (the export feature)")
 }
 
 /// What a pair's run cannot have (each pair runs as `gen client` runs).

@@ -11,6 +11,8 @@ use super::verdict::{Outcome, Reason, Verdict};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MeshReport {
+    /// When the mesh began, in seconds since the epoch.
+    pub started: f64,
     pub pattern: String,
     pub hosts: Vec<Host>,
     pub rounds: usize,
@@ -27,6 +29,8 @@ pub struct PairReport {
     pub round: usize,
     pub pass: bool,
     pub reasons: Vec<Reason>,
+    /// The reasons in words, `; ` between them (empty when the pair passed).
+    pub why: String,
     pub outcome: Outcome,
 }
 
@@ -49,6 +53,7 @@ pub struct Ran {
 
 impl MeshReport {
     pub fn new(
+        started: f64,
         pattern: String,
         hosts: &[Host],
         rounds: usize,
@@ -58,6 +63,7 @@ impl MeshReport {
         let name = |p: &Pair| format!("{}->{}", hosts[p.src].name, hosts[p.dst].name);
         let passed = ran.iter().filter(|r| r.verdict.pass).count();
         MeshReport {
+            started,
             pattern,
             hosts: hosts.to_vec(),
             rounds,
@@ -70,6 +76,13 @@ impl MeshReport {
                     dst: hosts[r.pair.dst].name.clone(),
                     round: r.round,
                     pass: r.verdict.pass,
+                    why: r
+                        .verdict
+                        .reasons
+                        .iter()
+                        .map(reason_text)
+                        .collect::<Vec<_>>()
+                        .join("; "),
                     reasons: r.verdict.reasons,
                     outcome: r.outcome,
                 })
@@ -85,6 +98,20 @@ impl MeshReport {
                 })
                 .collect(),
         }
+    }
+
+    /// The pairs as the rows of the `mesh` table: each pair's object with the run's `started` and `pattern`.
+    pub fn rows(&self) -> Vec<serde_json::Value> {
+        self.pairs
+            .iter()
+            .filter_map(|p| {
+                let mut row = serde_json::to_value(p).ok()?;
+                let o = row.as_object_mut()?;
+                o.insert("started".into(), self.started.into());
+                o.insert("pattern".into(), self.pattern.clone().into());
+                Some(row)
+            })
+            .collect()
     }
 
     fn cell(&self, src: &str, dst: &str) -> Option<&PairReport> {
@@ -341,7 +368,7 @@ mod tests {
         }
         let results: Vec<(Pair, bool)> = ran.iter().map(|r| (r.pair, r.verdict.pass)).collect();
         let located = locate(&h, &Topology::default(), &results);
-        let r = MeshReport::new("pairs".into(), &h, 6, ran, &located);
+        let r = MeshReport::new(0.0, "pairs".into(), &h, 6, ran, &located);
         let text = r.text();
         let want = "\
 mesh: pairs over 3 hosts, 6 round(s): 4 of 6 pairs FAIL
