@@ -1,7 +1,8 @@
 //! `rocescope gen agent` and `gen mesh` on real kernel RoCE: the Soft-RoCE lab (lab/README.md) runs two agents,
 //! a on rxe0 (10.0.0.1) and b on rxe1 (10.0.0.2), and `gen mesh --pattern pairs --op write -s 4096 -n 256
 //! --lossless --json` over them, on a clean cable (mesh_clean) and with netem dropping 3% of eth0's egress
-//! (mesh_loss: a's requests to b, a's ACKs to b's requests).
+//! (mesh_loss: a's requests to b, a's ACKs to b's requests); and `--pattern ring --op send` (mesh_ring: a->b
+//! and b->a at once, each agent serving and requesting at the same time).
 //!
 //! Held, with figures derived independently of the program: the pairs the pattern must run (a->b, b->a, one at
 //! a time), the messages and bytes asked for, the request packets each pair's requester sent (each 4096-byte
@@ -77,7 +78,7 @@ fn counter(p: &Value, end: &str, name: &str) -> u64 {
 
 #[test]
 fn mesh_of_two_agents_on_soft_roce() {
-    let (out, secs) = run_lab("lab-mesh", &["mesh_clean", "mesh_loss"]);
+    let (out, secs) = run_lab("lab-mesh", &["mesh_clean", "mesh_ring", "mesh_loss"]);
     eprintln!("lab run: {secs:.1} s");
 
     let clean = out.join("mesh_clean");
@@ -126,6 +127,32 @@ fn mesh_of_two_agents_on_soft_roce() {
             "{src}->{dst}: {o:#}"
         );
         assert_eq!(o["shared"], false);
+    }
+
+    // the ring of two: both pairs in one round, each host in two pairs at once (its counters shared)
+    let ring = out.join("mesh_ring");
+    let m = mesh(&ring);
+    assert_eq!(
+        (m["rounds"].as_u64(), m["passed"].as_u64()),
+        (Some(1), Some(2)),
+        "{m:#}"
+    );
+    let frames = cable(&ring);
+    for (src, dst, from) in [("a", "b", "10.0.0.1"), ("b", "a", "10.0.0.2")] {
+        let p = pair(&m, src, dst);
+        assert_eq!(
+            (p["round"].as_u64(), p["outcome"]["shared"].as_bool()),
+            (Some(0), Some(true))
+        );
+        assert_eq!(p["outcome"]["messages"], 256, "{p:#}");
+        assert_eq!(p["outcome"]["data_check"], "passed");
+        // each host's port sent its own SENDs and the ACKs of the other pair: the SEND packets alone are on
+        // the cable as frames without an AETH
+        let sends = frames
+            .iter()
+            .filter(|f| f.0 == from && f.1.is_none())
+            .count();
+        assert_eq!(sends, 1024, "{src}->{dst}: SEND packets on the cable");
     }
 
     let loss = out.join("mesh_loss");

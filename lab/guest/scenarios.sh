@@ -147,6 +147,8 @@ mesh_run() {
 }
 # a clean cable: both pairs pass --lossless (exit 0)
 sc_mesh_clean() { mesh_run --pattern pairs --op write -s 4096 -n 256 --lossless; }
+# the ring of two: a->b and b->a at once (each agent serving and requesting at the same time), SENDs
+sc_mesh_ring() { mesh_run --pattern ring --op send -s 4096 -n 256; }
 # 3% of eth0's egress dropped (a's requests, a's ACKs to b): a->b resends, so the mesh fails (exit 3)
 sc_mesh_loss() {
     local r
