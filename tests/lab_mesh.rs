@@ -2,7 +2,8 @@
 //! a on rxe0 (10.0.0.1) and b on rxe1 (10.0.0.2), and `gen mesh --pattern pairs --op write -s 4096 -n 256
 //! --lossless --json` over them, on a clean cable (mesh_clean) and with netem dropping 3% of eth0's egress
 //! (mesh_loss: a's requests to b, a's ACKs to b's requests); and `--pattern ring --op send` (mesh_ring: a->b
-//! and b->a at once, each agent serving and requesting at the same time).
+//! and b->a at once, each agent serving and requesting at the same time); and `--probe --window 2 --windows 2
+//! --probe-rate 10` (mesh_probe).
 //!
 //! Held, with figures derived independently of the program: the pairs the pattern must run (a->b, b->a, one at
 //! a time), the messages and bytes asked for, the request packets each pair's requester sent (each 4096-byte
@@ -78,7 +79,10 @@ fn counter(p: &Value, end: &str, name: &str) -> u64 {
 
 #[test]
 fn mesh_of_two_agents_on_soft_roce() {
-    let (out, secs) = run_lab("lab-mesh", &["mesh_clean", "mesh_ring", "mesh_loss"]);
+    let (out, secs) = run_lab(
+        "lab-mesh",
+        &["mesh_clean", "mesh_ring", "mesh_probe", "mesh_loss"],
+    );
     eprintln!("lab run: {secs:.1} s");
 
     let clean = out.join("mesh_clean");
@@ -153,6 +157,40 @@ fn mesh_of_two_agents_on_soft_roce() {
             .filter(|f| f.0 == from && f.1.is_none())
             .count();
         assert_eq!(sends, 1024, "{src}->{dst}: SEND packets on the cable");
+    }
+
+    // probes: two windows, both pairs at once in each; the probes each pair's requester completed are the
+    // WRITE frames (one 64-byte packet each) of its direction on the cable, over both windows
+    let probe = out.join("mesh_probe");
+    let text = fs::read_to_string(probe.join("mesh.json")).unwrap();
+    let windows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(windows.len(), 2, "{text}");
+    let frames = cable(&probe);
+    for (src, dst, from) in [("a", "b", "10.0.0.1"), ("b", "a", "10.0.0.2")] {
+        let mut probes = 0;
+        for (i, w) in windows.iter().enumerate() {
+            assert_eq!(w["window"], i as u64);
+            let p = pair(w, src, dst);
+            assert_eq!(p["pass"], true, "{p:#}");
+            let o = &p["outcome"];
+            assert!(o["p50_us"].as_f64().unwrap() > 0.0, "{o:#}");
+            // rxe stamps no completions
+            assert_eq!(o["completion_timestamps"], false, "{o:#}");
+            probes += o["messages"].as_u64().unwrap();
+        }
+        let writes = frames
+            .iter()
+            .filter(|f| f.0 == from && f.1.is_none())
+            .count() as u64;
+        assert_eq!(
+            probes, writes,
+            "{src}->{dst}: probes against WRITE frames on the cable"
+        );
+        // 10 a second for 2 s, twice
+        assert!((38..=42).contains(&probes), "{src}->{dst}: {probes} probes");
     }
 
     let loss = out.join("mesh_loss");

@@ -23,6 +23,18 @@ fn root() -> PathBuf {
 
 /// A stand-in agent for host `me` (index) on a port of its own; `ports` maps a peer's port to its index.
 fn agent(me: usize, listener: TcpListener, ports: BTreeMap<u16, usize>, garbage: bool) {
+    agent_with(me, listener, ports, garbage, None);
+}
+
+/// `probe`: the task must be a probe's (64-byte WRITEs one at a time for `--window` seconds at the rate
+/// given); the outcome's median latency is 10 + 10 * src + dst us and c's device stamps completions.
+fn agent_with(
+    me: usize,
+    listener: TcpListener,
+    ports: BTreeMap<u16, usize>,
+    garbage: bool,
+    probe: Option<(f64, f64)>,
+) {
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let mut rd = BufReader::new(stream.try_clone().unwrap());
@@ -40,6 +52,39 @@ fn agent(me: usize, listener: TcpListener, ports: BTreeMap<u16, usize>, garbage:
             let dst = ports[&(task["peer_port"].as_u64().unwrap() as u16)];
             let mut requester = json!({"sent_pkts": 400});
             let mut responder = json!({"rcvd_pkts": 400});
+            if let Some((window, rate)) = probe {
+                let got = (
+                    &task["op"],
+                    &task["size"],
+                    &task["depth"],
+                    &task["qps"],
+                    &task["duration"],
+                    &task["rate"],
+                    &task["iters"],
+                );
+                assert_eq!(
+                    got,
+                    (
+                        &json!("write"),
+                        &json!(64),
+                        &json!(1),
+                        &json!(1),
+                        &json!(window),
+                        &json!(rate),
+                        &Value::Null
+                    ),
+                    "{task}"
+                );
+                let outcome = json!({
+                    "msg": "outcome", "error": null, "messages": 2, "bytes": 128, "seconds": window,
+                    "gbps": 0.001, "p50_us": (10 + 10 * me + dst) as f64, "p99_us": 50.0, "max_us": 60.0,
+                    "completion_errors": 0, "data_check": "passed", "link_gbps": 25.0,
+                    "requester_counters": {}, "responder_counters": {}, "shared": true,
+                    "completion_timestamps": me == 2,
+                });
+                let _ = writeln!(wr, "{outcome}");
+                continue;
+            }
             if me == 2 {
                 requester["completer_retry_err"] = json!(2);
             }
@@ -315,5 +360,109 @@ fn an_agent_out_of_reach_and_bad_input() {
     let o = rocescope(&["gen", "mesh", "--hosts", h]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("hosts file line 2: host 'a' named twice"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--probe`: two windows of every host probing its two targets (all of them, of three hosts), each window a
+/// report with its number, the task a probe's (the stand-ins check it), the matrix of median RTTs and the
+/// statement of what the RTT holds (a and b give no completion timestamps).
+#[test]
+fn probe_windows() {
+    let dir = tmp("mesh-probe");
+    let listeners: Vec<TcpListener> = (0..3)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let ports: Vec<u16> = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    let by_port: BTreeMap<u16, usize> = ports.iter().enumerate().map(|(i, p)| (*p, i)).collect();
+    for (i, l) in listeners.into_iter().enumerate() {
+        agent_with(i, l, by_port.clone(), false, Some((1.0, 4.0)));
+    }
+    let hosts = dir.join("hosts");
+    let text: String = ["a", "b", "c"]
+        .iter()
+        .zip(&ports)
+        .map(|(n, p)| format!("{n} 127.0.0.1:{p}\n"))
+        .collect();
+    std::fs::write(&hosts, text).unwrap();
+    let h = hosts.to_str().unwrap();
+    let probe = [
+        "--probe",
+        "--window",
+        "1",
+        "--windows",
+        "2",
+        "--probe-rate",
+        "4",
+        "--probe-targets",
+        "2",
+    ];
+    let mut args = vec![
+        "gen",
+        "mesh",
+        "--hosts",
+        h,
+        "--expect-p99-us",
+        "100",
+        "--json",
+    ];
+    args.extend(probe);
+    let o = rocescope(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let docs: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2);
+    for (w, d) in docs.iter().enumerate() {
+        assert_eq!(
+            (d["window"].as_u64(), d["pattern"].as_str()),
+            (Some(w as u64), Some("probe"))
+        );
+        assert_eq!(
+            (d["passed"].as_u64(), d["failed"].as_u64()),
+            (Some(6), Some(0)),
+            "{d:#}"
+        );
+    }
+    let args = [
+        "gen",
+        "mesh",
+        "--hosts",
+        h,
+        "--probe",
+        "--window",
+        "1",
+        "--windows",
+        "1",
+        "--probe-rate",
+        "4",
+        "--probe-targets",
+        "2",
+    ];
+    let o = rocescope(&args);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let want = "\
+window 0: mesh: probe over 3 hosts, 1 round(s): 6 of 6 pairs pass
+           (median RTT in us; rows send, columns receive)
+                a       b       c
+        a       -    11.0    12.0
+        b    20.0       -    22.0
+        c    30.0    31.0       -
+  RTTs: completion latencies, the hosts' delay included (no completion timestamps from a, b)
+";
+    assert_eq!(text, want);
+    let o = rocescope(&["gen", "mesh", "--hosts", h, "--probe", "--rate", "5"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("--rate (with --probe: --probe-rate) is not for gen mesh")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

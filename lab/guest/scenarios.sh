@@ -147,6 +147,9 @@ mesh_run() {
 }
 # a clean cable: both pairs pass --lossless (exit 0)
 sc_mesh_clean() { mesh_run --pattern pairs --op write -s 4096 -n 256 --lossless; }
+# probes: two windows of 2 s, each host sending 64-byte WRITEs to the other at 10 a second (one JSON line a
+# window in mesh.json)
+sc_mesh_probe() { mesh_run --probe --window 2 --windows 2 --probe-rate 10 --expect-p99-us 1000000; }
 # the ring of two: a->b and b->a at once (each agent serving and requesting at the same time), SENDs
 sc_mesh_ring() { mesh_run --pattern ring --op send -s 4096 -n 256; }
 # 3% of eth0's egress dropped (a's requests, a's ACKs to b): a->b resends, so the mesh fails (exit 3)

@@ -10,7 +10,7 @@ use rocescope::mesh::verdict::{Expect, Speed, parse_speed};
 
 use crate::generator::config::{
     AgentConfig, ClientConfig, Command, DEFAULT_TCP_PORT, LoopbackConfig, MeshConfig, PortConfig,
-    ServerConfig, SourcePorts, WorkConfig,
+    Probe, ServerConfig, SourcePorts, WorkConfig,
 };
 use crate::generator::plan::Rate;
 use crate::generator::records::{Fault, Op};
@@ -200,8 +200,35 @@ pub struct MeshArgs {
     /// Keep trying to reach an agent for this many seconds.
     #[arg(long = "connect-timeout", value_name = "SECS", default_value_t = ClientConfig::DEFAULT_CONNECT_TIMEOUT, value_parser = parse_duration)]
     pub connect_timeout: f64,
+    /// Probe mode instead of --pattern: window after window, each host sends 64-byte WRITEs, one at a time,
+    /// to --probe-targets others at --probe-rate a second each; every window's RTTs and verdicts (use
+    /// --expect-p99-us, --lossless) as a report of its own (one JSON document per line with --json).
+    #[arg(long, conflicts_with_all = ["pattern", "per_host"])]
+    pub probe: bool,
+    /// With --probe: seconds per window.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, requires = "probe", value_parser = parse_duration)]
+    pub window: f64,
+    /// With --probe: windows to run (0: until stopped).
+    #[arg(long, default_value_t = 0, requires = "probe")]
+    pub windows: u64,
+    /// With --probe: probes a second to each target (at most 100).
+    #[arg(long = "probe-rate", value_name = "R", default_value_t = 2.0, requires = "probe", value_parser = parse_probe_rate)]
+    pub probe_rate: f64,
+    /// With --probe: targets each host probes at once (the next ones each window, until every pair was).
+    #[arg(long = "probe-targets", value_name = "N", default_value_t = 8, requires = "probe", value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub probe_targets: u32,
     #[command(flatten)]
     pub work: WorkArgs,
+}
+
+fn parse_probe_rate(s: &str) -> Result<f64, ValueError> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 100.0 => Ok(v),
+        _ => Err(not(
+            s,
+            "probes a second to each target, above 0 and at most 100",
+        )),
+    }
 }
 
 fn parse_pattern(s: &str) -> Result<Pattern, String> {
@@ -395,6 +422,12 @@ impl From<GenCommand> for Command {
                 svg: a.svg,
                 parquet: a.parquet,
                 connect_timeout: a.connect_timeout,
+                probe: a.probe.then_some(Probe {
+                    window: a.window,
+                    windows: a.windows,
+                    rate: a.probe_rate,
+                    targets: a.probe_targets as usize,
+                }),
                 work: a.work.into(),
             }),
         }

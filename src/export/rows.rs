@@ -50,6 +50,7 @@ pub const MESH: &[(&str, Kind)] = &[
     ("outcome.requester_counters", Counts),
     ("outcome.responder_counters", Counts),
     ("outcome.shared", Bool),
+    ("outcome.completion_timestamps", Bool),
 ];
 
 /// Every figure of a flow in the analyze JSON (docs/json.md), by its path; where it was captured first.

@@ -16,6 +16,7 @@ use rocescope::report::format::error_line;
 use super::config::{AgentConfig, ClientConfig, PortConfig, WorkConfig};
 use super::oob::{self, Invalid};
 use super::output::print_server_report;
+use super::plan::Rate;
 use super::port_counters::{PortReading, link_gbps};
 use super::records::{CheckStatus, Hello, Msg, Report, Task};
 use super::remote::{self, ServeError};
@@ -147,6 +148,7 @@ fn task(cfg: &AgentConfig, dev: &str, t: &Task, stop: &AtomicBool) -> Outcome {
         }
     };
     outcome.link_gbps = link_gbps(dev, port);
+    outcome.completion_timestamps = verbs::completion_timestamps(dev);
     outcome.shared = t.shared;
     outcome
 }
@@ -199,7 +201,9 @@ impl Task {
         let qp_ok =
             (1..=31).contains(&self.qp_timeout) && self.retry_count <= 7 && self.rnr_retry <= 7;
         let mtu_ok = self.mtu.is_none_or(|m| oob::MTUS.contains(&m));
+        let rate_ok = self.rate.is_none_or(|r| r > 0.0 && r <= 1e6);
         if !(duration_ok
+            && rate_ok
             && iters_ok
             && peer_ok
             && timeout_ok
@@ -226,6 +230,7 @@ impl Task {
             retry_count: self.retry_count,
             rnr_retry: self.rnr_retry,
             timeout: self.timeout,
+            rate: self.rate.map(Rate::MessagesPerSec),
             ..WorkConfig::DEFAULT
         }
     }

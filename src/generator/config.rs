@@ -37,7 +37,21 @@ pub struct MeshConfig {
     pub parquet: Option<std::path::PathBuf>,
     /// Seconds to keep trying to reach an agent.
     pub connect_timeout: f64,
+    /// `--probe`: low-rate probes window after window instead of the pattern.
+    pub probe: Option<Probe>,
     pub work: WorkConfig,
+}
+
+/// `gen mesh --probe`.
+pub struct Probe {
+    /// Seconds per window.
+    pub window: f64,
+    /// Windows to run (0: until stopped).
+    pub windows: u64,
+    /// Probes a second per target.
+    pub rate: f64,
+    /// Targets each host probes at once.
+    pub targets: usize,
 }
 
 /// `gen loopback`: the requester on `device`, the responder on `peer_device`, in this process.

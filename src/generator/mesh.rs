@@ -13,14 +13,15 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use rocescope::mesh::locate::{Topology, locate};
 use rocescope::mesh::map::{MeshReport, Ran};
-use rocescope::mesh::plan::{Pair, rounds};
+use rocescope::mesh::plan::{Pair, probe_round, rounds};
 use rocescope::mesh::verdict::Outcome;
 use rocescope::mesh::{Host, parse_hosts};
 use rocescope::report::format::error_line;
 
-use super::config::{ConfigError, MeshConfig, WorkConfig};
+use super::config::{ConfigError, MeshConfig, Probe, WorkConfig};
 use super::oob;
-use super::records::{Msg, Task};
+use super::plan::Rate;
+use super::records::{Msg, Op, Task};
 
 /// Largest hosts or topology file read.
 const MAX_FILE: u64 = 4 << 20;
@@ -28,7 +29,7 @@ const MAX_FILE: u64 = 4 << 20;
 const TASK_SLACK: Duration = Duration::from_secs(120);
 
 pub fn mesh(cfg: &MeshConfig, stop: &AtomicBool) -> anyhow::Result<ExitCode> {
-    refuse_flags(&cfg.work)?;
+    refuse_flags(&cfg.work, cfg.probe.is_some())?;
     let hosts = parse_hosts(&read_bounded(&cfg.hosts)?, cfg.tcp_port)
         .with_context(|| cfg.hosts.display().to_string())?;
     let topology = match &cfg.topology {
@@ -37,10 +38,11 @@ pub fn mesh(cfg: &MeshConfig, stop: &AtomicBool) -> anyhow::Result<ExitCode> {
         }
         None => Topology::default(),
     };
+    if let Some(probe) = &cfg.probe {
+        return probes(cfg, probe, &hosts, &topology, stop);
+    }
     let plan = rounds(cfg.pattern, hosts.len(), cfg.per_host)?;
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
+    let started = now();
     let mut ran = Vec::new();
     for (round, pairs) in plan.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
@@ -50,67 +52,176 @@ pub fn mesh(cfg: &MeshConfig, stop: &AtomicBool) -> anyhow::Result<ExitCode> {
             "gen mesh: round {} of {}: {}",
             round + 1,
             plan.len(),
-            pairs
-                .iter()
-                .map(|p| format!("{}->{}", hosts[p.src], hosts[p.dst]))
-                .collect::<Vec<_>>()
-                .join(" ")
+            names(&hosts, pairs)
         );
-        let outcomes: Vec<Outcome> = std::thread::scope(|s| {
-            let handles: Vec<_> = pairs
-                .iter()
-                .map(|&p| {
-                    let shared = shares_a_host(pairs, p);
-                    let (hosts, cfg) = (&hosts, cfg);
-                    s.spawn(move || run_pair(cfg, hosts, p, shared))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| failed("the pair's thread panicked".into()))
-                })
-                .collect()
-        });
-        for (&pair, outcome) in pairs.iter().zip(outcomes) {
-            let verdict = cfg.expect.judge(&outcome);
-            ran.push(Ran {
-                pair,
-                round,
-                outcome,
-                verdict,
-            });
-        }
+        ran.extend(run_round(cfg, &cfg.work, &hosts, pairs, round));
     }
-    let results: Vec<(Pair, bool)> = ran.iter().map(|r| (r.pair, r.verdict.pass)).collect();
-    let located = locate(&hosts, &topology, &results);
-    let report = MeshReport::new(
+    let report = judged(
         started,
         cfg.pattern.to_string(),
         &hosts,
+        &topology,
         plan.len(),
         ran,
-        &located,
+        None,
     );
+    write_report(cfg, &report)?;
+    Ok(exit_status(&report, stop))
+}
+
+/// `--probe`: window after window, each host probing `--probe-targets` others at once with 64-byte WRITEs,
+/// one at a time, at `--probe-rate` a second; each window judged and located as a round of its own, and
+/// written as it ends (one JSON document per line with --json).
+fn probes(
+    cfg: &MeshConfig,
+    probe: &Probe,
+    hosts: &[Host],
+    topology: &Topology,
+    stop: &AtomicBool,
+) -> anyhow::Result<ExitCode> {
+    let work = WorkConfig {
+        op: Op::Write,
+        size: 64,
+        qps: 1,
+        depth: 1,
+        duration: Some(probe.window),
+        rate: Some(Rate::MessagesPerSec(probe.rate)),
+        mtu: cfg.work.mtu,
+        tclass: cfg.work.tclass,
+        qp_timeout: cfg.work.qp_timeout,
+        retry_count: cfg.work.retry_count,
+        rnr_retry: cfg.work.rnr_retry,
+        timeout: cfg.work.timeout,
+        ..WorkConfig::DEFAULT
+    };
+    let mut failed_any = false;
+    let mut window = 0u64;
+    while (probe.windows == 0 || window < probe.windows) && !stop.load(Ordering::Relaxed) {
+        let pairs = probe_round(hosts.len(), probe.targets, window);
+        let started = now();
+        let ran = run_round(cfg, &work, hosts, &pairs, 0);
+        let report = judged(
+            started,
+            "probe".into(),
+            hosts,
+            topology,
+            1,
+            ran,
+            Some(window),
+        );
+        failed_any |= report.failed > 0;
+        if cfg.work.json {
+            println!("{}", serde_json::to_string(&report)?);
+        } else {
+            print!("{}", report.text());
+        }
+        if let Some(p) = &cfg.parquet {
+            let file = p.with_file_name(format!(
+                "{}.{window}.parquet",
+                p.file_stem().map_or("mesh".into(), |s| s.to_string_lossy())
+            ));
+            write_parquet(&file, &report)?;
+        }
+        window += 1;
+    }
+    Ok(if stop.load(Ordering::Relaxed) {
+        ExitCode::from(130)
+    } else if failed_any {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn names(hosts: &[Host], pairs: &[Pair]) -> String {
+    pairs
+        .iter()
+        .map(|p| format!("{}->{}", hosts[p.src], hosts[p.dst]))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One round's pairs at the same time, each judged.
+fn run_round(
+    cfg: &MeshConfig,
+    work: &WorkConfig,
+    hosts: &[Host],
+    pairs: &[Pair],
+    round: usize,
+) -> Vec<Ran> {
+    let outcomes: Vec<Outcome> = std::thread::scope(|s| {
+        let handles: Vec<_> = pairs
+            .iter()
+            .map(|&p| {
+                let shared = shares_a_host(pairs, p);
+                s.spawn(move || run_pair(cfg, work, hosts, p, shared))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| failed("the pair's thread panicked".into()))
+            })
+            .collect()
+    });
+    pairs
+        .iter()
+        .zip(outcomes)
+        .map(|(&pair, outcome)| Ran {
+            pair,
+            round,
+            verdict: cfg.expect.judge(&outcome),
+            outcome,
+        })
+        .collect()
+}
+
+fn judged(
+    started: f64,
+    pattern: String,
+    hosts: &[Host],
+    topology: &Topology,
+    rounds: usize,
+    ran: Vec<Ran>,
+    window: Option<u64>,
+) -> MeshReport {
+    let results: Vec<(Pair, bool)> = ran.iter().map(|r| (r.pair, r.verdict.pass)).collect();
+    let located = locate(hosts, topology, &results);
+    let mut report = MeshReport::new(started, pattern, hosts, rounds, ran, &located);
+    report.window = window;
+    report
+}
+
+fn write_report(cfg: &MeshConfig, report: &MeshReport) -> anyhow::Result<()> {
     if let Some(p) = &cfg.svg {
         fs::write(p, report.svg()).with_context(|| format!("cannot write {}", p.display()))?;
     }
     if let Some(p) = &cfg.parquet {
-        write_parquet(p, &report)?;
+        write_parquet(p, report)?;
     }
     if cfg.work.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", serde_json::to_string_pretty(report)?);
     } else {
         print!("{}", report.text());
     }
-    Ok(if stop.load(Ordering::Relaxed) {
+    Ok(())
+}
+
+fn exit_status(report: &MeshReport, stop: &AtomicBool) -> ExitCode {
+    if stop.load(Ordering::Relaxed) {
         ExitCode::from(130)
     } else if report.failed > 0 {
         ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 #[cfg(feature = "export")]
@@ -125,10 +236,10 @@ fn write_parquet(_: &Path, _: &MeshReport) -> anyhow::Result<()> {
     anyhow::bail!("--parquet: this rocescope was built without Parquet (the export feature)")
 }
 
-/// What a pair's run cannot have (each pair runs as `gen client` runs).
-fn refuse_flags(w: &WorkConfig) -> Result<(), ConfigError> {
-    let flag = if w.rate.is_some() {
-        "--rate"
+/// What a pair's run cannot have (each pair runs as `gen client` runs; a probe's rate is --probe-rate).
+fn refuse_flags(w: &WorkConfig, probe: bool) -> Result<(), ConfigError> {
+    let flag = if w.rate.is_some() && probe {
+        "--rate (with --probe: --probe-rate)"
     } else if w.fault.is_some() {
         "--fault"
     } else if w.capture.is_some() {
@@ -173,9 +284,8 @@ fn failed(message: String) -> Outcome {
 
 /// One pair: the task to the requester's agent, its outcome (an unreachable or silent agent is the pair's
 /// error).
-fn run_pair(cfg: &MeshConfig, hosts: &[Host], p: Pair, shared: bool) -> Outcome {
+fn run_pair(cfg: &MeshConfig, w: &WorkConfig, hosts: &[Host], p: Pair, shared: bool) -> Outcome {
     let (src, dst) = (&hosts[p.src], &hosts[p.dst]);
-    let w = &cfg.work;
     let task = Task {
         version: oob::VERSION,
         peer: dst.address.clone(),
@@ -192,6 +302,7 @@ fn run_pair(cfg: &MeshConfig, hosts: &[Host], p: Pair, shared: bool) -> Outcome 
         retry_count: w.retry_count,
         rnr_retry: w.rnr_retry,
         timeout: w.timeout,
+        rate: w.rate.map(|r| r.messages_per_sec(w.message_size())),
         shared,
     };
     let patience = Duration::from_secs_f64(w.duration.unwrap_or(0.0) + w.timeout) + TASK_SLACK;

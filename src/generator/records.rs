@@ -332,6 +332,9 @@ pub struct Task {
     pub rnr_retry: u8,
     /// Seconds without a completion before the run is given up.
     pub timeout: f64,
+    /// Messages per second at most (`gen mesh --probe`); None: as fast as the window allows.
+    #[serde(default)]
+    pub rate: Option<f64>,
     /// Other pairs run on the two hosts at the same time (their counters cover those too).
     pub shared: bool,
 }

@@ -427,6 +427,14 @@ pub fn open_side(
     })
 }
 
+/// Does device `name` stamp completions with its clock? None when it cannot be asked.
+pub fn completion_timestamps(name: &str) -> Option<bool> {
+    let list = devices().ok()?;
+    let ctx = open_device(&list, name).ok()?;
+    let attr = ctx.query_device().ok()?;
+    Some(attr.completion_timestamp_mask() != 0)
+}
+
 fn open_device(list: &DeviceList, name: &str) -> Result<Arc<DeviceContext>, VerbsError> {
     let dev = list
         .iter()

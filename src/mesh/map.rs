@@ -14,6 +14,8 @@ pub struct MeshReport {
     /// When the mesh began, in seconds since the epoch.
     pub started: f64,
     pub pattern: String,
+    /// `--probe`: the window's number (from 0); the matrix then shows each pair's median RTT.
+    pub window: Option<u64>,
     pub hosts: Vec<Host>,
     pub rounds: usize,
     pub pairs: Vec<PairReport>,
@@ -65,6 +67,7 @@ impl MeshReport {
         MeshReport {
             started,
             pattern,
+            window: None,
             hosts: hosts.to_vec(),
             rounds,
             failed: ran.len() - passed,
@@ -126,6 +129,9 @@ impl MeshReport {
     /// then each failing pair's reasons and the suspects.
     pub fn text(&self) -> String {
         let mut o = String::new();
+        if let Some(w) = self.window {
+            let _ = write!(o, "window {w}: ");
+        }
         let _ = writeln!(
             o,
             "mesh: {} over {} hosts, {} round(s): {} of {} pairs {}",
@@ -147,9 +153,14 @@ impl MeshReport {
             .max()
             .unwrap_or(1)
             .max(7);
+        let unit = if self.window.is_some() {
+            "median RTT in us"
+        } else {
+            "Gb/s"
+        };
         let _ = write!(
             o,
-            "  {:>w$}  (Gb/s; rows send, columns receive)\n  {:>w$}",
+            "  {:>w$}  ({unit}; rows send, columns receive)\n  {:>w$}",
             "", ""
         );
         for h in &self.hosts {
@@ -162,6 +173,9 @@ impl MeshReport {
                 let c = match self.cell(&s.name, &d.name) {
                     _ if s.name == d.name => "-".to_string(),
                     None => ".".to_string(),
+                    Some(p) if p.pass && self.window.is_some() => {
+                        format!("{:.1}", p.outcome.p50_us)
+                    }
                     Some(p) if p.pass => format!("{:.2}", p.outcome.gbps),
                     Some(_) => "FAIL".to_string(),
                 };
@@ -194,7 +208,32 @@ impl MeshReport {
                 }
             );
         }
+        if self.window.is_some() {
+            o.push_str(&self.rtt_note());
+        }
         o
+    }
+
+    /// What a probe's RTT holds: with no completion timestamps from a requester's device, the hosts' delay
+    /// (posting, polling) is in it too.
+    fn rtt_note(&self) -> String {
+        let without: Vec<&str> = self
+            .pairs
+            .iter()
+            .filter(|p| p.outcome.completion_timestamps != Some(true))
+            .map(|p| p.src.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if without.is_empty() {
+            "  RTTs: completion latencies (every device stamps completions; rocescope does not read the stamps yet)\n"
+                .to_string()
+        } else {
+            format!(
+                "  RTTs: completion latencies, the hosts' delay included (no completion timestamps from {})\n",
+                without.join(", ")
+            )
+        }
     }
 
     /// The matrix as an SVG heat map: green for a pair that passed (darker the faster, against the fastest),

@@ -144,6 +144,26 @@ pub fn rounds(
     })
 }
 
+/// Probe window `window`'s pairs: each host probes `targets` of the others at once (at most all of them),
+/// the next ones in the hosts' order after those of the window before, so that over (n - 1) / targets windows
+/// every pair is probed.
+pub fn probe_round(hosts: usize, targets: usize, window: u64) -> Vec<Pair> {
+    let others = hosts.saturating_sub(1);
+    let k = targets.min(others);
+    if k == 0 {
+        return Vec::new();
+    }
+    let first = (window % others as u64) as usize * k % others;
+    (0..hosts)
+        .flat_map(|src| {
+            (0..k).map(move |j| Pair {
+                src,
+                dst: (src + 1 + (first + j) % others) % hosts,
+            })
+        })
+        .collect()
+}
+
 /// Every ordered pair, in the order of a round-robin tournament (the circle method: in each of its rounds
 /// every host meets another once), each meeting's two directions one after the other: so that the greedy
 /// schedule with one pair per host at a time fills every round.
@@ -254,6 +274,40 @@ mod tests {
                 assert!(round.iter().filter(|p| p.src == h || p.dst == h).count() <= 2);
             }
         }
+    }
+
+    /// Four hosts, two targets each: window 0 the next two, window 1 the third and the first again; all
+    /// three when two would leave one out of every window.
+    #[test]
+    fn probe_windows_rotate_through_the_targets() {
+        assert_eq!(
+            probe_round(4, 2, 0),
+            [
+                p(0, 1),
+                p(0, 2),
+                p(1, 2),
+                p(1, 3),
+                p(2, 3),
+                p(2, 0),
+                p(3, 0),
+                p(3, 1)
+            ]
+        );
+        assert_eq!(
+            probe_round(4, 2, 1),
+            [
+                p(0, 3),
+                p(0, 1),
+                p(1, 0),
+                p(1, 2),
+                p(2, 1),
+                p(2, 3),
+                p(3, 2),
+                p(3, 0)
+            ]
+        );
+        assert_eq!(probe_round(3, 8, 5).len(), 6);
+        assert!(probe_round(1, 8, 0).is_empty());
     }
 
     #[test]

@@ -28,6 +28,10 @@ pub struct Outcome {
     pub responder_counters: BTreeMap<String, u64>,
     /// The requester's or the responder's host ran other pairs at the same time (its counters cover them).
     pub shared: bool,
+    /// The requester's device stamps completions with its clock (`ibv_query_device_ex`'s
+    /// completion_timestamp_mask not 0), which would take the hosts' delay out of an RTT; null when unknown.
+    #[serde(default)]
+    pub completion_timestamps: Option<bool>,
 }
 
 /// What every pair must do.
