@@ -1,9 +1,11 @@
 //! `rocescope gen agent` and `gen mesh` on real kernel RoCE: the Soft-RoCE lab (lab/README.md) runs two agents,
 //! a on rxe0 (10.0.0.1) and b on rxe1 (10.0.0.2), and `gen mesh --pattern pairs --op write -s 4096 -n 256
 //! --lossless --json` over them, on a clean cable (mesh_clean) and with netem dropping 3% of eth0's egress
-//! (mesh_loss: a's requests to b, a's ACKs to b's requests); and `--pattern ring --op send` (mesh_ring: a->b
+//! (mesh_loss: a's requests to b, a's ACKs to b's requests); and `--pattern ring --op write` (mesh_ring: a->b
 //! and b->a at once, each agent serving and requesting at the same time); and `--probe --window 2 --windows 2
 //! --probe-rate 10` (mesh_probe).
+//!
+//! Each agent captures its NIC (`--capture eth0`, `eth1`): each pair's fabric check is in its outcome.
 //!
 //! Held, with figures derived independently of the program: the pairs the pattern must run (a->b, b->a, one at
 //! a time), the messages and bytes asked for, the request packets each pair's requester sent (each 4096-byte
@@ -131,6 +133,8 @@ fn mesh_of_two_agents_on_soft_roce() {
             "{src}->{dst}: {o:#}"
         );
         assert_eq!(o["shared"], false);
+        // the requester's agent captured its NIC: the fabric check passed
+        assert_eq!(o["capture"]["pass"], true, "{o:#}");
     }
 
     // the ring of two: both pairs in one round, each host in two pairs at once (its counters shared)
@@ -150,13 +154,13 @@ fn mesh_of_two_agents_on_soft_roce() {
         );
         assert_eq!(p["outcome"]["messages"], 256, "{p:#}");
         assert_eq!(p["outcome"]["data_check"], "passed");
-        // each host's port sent its own SENDs and the ACKs of the other pair: the SEND packets alone are on
+        // each host's port sent its own WRITEs and the ACKs of the other pair: the WRITE packets alone are on
         // the cable as frames without an AETH
-        let sends = frames
+        let writes = frames
             .iter()
             .filter(|f| f.0 == from && f.1.is_none())
             .count();
-        assert_eq!(sends, 1024, "{src}->{dst}: SEND packets on the cable");
+        assert_eq!(writes, 1024, "{src}->{dst}: WRITE packets on the cable");
     }
 
     // probes: two windows, both pairs at once in each; the probes each pair's requester completed are the
@@ -217,7 +221,16 @@ fn mesh_of_two_agents_on_soft_roce() {
         .iter()
         .map(|r| r["kind"].as_str().unwrap())
         .collect();
-    assert!(kinds.iter().all(|k| *k == "loss"), "{kinds:?}");
+    assert!(
+        kinds.iter().all(|k| ["loss", "capture"].contains(k)),
+        "{kinds:?}"
+    );
+    // a's capture is after netem (Linux taps egress after the qdisc): the requests netem dropped are gaps there,
+    // and their resends retransmissions
+    let c = &ab["outcome"]["capture"];
+    assert_eq!(c["pass"], false, "{c:#}");
+    assert!(c["retransmitted"].as_u64().unwrap() > 0, "{c:#}");
+    assert!(kinds.contains(&"capture"), "{kinds:?}");
     assert!(
         ab["reasons"]
             .as_array()
@@ -241,7 +254,9 @@ fn mesh_of_two_agents_on_soft_roce() {
         || ["duplicate_request", "out_of_seq_request", "send_rnr_err"]
             .iter()
             .any(|c| counter(ba, "responder", c) > 0);
-    assert_eq!(ba["pass"], !moved, "{ba:#}");
+    let ba_capture = ba["outcome"]["capture"]["pass"] == true;
+    assert_eq!(ba["pass"], !moved && ba_capture, "{ba:#}");
+    let moved = moved || !ba_capture;
     // every pair runs through both hosts: nothing tells them apart
     let s = &m["suspects"];
     assert_eq!(s.as_array().unwrap().len(), 1, "{s:#}");

@@ -123,16 +123,16 @@ sc_gen_source_sweep() { gen_run --op write -s 1024 -n 8 -q 8 --source-port 49200
 # guest's rxe may resend one on its timer, which the protocol allows); returns gen.json/gen.log
 sc_gen_depth1() { gen_run --op write -s 1024 -n 32 --depth 1; }
 # gen mesh over the two NICs as two hosts (a: rxe0 at 10.0.0.1, b: rxe1 at 10.0.0.2), each with its gen agent
-# bound to its address (the agents' TCP goes over lo, the RDMA traffic over the cable); every pair one at a time;
+# bound to its address and capturing its NIC (--capture: each pair's fabric check) (the agents' TCP goes over lo, the RDMA traffic over the cable); every pair one at a time;
 # returns mesh.json/mesh.log and the agents' logs; exit: gen mesh's
 mesh_run() {
     local R=/usr/local/bin/rocescope D=/tmp/ret r a b f
     [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
     mkdir -p $D
     printf 'a 10.0.0.1\nb 10.0.0.2\n' > $D/hosts
-    $R gen agent -d rxe0 --bind 10.0.0.1 > $D/agent-a.log 2>&1 &
+    $R gen agent -d rxe0 --bind 10.0.0.1 --capture eth0 > $D/agent-a.log 2>&1 &
     a=$!
-    $R gen agent -d rxe1 --bind 10.0.0.2 > $D/agent-b.log 2>&1 &
+    $R gen agent -d rxe1 --bind 10.0.0.2 --capture eth1 > $D/agent-b.log 2>&1 &
     b=$!
     echo "+ $R gen mesh --hosts hosts $* --json"
     timeout 120 $R gen mesh --hosts $D/hosts "$@" --json > $D/mesh.json 2> $D/mesh.log
@@ -150,8 +150,9 @@ sc_mesh_clean() { mesh_run --pattern pairs --op write -s 4096 -n 256 --lossless;
 # probes: two windows of 2 s, each host sending 64-byte WRITEs to the other at 10 a second (one JSON line a
 # window in mesh.json)
 sc_mesh_probe() { mesh_run --probe --window 2 --windows 2 --probe-rate 10 --expect-p99-us 1000000; }
-# the ring of two: a->b and b->a at once (each agent serving and requesting at the same time), SENDs
-sc_mesh_ring() { mesh_run --pattern ring --op send -s 4096 -n 256; }
+# the ring of two: a->b and b->a at once (each agent serving and requesting at the same time); WRITEs: with SENDs
+# a busy guest's responder reposts its receives late, and the RNR NAKs fail the fabric check
+sc_mesh_ring() { mesh_run --pattern ring --op write -s 4096 -n 256; }
 # 3% of eth0's egress dropped (a's requests, a's ACKs to b): a->b resends, so the mesh fails (exit 3)
 sc_mesh_loss() {
     local r

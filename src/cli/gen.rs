@@ -156,6 +156,10 @@ pub struct AgentArgs {
     /// Keep trying to reach a task's peer agent for this many seconds.
     #[arg(long = "connect-timeout", value_name = "SECS", default_value_t = ClientConfig::DEFAULT_CONNECT_TIMEOUT, value_parser = parse_duration)]
     pub connect_timeout: f64,
+    /// Capture each task's traffic on IFACE (as `gen client --capture`) and add the fabric check to its
+    /// outcome: a pair whose check fails fails.
+    #[arg(long, value_name = "IFACE")]
+    pub capture: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -407,6 +411,7 @@ impl From<GenCommand> for Command {
                     ..a.serve.into()
                 },
                 connect_timeout: a.connect_timeout,
+                capture: a.capture,
             }),
             GenCommand::Mesh(a) => Command::Mesh(MeshConfig {
                 hosts: a.hosts,

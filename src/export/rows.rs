@@ -51,6 +51,12 @@ pub const MESH: &[(&str, Kind)] = &[
     ("outcome.responder_counters", Counts),
     ("outcome.shared", Bool),
     ("outcome.completion_timestamps", Bool),
+    ("outcome.capture.pass", Bool),
+    ("outcome.capture.gap_events", Int),
+    ("outcome.capture.retransmitted", Int),
+    ("outcome.capture.naks", Int),
+    ("outcome.capture.ce", Int),
+    ("outcome.capture.cnp", Int),
 ];
 
 /// Every figure of a flow in the analyze JSON (docs/json.md), by its path; where it was captured first.

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rocescope::mesh::verdict::Outcome;
+use rocescope::mesh::verdict::{CaptureCheck, Outcome};
 use rocescope::report::format::error_line;
 
+use super::check;
 use super::config::{AgentConfig, ClientConfig, PortConfig, WorkConfig};
 use super::oob::{self, Invalid};
 use super::output::print_server_report;
@@ -119,10 +120,7 @@ fn serve(
 fn task(cfg: &AgentConfig, dev: &str, t: &Task, stop: &AtomicBool) -> Outcome {
     let port = cfg.serve.port.ib_port;
     let mut outcome = match t.validate() {
-        Err(e) => Outcome {
-            error: Some(format!("gen agent: {e}")),
-            ..Outcome::default()
-        },
+        Err(e) => failed(format!("gen agent: {e}")),
         Ok(()) => {
             let reading = PortReading::start(dev, port);
             let client = ClientConfig {
@@ -136,11 +134,11 @@ fn task(cfg: &AgentConfig, dev: &str, t: &Task, stop: &AtomicBool) -> Outcome {
                 },
                 work: t.work(),
             };
-            let mut o = match remote::client(&client, stop) {
-                Ok(r) => outcome_of(&r),
-                Err(e) => Outcome {
-                    error: Some(error_line(&e)),
-                    ..Outcome::default()
+            let mut o = match &cfg.capture {
+                Some(iface) => captured(iface, &client, stop),
+                None => match remote::client(&client, stop) {
+                    Ok(r) => outcome_of(&r),
+                    Err(e) => failed(error_line(&e)),
                 },
             };
             o.requester_counters = reading.map(|r| r.moved()).unwrap_or_default();
@@ -151,6 +149,47 @@ fn task(cfg: &AgentConfig, dev: &str, t: &Task, stop: &AtomicBool) -> Outcome {
     outcome.completion_timestamps = verbs::completion_timestamps(dev);
     outcome.shared = t.shared;
     outcome
+}
+
+fn failed(message: String) -> Outcome {
+    Outcome {
+        error: Some(message),
+        ..Outcome::default()
+    }
+}
+
+/// The task's run under the fabric check on `iface` (started before the run, as `gen client --capture`).
+fn captured(iface: &str, client: &ClientConfig, stop: &AtomicBool) -> Outcome {
+    let running = match check::start(iface, client.work.mtu) {
+        Ok(r) => r,
+        Err(e) => return failed(format!("gen agent --capture {iface}: {}", error_line(&e))),
+    };
+    let report = match remote::client(client, stop) {
+        Ok(r) => r,
+        Err(e) => {
+            running.abort();
+            return failed(error_line(&e));
+        }
+    };
+    let mut o = outcome_of(&report);
+    match running.finish(Duration::from_secs_f64(client.work.capture_grace)) {
+        Ok(c) => {
+            let v = check::verify(&report, &c);
+            o.capture = Some(CaptureCheck {
+                interface: iface.to_string(),
+                pass: v.status == check::Verdict::Pass,
+                reasons: v.reasons,
+                gap_events: v.gap_events,
+                retransmitted: v.retransmitted,
+                naks: v.naks,
+                ce: v.ce,
+                cnp: v.cnp,
+                capture_dropped: v.capture_dropped,
+            });
+        }
+        Err(e) => o.error = Some(format!("gen agent --capture {iface}: {}", error_line(&e))),
+    }
+    o
 }
 
 fn outcome_of(r: &Report) -> Outcome {

@@ -19,6 +19,8 @@ pub struct AgentConfig {
     pub serve: ServerConfig,
     /// Seconds a task's requester keeps trying to reach the peer's agent.
     pub connect_timeout: f64,
+    /// `--capture IFACE`: each task's fabric check on this interface.
+    pub capture: Option<String>,
 }
 
 /// `gen mesh`: the pattern's pairs run by the hosts' agents, round after round, judged and located.

@@ -310,6 +310,9 @@ impl MeshReport {
 pub fn reason_text(r: &Reason) -> String {
     match r {
         Reason::Error { message } => message.clone(),
+        Reason::Capture { interface, reasons } => {
+            format!("fabric check on {interface}: {}", reasons.join(", "))
+        }
         Reason::CompletionErrors { count } => format!("{count} completion error(s)"),
         Reason::DataCheck { status } => format!("data check {status}"),
         Reason::SlowerThan {

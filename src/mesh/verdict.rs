@@ -32,6 +32,24 @@ pub struct Outcome {
     /// completion_timestamp_mask not 0), which would take the hosts' delay out of an RTT; null when unknown.
     #[serde(default)]
     pub completion_timestamps: Option<bool>,
+    /// `gen agent --capture IFACE`: the fabric check of the pair's flows on the requester's interface.
+    #[serde(default)]
+    pub capture: Option<CaptureCheck>,
+}
+
+/// The fabric check of one pair (`gen --capture`'s, docs/json.md): `pass` when every flow of the run is on
+/// the wire with its PSNs and no gap, NAK or retransmission.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaptureCheck {
+    pub interface: String,
+    pub pass: bool,
+    pub reasons: Vec<String>,
+    pub gap_events: u64,
+    pub retransmitted: u64,
+    pub naks: u64,
+    pub ce: u64,
+    pub cnp: u64,
+    pub capture_dropped: u64,
 }
 
 /// What every pair must do.
@@ -145,6 +163,11 @@ pub enum Reason {
         p99_us: f64,
         expected_p99_us: f64,
     },
+    /// The requester's agent captured the pair's flows and the fabric check failed.
+    Capture {
+        interface: String,
+        reasons: Vec<String>,
+    },
     /// `--lossless`: a counter of `LOSS_COUNTERS` moved.
     Loss {
         end: End,
@@ -166,6 +189,12 @@ impl Expect {
         if let Some(message) = &o.error {
             reasons.push(Reason::Error {
                 message: message.clone(),
+            });
+        }
+        if let Some(c) = o.capture.as_ref().filter(|c| !c.pass) {
+            reasons.push(Reason::Capture {
+                interface: c.interface.clone(),
+                reasons: c.reasons.clone(),
             });
         }
         if o.completion_errors > 0 {
@@ -317,6 +346,28 @@ mod tests {
             ..Expect::default()
         };
         assert_eq!(share.judge(&no_link).reasons, [Reason::NoLinkSpeed]);
+    }
+
+    /// The requester's capture: a failed fabric check fails the pair, with its reasons.
+    #[test]
+    fn a_failed_fabric_check_fails_the_pair() {
+        let mut o = ran(9.2, 40.0);
+        o.capture = Some(CaptureCheck {
+            interface: "eth0".into(),
+            pass: false,
+            reasons: vec!["3 retransmitted".into()],
+            retransmitted: 3,
+            ..CaptureCheck::default()
+        });
+        assert_eq!(
+            Expect::default().judge(&o).reasons,
+            [Reason::Capture {
+                interface: "eth0".into(),
+                reasons: vec!["3 retransmitted".into()]
+            }]
+        );
+        o.capture.as_mut().unwrap().pass = true;
+        assert!(Expect::default().judge(&o).pass);
     }
 
     /// A run that did not happen fails on its error alone (no speed or latency of a run that was not).
