@@ -109,8 +109,10 @@ fn rocescope(args: &[&str]) -> std::process::Output {
         .expect("run rocescope")
 }
 
-fn four_hosts(dir: &Path) -> PathBuf {
-    let listeners: Vec<TcpListener> = (0..4)
+/// Stand-in agents for `names` (d, the fourth, answering with garbage), and the hosts file naming them.
+fn stand_ins(dir: &Path, names: &[&str], probe: Option<(f64, f64)>) -> PathBuf {
+    let listeners: Vec<TcpListener> = names
+        .iter()
         .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
         .collect();
     let ports: Vec<u16> = listeners
@@ -119,10 +121,10 @@ fn four_hosts(dir: &Path) -> PathBuf {
         .collect();
     let by_port: BTreeMap<u16, usize> = ports.iter().enumerate().map(|(i, p)| (*p, i)).collect();
     for (i, l) in listeners.into_iter().enumerate() {
-        agent(i, l, by_port.clone(), i == 3);
+        agent_with(i, l, by_port.clone(), i == 3, probe);
     }
     let hosts = dir.join("hosts");
-    let text: String = ["a", "b", "c", "d"]
+    let text: String = names
         .iter()
         .zip(&ports)
         .map(|(n, p)| format!("{n} 127.0.0.1:{p}\n"))
@@ -142,7 +144,7 @@ fn tmp(name: &str) -> PathBuf {
 #[test]
 fn a_mesh_of_four_stand_in_agents() {
     let dir = tmp("mesh");
-    let hosts = four_hosts(&dir);
+    let hosts = stand_ins(&dir, &["a", "b", "c", "d"], None);
     let (svg, parquet) = (dir.join("mesh.svg"), dir.join("run1").join("mesh.parquet"));
     std::fs::create_dir_all(parquet.parent().unwrap()).unwrap();
     let h = hosts.to_str().unwrap();
@@ -369,24 +371,7 @@ fn an_agent_out_of_reach_and_bad_input() {
 #[test]
 fn probe_windows() {
     let dir = tmp("mesh-probe");
-    let listeners: Vec<TcpListener> = (0..3)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let ports: Vec<u16> = listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect();
-    let by_port: BTreeMap<u16, usize> = ports.iter().enumerate().map(|(i, p)| (*p, i)).collect();
-    for (i, l) in listeners.into_iter().enumerate() {
-        agent_with(i, l, by_port.clone(), false, Some((1.0, 4.0)));
-    }
-    let hosts = dir.join("hosts");
-    let text: String = ["a", "b", "c"]
-        .iter()
-        .zip(&ports)
-        .map(|(n, p)| format!("{n} 127.0.0.1:{p}\n"))
-        .collect();
-    std::fs::write(&hosts, text).unwrap();
+    let hosts = stand_ins(&dir, &["a", "b", "c"], Some((1.0, 4.0)));
     let h = hosts.to_str().unwrap();
     let probe = [
         "--probe",

@@ -5,7 +5,7 @@
 //! can ask for traffic: run agents on a management network, as perftest's servers are.
 
 use std::io::{BufReader, BufWriter};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -29,18 +29,8 @@ const MAX_CONNECTIONS: usize = 64;
 /// Until stopped.
 pub fn agent(cfg: &AgentConfig, stop: &Arc<AtomicBool>) -> Result<(), ServeError> {
     let s = &cfg.serve;
-    let listener =
-        TcpListener::bind((s.bind.as_str(), s.tcp_port)).map_err(|why| ServeError::Listen {
-            bind: s.bind.clone(),
-            port: s.tcp_port,
-            why,
-        })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(ServeError::Nonblocking)?;
-    let list = verbs::devices()?;
-    let dev = verbs::device_name(&list, s.device.as_deref(), &s.port)?;
-    drop(list);
+    // each connection opens its own device list (a thread of its own)
+    let (listener, _, dev) = remote::listen(s)?;
     eprintln!(
         "gen agent: {dev} port {}, waiting for gen mesh and peers on {}:{}",
         s.port.ib_port, s.bind, s.tcp_port

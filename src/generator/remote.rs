@@ -430,8 +430,9 @@ fn merge_summary(r: &mut Report, s: Summary) {
     r.fail_on_data_check();
 }
 
-/// `gen server`: serves --runs clients one after the other. Exit status 1 if any run failed.
-pub fn serve(cfg: &ServerConfig, stop: &AtomicBool) -> Result<bool, ServeError> {
+/// The listening socket (non-blocking, for `accept`), the device list and the device: checked now, so that
+/// a bad -d is said at once, not when the first client comes.
+pub(super) fn listen(cfg: &ServerConfig) -> Result<(TcpListener, DeviceList, String), ServeError> {
     let listener =
         TcpListener::bind((cfg.bind.as_str(), cfg.tcp_port)).map_err(|why| ServeError::Listen {
             bind: cfg.bind.clone(),
@@ -441,9 +442,14 @@ pub fn serve(cfg: &ServerConfig, stop: &AtomicBool) -> Result<bool, ServeError> 
     listener
         .set_nonblocking(true)
         .map_err(ServeError::Nonblocking)?;
-    // check the device now: a bad -d is said at once, not when the first client comes
     let list = verbs::devices()?;
     let dev = verbs::device_name(&list, cfg.device.as_deref(), &cfg.port)?;
+    Ok((listener, list, dev))
+}
+
+/// `gen server`: serves --runs clients one after the other. Exit status 1 if any run failed.
+pub fn serve(cfg: &ServerConfig, stop: &AtomicBool) -> Result<bool, ServeError> {
+    let (listener, list, dev) = listen(cfg)?;
     eprintln!(
         "gen server: {dev} port {}, waiting for gen client on {}:{}",
         cfg.port.ib_port, cfg.bind, cfg.tcp_port
