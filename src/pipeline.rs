@@ -21,13 +21,22 @@ use crate::filter::{Filter, Matcher, Subject};
 use crate::source::printout::Exchange;
 use crate::source::{Next, Packet, PacketSource, SourceError};
 
+/// `--expect`: the connections the hosts' tools printed (perftest, ibv_*_pingpong) and the job's NCCL and
+/// UCX logs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expected {
+    pub exchanges: Arc<[Exchange]>,
+    pub jobs: Arc<crate::source::joblog::JobLog>,
+}
+
 /// What the pipeline assumes: what RoCE is (the UDP port), the analysis' assumptions, what the hosts
-/// printed of their connections (`--expect`), and which frames to analyse.
+/// printed of their connections and the job's logs (`--expect`), and which frames to analyse.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
     pub parse: parsers::Config,
     pub analysis: analysis::Config,
-    pub announced: Arc<[Exchange]>,
+    /// `--expect`: what the hosts printed and the job's logs.
+    pub expected: Expected,
     /// `-Y`: only the frames this display filter passes are analysed (and shown to the engine side); the
     /// reading side still sees every frame (`-w` writes them all). It names no analysis field.
     pub filter: Option<Arc<Filter>>,
@@ -139,7 +148,8 @@ where
 {
     let analysis = cfg.analysis;
     let parse = cfg.parse;
-    let announced = Arc::clone(&cfg.announced);
+    let announced = Arc::clone(&cfg.expected.exchanges);
+    let jobs = Arc::clone(&cfg.expected.jobs);
     let filter = cfg.filter.clone().map(Matcher::new);
     // The engine side said stop: the reader stops at its next hand-over.
     let halt = AtomicBool::new(false);
@@ -159,6 +169,7 @@ where
                 for x in announced.iter() {
                     engine.engine.announce(x);
                 }
+                engine.engine.expect_jobs(jobs);
                 for mut batch in &full_rx {
                     if engine.batch(&mut batch).is_break() {
                         halt.store(true, Ordering::Relaxed);

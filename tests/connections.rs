@@ -245,7 +245,8 @@ fn a_log_without_addresses_is_refused() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("output of perftest or ibv_*_pingpong"),
+        err.contains("no \"local address\" and \"remote address\" lines (perftest, ibv_*_pingpong) and no NCCL \
+                      or UCX line"),
         "{err}"
     );
 }

@@ -177,7 +177,7 @@ fn expect_reads_regular_files_to_a_bound() {
             err,
             format!(
                 "rocescope: --expect {log}: {why} (--expect reads a saved output of perftest or \
-                 ibv_*_pingpong)\n"
+                 ibv_*_pingpong, or an NCCL or UCX log)\n"
             )
         );
         assert_eq!((code, out.as_str()), (Some(1), ""), "{log}");

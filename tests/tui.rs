@@ -1417,7 +1417,10 @@ fn flows_view_groups_a_connections_directions() {
     let path = root().join("testdata/lab/write.pcap");
     let log = std::fs::read_to_string(root().join("testdata/lab/write.log")).unwrap();
     let cfg = rocescope::pipeline::Config {
-        announced: rocescope::source::printout::exchanges(&log).into(),
+        expected: rocescope::pipeline::Expected {
+            exchanges: rocescope::source::printout::exchanges(&log).into(),
+            jobs: Default::default(),
+        },
         ..Default::default()
     };
     let (report, index) = data::analyze(&path, &cfg, |_, _| true).unwrap();

@@ -406,6 +406,16 @@ pub struct Flow {
     pub conn: Option<super::connections::Link>,
     /// The path MTU its connection's handshake gave.
     pub mtu: Option<u32>,
+    /// The logged QP (`--expect` NCCL/UCX logs) it leaves or reaches.
+    pub job: Option<JobLink>,
+}
+
+/// A flow's owner in the job's logs ([`super::jobs::Jobs::owners`]), and whether its traffic class was told
+/// wrong already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobLink {
+    pub owner: u32,
+    pub told: bool,
 }
 
 /// What a flow came to, worst last: the one word of its row in every view (the JSON's `state`).
@@ -572,6 +582,7 @@ impl Flow {
             first_request: None,
             conn: None,
             mtu: None,
+            job: None,
         }
     }
 

@@ -464,6 +464,32 @@ event_kinds! {
             write!(f, "), which no PFC frame paused while priority {} was paused: this traffic is not lossless (PFC enabled on another priority than RoCE is sent on)", priorities(paused))
         },
     }
+    /// A flow whose DSCP is not the one the job's log set for its sending QP (`setting`, `traffic_class`: the
+    /// whole TOS byte; `rank`: the process that set it); `priority` its priority (PCP, or `--dscp-map`'s for its
+    /// DSCP), `configured_priority` the one `--dscp-map` gives the configured DSCP.
+    TcMismatch { dscp: u8, traffic_class: u8, setting: &'static str, rank: Option<u32>, priority: Option<u8>, configured_priority: Option<u8> } => {
+        name: "tc_mismatch",
+        severity: Warning,
+        group: Lossless,
+        condition: "lossless",
+        psn: None,
+        detail: json!({"dscp": dscp, "configured_traffic_class": traffic_class, "configured_dscp": traffic_class >> 2, "setting": setting, "rank": rank, "priority": priority, "configured_priority": configured_priority}),
+        json: "`dscp` (the flow's), `configured_traffic_class` (the TOS byte the log set), `configured_dscp`, `setting` (`NCCL_IB_TC`, `NCCL_IB_FIFO_TC`, `UCX_IB_TRAFFIC_CLASS`, `traffic_class`: UCX's QP line), `rank` (of the process whose log set it; null for UCX), `priority` (the flow's: PCP, or `--dscp-map`), `configured_priority` (`--dscp-map`'s for the configured DSCP; null untagged without a map, or tagged)",
+        fires: "a flow whose DSCP is not the one the `--expect` NCCL or UCX log set for the QP that sends it (`NCCL_IB_TC` for a sender's data, the receiver's `NCCL_IB_FIFO_TC` or `NCCL_IB_TC` for its CTS writes and ACKs, UCX's traffic class); the ECN bits are the network's and not compared; once per flow",
+        frame: "the flow's first frame with another DSCP",
+        message(f): {
+            write!(f, "traffic class mismatch: DSCP {dscp} on the wire, where {setting}={traffic_class} (DSCP {})", traffic_class >> 2)?;
+            match rank {
+                Some(r) => write!(f, " was set for the QP of rank {r} that sends it")?,
+                None => write!(f, " was set for the QP that sends it")?,
+            }
+            match (priority, configured_priority) {
+                (Some(p), Some(c)) if p != c => write!(f, ": it rides priority {p}, not the configured class's priority {c} (a lossy priority if PFC protects only that one)"),
+                (None, Some(c)) => write!(f, ": --dscp-map gives its DSCP no priority, the configured class priority {c}"),
+                _ => write!(f, " (another DSCP than configured: a QP set up with another traffic class, or a switch that re-marks)"),
+            }
+        },
+    }
     /// Requests unacknowledged for longer than the stall time: the oldest outstanding PSN, how many PSNs are outstanding, since when it waited (ns since the epoch) and how long (µs, until the capture ended or the answer came), and whether the capture ended with them still outstanding.
     Stall { psn: u32, outstanding: u32, since_ns: u64, waited_us: u64, at_end: bool } => {
         name: "stall",

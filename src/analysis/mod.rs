@@ -9,6 +9,7 @@ pub mod events;
 mod evict;
 pub mod flow;
 mod handshake;
+pub mod jobs;
 mod kinds;
 pub mod life;
 mod mirror;
@@ -274,6 +275,8 @@ pub struct Engine {
     carried: u8,
     mirror: mirror::MirrorWindow,
     clock: clock::Clock,
+    /// What the job's logs (`--expect` NCCL and UCX logs) name: the flows' owners.
+    pub jobs: Option<jobs::Jobs>,
 }
 
 /// How many of the diagnosis' events each condition has.
@@ -321,6 +324,7 @@ impl Engine {
             carried: 0,
             mirror: mirror::MirrorWindow::new(cfg.mirror_window_nanos),
             clock: clock::Clock::default(),
+            jobs: None,
         }
     }
 
@@ -518,6 +522,10 @@ impl Engine {
         f.becn += u64::from(bth.becn);
         f.pcp = frame.vlans.iter().flatten().last().map(|v| v.pcp).or(f.pcp);
         f.dscp = frame.dscp();
+        if f.job.is_some_and(|j| !j.told) {
+            self.job_traffic_class(id, number, ts);
+        }
+        let f = &mut self.flows[id];
         let ecn = frame.ecn().unwrap_or(0);
         f.ecn[usize::from(ecn & 3)] += 1;
         match roce.icrc_status {
@@ -696,7 +704,48 @@ impl Engine {
         self.last = Some((key, id));
         self.kept_pairs.note(key.src, key.dst);
         self.new_flow(id);
+        if let Some(jobs) = &self.jobs {
+            self.flows[id].job = jobs
+                .owner_of(key.src, key.dst, key.dest_qp)
+                .map(|owner| flow::JobLink { owner, told: false });
+        }
         id
+    }
+
+    /// The job's logs (`--expect`): the flows they name, from the next frame on.
+    pub fn expect_jobs(&mut self, log: std::sync::Arc<crate::source::joblog::JobLog>) {
+        if !log.is_empty() {
+            self.jobs = Some(jobs::Jobs::new(log));
+        }
+    }
+
+    /// Flow `id`, whose owner's log set the traffic class its sending QP uses: does its DSCP match? Told
+    /// once a flow.
+    fn job_traffic_class(&mut self, id: FlowId, number: u64, ts: u64) {
+        let f = &mut self.flows[id];
+        let (Some(link), Some(dscp), Some(jobs)) = (f.job, f.dscp, &self.jobs) else {
+            return;
+        };
+        let owner = jobs.owners[link.owner as usize];
+        let Some(expected) = owner.expected.filter(|e| e.dscp() != dscp) else {
+            return;
+        };
+        f.job = Some(flow::JobLink { told: true, ..link });
+        let map = &self.cfg.dscp_map;
+        let kind = Kind::TcMismatch {
+            dscp,
+            traffic_class: expected.traffic_class,
+            setting: expected.setting,
+            rank: jobs.log.processes[expected.process as usize].rank,
+            priority: f.pcp.or_else(|| map.get(dscp)),
+            configured_priority: f.pcp.map_or_else(|| map.get(expected.dscp()), |_| None),
+        };
+        self.raise(Event {
+            ts_nanos: ts,
+            flow: Some(id),
+            frame: number,
+            kind,
+        });
     }
 
     /// Flows `a` and `b` are the two directions of one connection, as `by` found (a pair either had

@@ -22,7 +22,7 @@ use rocescope::dissect::{self, Style};
 use rocescope::filter::Filter;
 use rocescope::pipeline;
 use rocescope::report::{Condition, Listing, Output};
-use rocescope::source::{LiveConfig, printout};
+use rocescope::source::{LiveConfig, joblog, printout};
 use rocescope::tui;
 use values::{
     FailOn, OpcodeSet, parse_column, parse_dscp_map, parse_ecmp_members, parse_fail_on,
@@ -327,7 +327,7 @@ fn pipeline_config(roce: &RoceFlags, analysis: &AnalysisFlags) -> pipeline::Conf
     pipeline::Config {
         parse: roce.config(),
         analysis: analysis.config(),
-        announced: Default::default(),
+        expected: Default::default(),
         filter: None,
     }
 }
@@ -416,7 +416,8 @@ pub enum ConfigError {
 pub enum ExpectError {
     /// The log could not be read (the reason is told in the middle of the line).
     #[error(
-        "--expect {}: {error} (--expect reads a saved output of perftest or ibv_*_pingpong)",
+        "--expect {}: {error} (--expect reads a saved output of perftest or ibv_*_pingpong, or an NCCL or UCX \
+         log)",
         .log.display()
     )]
     Read {
@@ -424,11 +425,11 @@ pub enum ExpectError {
         error: printout::ReadFailure,
     },
     #[error(
-        "{}: no \"local address\" and \"remote address\" lines (--expect reads the output of \
-         perftest or ibv_*_pingpong)",
+        "{}: no \"local address\" and \"remote address\" lines (perftest, ibv_*_pingpong) and no NCCL or UCX \
+         line that names a process (--expect reads their outputs)",
         .log.display()
     )]
-    NoConnections { log: PathBuf },
+    NothingRead { log: PathBuf },
 }
 
 /// `-Y`: tshark's display filter.
@@ -615,9 +616,9 @@ impl AnalyzeArgs {
             points: self.input.points.clone(),
             output: self.listing.output(self.json),
             pipeline: pipeline::Config {
-                announced: self
+                expected: self
                     .expect
-                    .announced()
+                    .expected()
                     .map_err(|e| ConfigError::Runtime(e.into()))?,
                 filter: self.display.filter(true)?,
                 ..pipeline_config(&self.roce, &self.analysis)
@@ -737,15 +738,18 @@ impl ListingFlags {
 #[derive(Args, Debug, Clone)]
 pub struct ExpectFlag {
     /// The output of perftest or ibv_*_pingpong (its "local address" / "remote address" lines): the
-    /// connections it set up are held against the wire. Once per host's log.
+    /// connections it set up are held against the wire; or an NCCL (NCCL_DEBUG=INFO, with NET in
+    /// NCCL_DEBUG_SUBSYS for the QPs) or UCX log: each flow's rank, channel and HCA, its traffic class against
+    /// the one set (tc_mismatch), the failures tied to their flows. Once per log.
     #[arg(long, value_name = "LOG")]
     pub expect: Vec<PathBuf>,
 }
 
 impl ExpectFlag {
-    /// The connections the logs name; a log without any is an error that says what is read.
-    fn announced(&self) -> Result<Arc<[printout::Exchange]>, ExpectError> {
-        let mut all = Vec::new();
+    /// What the logs say; a log that says nothing rocescope reads is an error that says what is read.
+    fn expected(&self) -> Result<pipeline::Expected, ExpectError> {
+        let mut exchanges = Vec::new();
+        let mut jobs = joblog::Reader::default();
         for log in &self.expect {
             let text = printout::read_regular(log, printout::MAX_LOG).map_err(|error| {
                 ExpectError::Read {
@@ -753,13 +757,21 @@ impl ExpectFlag {
                     error,
                 }
             })?;
-            let found = printout::exchanges(&String::from_utf8_lossy(&text));
-            if found.is_empty() {
-                return Err(ExpectError::NoConnections { log: log.clone() });
+            let text = String::from_utf8_lossy(&text);
+            let found = printout::exchanges(&text);
+            let name = log.display().to_string();
+            let before = jobs.facts();
+            jobs.file(&name);
+            text.lines().for_each(|l| jobs.line(l));
+            if found.is_empty() && jobs.facts() == before {
+                return Err(ExpectError::NothingRead { log: log.clone() });
             }
-            all.extend(found);
+            exchanges.extend(found);
         }
-        Ok(all.into())
+        Ok(pipeline::Expected {
+            exchanges: exchanges.into(),
+            jobs: Arc::new(jobs.finish()),
+        })
     }
 }
 
@@ -981,9 +993,9 @@ pub struct TuiArgs {
 impl TuiArgs {
     pub fn config(&self) -> Result<commands::tui::Config, ConfigError> {
         let pipeline = pipeline::Config {
-            announced: self
+            expected: self
                 .expect
-                .announced()
+                .expected()
                 .map_err(|e| ConfigError::Runtime(e.into()))?,
             ..pipeline_config(&self.roce, &self.analysis)
         };

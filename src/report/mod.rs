@@ -5,6 +5,7 @@ pub mod connections;
 pub mod counters;
 pub mod ecmp;
 pub mod format;
+pub mod jobs;
 pub mod life;
 pub mod listing;
 pub mod metrics;
@@ -56,6 +57,9 @@ pub struct Report {
     pub link_pause: Option<PriorityReport>,
     /// How an ECMP group would spread each host pair's QPs (docs/json.md).
     pub ecmp: ecmp::EcmpReport,
+    /// The job's processes and failures, from `--expect` NCCL or UCX logs; absent without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<jobs::JobReport>,
     pub events: Vec<EventReport>,
     pub events_dropped: u64,
     pub verdict: Verdict,
@@ -296,6 +300,9 @@ pub struct FlowReport {
     pub udp_src_port: Option<u16>,
     /// As requester: the share of its life in each state (docs/analysis.md); null otherwise.
     pub life: Option<life::LifeReport>,
+    /// Whose QP it leaves or reaches, as `--expect` NCCL or UCX logs tell it; absent when they do not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<jobs::FlowJob>,
 }
 
 /// A flow's rates at the link's speed (docs/analysis.md).
@@ -552,6 +559,7 @@ impl Report {
             priorities: priorities(engine, t.last_ts.saturating_sub(first)),
             link_pause,
             ecmp: ecmp::build(engine),
+            job: jobs::build(engine),
             events,
             events_dropped: engine.events.dropped,
             verdict: Verdict {
@@ -752,6 +760,7 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
         timers: timers::build(engine, f),
         udp_src_port: f.udp.map(|u| u.src),
         life: life::build(f),
+        job: jobs::of_flow(engine, f),
     }
 }
 

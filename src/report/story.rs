@@ -2,8 +2,10 @@
 //! side with what its responder did (the first lines of the text report).
 use parsers::psn::Shown;
 
+use super::jobs::FailureReport;
 use super::{EventReport, FlowReport, Report};
 use crate::analysis::events::Severity;
+use crate::analysis::flow::Role;
 
 /// The protocol violations' event kinds.
 const VIOLATIONS: [&str; 4] = [
@@ -69,6 +71,8 @@ struct Story<'r> {
     mine: Vec<&'r EventReport>,
     /// The paired responder's events.
     theirs: Vec<&'r EventReport>,
+    /// The failures the job's logs tell of this flow or its pair (`--expect`).
+    failures: Vec<&'r FailureReport>,
 }
 
 impl<'r> Story<'r> {
@@ -91,12 +95,14 @@ impl<'r> Story<'r> {
     }
 
     fn worst(&self) -> Option<Severity> {
+        let logged = (!self.failures.is_empty()).then_some(Severity::Error);
         self.mine
             .iter()
             .chain(&self.theirs)
             .filter(|e| e.kind != "new_epoch")
             .map(|e| e.severity)
             .max()
+            .max(logged)
     }
 
     /// Its trouble is all on its responder side (what it answered), which its requester's story tells.
@@ -112,7 +118,9 @@ impl<'r> Story<'r> {
             "new_epoch",
         ];
         // Notes (a connection established, a disconnect) tell nothing of trouble.
-        self.flow.paired_with.is_some()
+        // A failure the job logged is told once, by the requester.
+        (self.failures.is_empty() || self.flow.role == Role::Responder)
+            && self.flow.paired_with.is_some()
             && self
                 .mine
                 .iter()
@@ -170,6 +178,10 @@ impl<'r> Story<'r> {
             "did not slow down after its CNPs"
         } else if self.first("roce_unprotected").is_some() {
             "is not protected by PFC"
+        } else if self.first("tc_mismatch").is_some() {
+            "rides another traffic class than its job set"
+        } else if !self.failures.is_empty() {
+            "failed on its host"
         } else {
             "ran into trouble"
         }
@@ -376,6 +388,19 @@ impl<'r> Story<'r> {
                 list(e, "paused_priorities")
             ));
         }
+        if let Some(e) = self.first("tc_mismatch") {
+            let s = |k: &str| e.detail.get(k).and_then(|v| v.as_str()).unwrap_or("");
+            out.push(format!(
+                "it carries DSCP {} where {}={} (DSCP {}) was set for the QP that sends it",
+                num(e, "dscp"),
+                s("setting"),
+                num(e, "configured_traffic_class"),
+                num(e, "configured_dscp")
+            ));
+        }
+        for f in self.failures.iter().take(2) {
+            out.push(format!("{} logged {}", f.who(), f.what()));
+        }
         // A requester that gave up stalled because it did: the stall adds nothing.
         if let Some(e) = self.first("stall").filter(|_| !self.gave_up()) {
             let at_end = e.detail.get("at_end").and_then(|v| v.as_bool()) == Some(true);
@@ -399,7 +424,14 @@ impl<'r> Story<'r> {
 
 /// The story of flow `f` of `r`.
 fn story<'r>(r: &'r Report, f: &'r FlowReport) -> Story<'r> {
+    let ours = |id: u64| id == f.id || Some(id) == f.paired_with;
     Story {
+        failures: r
+            .job
+            .iter()
+            .flat_map(|j| &j.failures)
+            .filter(|x| x.flows.iter().any(|&id| ours(id)))
+            .collect(),
         flow: f,
         pair: f.paired_with.and_then(|p| r.flow(p)),
         mine: r.events.iter().filter(|e| e.flow == Some(f.id)).collect(),
@@ -418,8 +450,12 @@ fn line(s: &Story) -> String {
     } else {
         clauses.join("; ")
     };
+    let owner = f
+        .job
+        .as_ref()
+        .map_or(String::new(), |j| format!(" ({})", j.label()));
     format!(
-        "#{} QP 0x{:06x} {} → {} {}: {told}.",
+        "#{} QP 0x{:06x} {} → {}{owner} {}: {told}.",
         f.id,
         f.dest_qp,
         f.src,

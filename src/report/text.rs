@@ -45,6 +45,10 @@ pub fn write(out: &mut impl Write, r: &Report, top: Option<usize>) -> io::Result
         writeln!(out)?;
         super::connections::write_text(out, &r.connections)?;
     }
+    if let Some(j) = &r.job {
+        writeln!(out)?;
+        super::jobs::write_text(out, j)?;
+    }
     if !r.pfc.is_empty() || r.link_pause.is_some() {
         writeln!(out)?;
         pauses(out, r)?;

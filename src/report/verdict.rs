@@ -211,7 +211,8 @@ fn findings(r: &Report, d: &Diagnosis) -> Vec<(Condition, String)> {
             d.lossless,
             Condition::Lossless,
             format!(
-                "{} lossless-machinery failures (pause storms, unprotected priorities, ignored CNPs)",
+                "{} lossless-machinery failures (pause storms, unprotected priorities, ignored CNPs, traffic classes \
+                 other than set)",
                 d.lossless
             ),
         ),

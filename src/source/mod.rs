@@ -13,6 +13,7 @@
 
 mod error;
 mod input;
+pub mod joblog;
 #[cfg(all(feature = "live", unix))]
 pub mod live;
 mod merge;
