@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod lab_support;
-use lab_support::{analyze_json, bin, root, run_lab};
+use lab_support::{analyze_json, analyze_json_with, bin, root, run_lab};
 
 /// Does this machine have RDMA devices (a kernel with the uverbs ABI)?
 fn host_has_rdma() -> bool {
@@ -985,6 +985,7 @@ fn gen_next_slice_in_the_soft_roce_lab() {
             "gen_source_port",
             "gen_source_sweep",
             "gen_depth1",
+            "gen_tclass",
         ],
     );
     let mut summary = Vec::new();
@@ -1138,6 +1139,7 @@ fn gen_next_slice_in_the_soft_roce_lab() {
     }
     summary.push(check_source_ports(&lab_out));
     summary.push(check_depth(&lab_out));
+    summary.push(check_tclass(&lab_out.join("gen_tclass")));
     summary.push(format!(
         "gen_ecn: --tclass 2, {gen_ce} CE marks in gen's check = gen's capture = analyze of the cable = tshark \
          (ip.dsfield.ecn == 3); {}",
@@ -1166,6 +1168,124 @@ fn tshark_fields(cable: &Path, filter: &str, fields: &[&str]) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// NCCL 2.20.5's lines for two ranks whose QPs are gen's pairs (rank 0 on 10.0.0.1 sends with the requesters,
+/// `set_ece` naming the responders; rank 1 on 10.0.0.2 logs no QP, as a 2.20 receiver does not), each rank's
+/// `NCCL_IB_TC` as given. The GID as NCCL prints it: the two halves read as little-endian integers.
+fn nccl_logs(dir: &Path, g: &Value, tc: [u8; 2]) -> [std::path::PathBuf; 2] {
+    let gid = |ip: &str| {
+        let a: Vec<u8> = ip.split('.').map(|b| b.parse().unwrap()).collect();
+        format!(
+            "0/{:X}",
+            u64::from_le_bytes([0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3]])
+        )
+    };
+    let mut a = format!(
+        "NCCL version 2.20.5+cuda12.4\n\
+         a:10:10 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1 commId 0x7 - Init START\n\
+         a:10:10 [0] NCCL INFO NET/IB : Using [0]rxe0:1/RoCE [RO]; OOB lo:127.0.0.1<0>\n\
+         a:10:10 [0] NCCL INFO NCCL_IB_TC set by environment to {}.\n",
+        tc[0]
+    );
+    for (c, p) in g["pairs"].as_array().unwrap().iter().enumerate() {
+        let (req, resp) = (&p["requester"], &p["responder"]);
+        a.push_str(&format!(
+            "a:10:10 [0] NCCL INFO Channel {c:02}/0 : 0[0] -> 1[0] [send] via NET/IB/0\n\
+             a:10:11 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn {} mtu 3 query_ece={{supported=0, \
+             vendor_id=0x0, options=0x0, comp_mask=0x0}} GID 1 ({}) fifoRkey=0x1 fifoLkey=0x1\n\
+             a:10:11 [0] NCCL INFO NET/IB: IbDev 0 Port 1 qpn {} set_ece={{supported=0, vendor_id=0x0, \
+             options=0x0, comp_mask=0x0}}\n",
+            u(&req["qpn"]),
+            gid(req["ip"].as_str().unwrap()),
+            u(&resp["qpn"])
+        ));
+    }
+    let b = format!(
+        "b:20:20 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1 commId 0x7 - Init START\n\
+         b:20:20 [0] NCCL INFO NCCL_IB_TC set by environment to {}.\n",
+        tc[1]
+    );
+    fs::create_dir_all(dir).unwrap();
+    let paths = [dir.join("rank0.log"), dir.join("rank1.log")];
+    fs::write(&paths[0], a).unwrap();
+    fs::write(&paths[1], b).unwrap();
+    paths
+}
+
+/// gen_tclass (`--tclass 106`, two QP pairs): tshark sees DSCP 26 (ECN ECT(0)) on every frame both ways; held
+/// against NCCL logs of the run, every flow is rank 0's (its data) or comes back to it (rank 1's ACKs), none
+/// is a `tc_mismatch` with both ranks set to 106, and with rank 1 set to 0 exactly its two ACK flows are.
+fn check_tclass(sc: &Path) -> String {
+    let g: Value = serde_json::from_slice(&fs::read(sc.join("gen.json")).unwrap())
+        .expect("gen_tclass: gen.json");
+    assert!(g["error"].is_null(), "gen_tclass: {}", g["error"]);
+    assert_eq!(u(&g["traffic_class"]), 106);
+    let cable = sc.join("cable.pcap");
+    let dscp = tshark_fields(&cable, "infiniband", &["ip.dsfield.dscp", "ip.dsfield.ecn"]);
+    let frames = dscp.lines().count();
+    assert!(frames >= 64, "gen_tclass: 2 x 16 WRITEs and their ACKs");
+    assert!(
+        dscp.lines().all(|l| l == "26\t2"),
+        "gen_tclass: DSCP 26, ECT(0) on every frame:\n{dscp}"
+    );
+    let dir = sc.join("nccl");
+    let mismatches = |tc: [u8; 2]| -> (Value, Vec<(String, u64)>) {
+        let logs = nccl_logs(&dir, &g, tc);
+        let a = analyze_json_with(
+            &cable,
+            &[
+                "--expect",
+                logs[0].to_str().unwrap(),
+                "--expect",
+                logs[1].to_str().unwrap(),
+            ],
+        );
+        let flows = a["flows"].as_array().unwrap().clone();
+        let told = a["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "tc_mismatch")
+            .map(|e| {
+                let f = flows.iter().find(|f| f["id"] == e["flow"]).unwrap();
+                (f["src"].as_str().unwrap().to_string(), u(&f["dest_qp"]))
+            })
+            .collect();
+        (a, told)
+    };
+    let (a, told) = mismatches([106, 106]);
+    assert_eq!(told, vec![], "gen_tclass: both ranks set 106");
+    let pairs = g["pairs"].as_array().unwrap();
+    for p in pairs {
+        let (req, resp) = (u(&p["requester"]["qpn"]), u(&p["responder"]["qpn"]));
+        for (src, qp, way) in [("10.0.0.1", resp, "from"), ("10.0.0.2", req, "to")] {
+            let f = a["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["src"] == src && u(&f["dest_qp"]) == qp)
+                .unwrap_or_else(|| panic!("gen_tclass: no flow {src} to QP {qp}"));
+            assert_eq!(
+                (&f["job"]["rank"], &f["job"]["way"], u(&f["job"]["qpn"])),
+                (&Value::from(0), &Value::from(way), req),
+                "gen_tclass: {src} to QP {qp}"
+            );
+        }
+    }
+    let (_, mut told) = mismatches([106, 0]);
+    told.sort();
+    let mut acks: Vec<(String, u64)> = pairs
+        .iter()
+        .map(|p| ("10.0.0.2".to_string(), u(&p["requester"]["qpn"])))
+        .collect();
+    acks.sort();
+    assert_eq!(told, acks, "gen_tclass: rank 1 set 0: its ACK flows");
+    format!(
+        "gen_tclass: --tclass 106, {frames} frames at DSCP 26 (tshark); NCCL logs of the run: every flow rank \
+         0's, no tc_mismatch at 106/106, the {} ACK flows at 106/0",
+        acks.len()
+    )
 }
 
 /// The distinct UDP source ports of the RoCE frames of `cable`, by direction (source address), as tshark reads

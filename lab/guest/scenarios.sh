@@ -121,6 +121,8 @@ sc_gen_source_port()  { gen_run --op write -s 1024 -n 8 -q 8 --source-port 49152
 sc_gen_source_sweep() { gen_run --op write -s 1024 -n 8 -q 8 --source-port 49200-49207 --capture eth0; }
 # One message at a time (--depth 1): each WRITE waits for its ACK before the next is posted (no fabric check: a slow
 # guest's rxe may resend one on its timer, which the protocol allows); returns gen.json/gen.log
+# two QP pairs with traffic class 106 (DSCP 26, ECT(0)): the NCCL logs tests/gen.rs writes for them hold it
+sc_gen_tclass() { gen_run --op write -s 1024 -n 16 -q 2 --tclass 106; }
 sc_gen_depth1() { gen_run --op write -s 1024 -n 32 --depth 1; }
 # gen mesh over the two NICs as two hosts (a: rxe0 at 10.0.0.1, b: rxe1 at 10.0.0.2), each with its gen agent
 # bound to its address and capturing its NIC (--capture: each pair's fabric check) (the agents' TCP goes over lo, the RDMA traffic over the cable); every pair one at a time;

@@ -265,6 +265,9 @@ struct Waiting {
     current: Option<(Channel, u32)>,
     /// The QPs of the connection being set up (for `set_ece`'s remote QPN).
     group: Vec<u32>,
+    /// Their QP lines were 2.20.3-2.26.6's (`IbDev` and `query_ece=` on one line), whose `set_ece` line
+    /// names the remote QP: even one numbered as the local one (two hosts number their QPs alike).
+    ece_is_remote: bool,
     /// 2.29.7+: the failing QP of the `Got CQE with error` line, for the line after.
     cqe_qpn: Option<u32>,
     /// UCX: the failure whose QP line comes next.
@@ -520,6 +523,7 @@ impl Reader {
             w.group.clear();
         }
         w.group.push(self.log.qps.len() as u32);
+        w.ece_is_remote = !created && m.contains("IbDev") && m.contains("query_ece=");
         self.log.qps.push(Qp {
             process: p,
             side,
@@ -558,12 +562,12 @@ impl Reader {
         next
     }
 
-    /// `set_ece`'s QPN: in 2.20.3-2.26.6 the remote QP's (not one of the connection's own QPs), which the
-    /// first of them without one takes.
+    /// `set_ece`'s QPN: in 2.20.3-2.26.6 the remote QP's, which the first of the connection's QPs without
+    /// one takes (in 2.19 and 2.27+ the QP's own: nothing new).
     fn remote_qpn(&mut self, p: u32, qpn: u32) {
         let w = &self.waiting[p as usize];
         let qps = &mut self.log.qps;
-        if w.group.iter().any(|&i| qps[i as usize].qpn == qpn) {
+        if !w.ece_is_remote {
             return;
         }
         if let Some(&i) = w

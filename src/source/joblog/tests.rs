@@ -119,8 +119,10 @@ fn several_qps_a_connection() {
     let text = "a:7:8 [0] NCCL INFO NCCL_IB_QPS_PER_CONNECTION set by environment to 2.\n\
                 a:7:8 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n\
                 a:7:8 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] [send] via NET/IB/0\n\
-                a:7:9 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 20 mtu 3 GID 1 (0/0100000AFFFF0000)\n\
-                a:7:9 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 21 mtu 3 GID 1 (0/0100000AFFFF0000)\n\
+                a:7:9 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 20 mtu 3 query_ece={supported=0} GID 1 \
+                (0/0100000AFFFF0000)\n\
+                a:7:9 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 21 mtu 3 query_ece={supported=0} GID 1 \
+                (0/0100000AFFFF0000)\n\
                 a:7:9 [0] NCCL INFO NET/IB: IbDev 0 Port 1 qpn 50 set_ece={supported=0}\n\
                 a:7:9 [0] NCCL INFO NET/IB: IbDev 0 Port 1 qpn 51 set_ece={supported=0}\n\
                 a:7:9 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 22 mtu 3 GID 1 (0/0100000AFFFF0000)\n";
@@ -140,17 +142,35 @@ fn several_qps_a_connection() {
     );
 }
 
-/// 2.19 and 2.27+: set_ece names the QP's own QPN, not the remote one.
+/// 2.20.3-2.26.6 (the QP line holds `IbDev` and `query_ece=`): set_ece names the remote QP even when it has
+/// the local one's number (two hosts that number their QPs alike: the lab's loopback pairs, QP 50 to QP 50).
+#[test]
+fn a_remote_qp_numbered_as_the_local_one() {
+    let text = "a:7:8 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n\
+                a:7:9 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 50 mtu 3 query_ece={supported=0, \
+                vendor_id=0x0, options=0x0, comp_mask=0x0} GID 1 (0/100000AFFFF0000) fifoRkey=0x1 fifoLkey=0x1\n\
+                a:7:9 [0] NCCL INFO NET/IB: IbDev 0 Port 1 qpn 50 set_ece={supported=0}\n";
+    assert_eq!(read("x", text).qps[0].remote_qpn, Some(50));
+}
+
+/// 2.19 (`Dev`, no `IbDev`) and 2.27+ (no `query_ece=` on the QP line): set_ece names the QP's own QPN, not
+/// the remote one.
 #[test]
 fn a_set_ece_of_the_qp_itself_is_no_remote() {
-    let text = "a:7:8 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n\
-                a:7:9 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 20 mtu 3 GID 1 (0/0100000AFFFF0000) \
-                fifoRkey=0x1 fifoLkey=0x1\n\
-                a:7:9 [0] NCCL INFO NET/IB: IbDev 0 Port 1 qpn 20 query_ece={supported=1}\n\
-                a:7:9 [0] NCCL INFO NET/IB: IbDev 0 Port 1 qpn 20 set_ece={supported=1}\n";
-    let log = read("x", text);
-    assert_eq!(log.qps.len(), 1);
-    assert_eq!(log.qps[0].remote_qpn, None);
+    for qp_line in [
+        "NET/IB: Dev 0 Port 1 qpn 20 mtu 3 query_ece={supported=1} GID 1 (0/0100000AFFFF0000)",
+        "NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 20 mtu 3 GID 1 (0/0100000AFFFF0000) fifoRkey=0x1 fifoLkey=0x1",
+    ] {
+        let text = format!(
+            "a:7:8 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n\
+             a:7:9 [0] NCCL INFO {qp_line}\n\
+             a:7:9 [0] NCCL INFO NET/IB: IbDev 0 Port 1 qpn 20 query_ece={{supported=1}}\n\
+             a:7:9 [0] NCCL INFO NET/IB: IbDev 0 Port 1 qpn 20 set_ece={{supported=1}}\n"
+        );
+        let log = read("x", &text);
+        assert_eq!(log.qps.len(), 1);
+        assert_eq!(log.qps[0].remote_qpn, None, "{qp_line}");
+    }
 }
 
 /// 2.29.7+: both sides say `QP created` (the receiver's with the receiving channel's peer), and the
