@@ -86,9 +86,12 @@ impl LiveSource {
         }
         let filter = match &cfg.filter {
             Some(f) => f.clone(),
-            None => default_filter(cfg.roce_port, cap.get_datalink().0 == 1),
+            None => default_filter(cfg.roce_port, cap.get_datalink().0 as u16),
         };
-        if let Err(e) = cap.filter(&filter, true) {
+        if let Err(e) = cap.filter(&filter, true).or_else(|e| {
+            // libpcap compiles no filter for InfiniBand (not even an empty one on some versions).
+            if filter.is_empty() { Ok(()) } else { Err(e) }
+        }) {
             let reason = libpcap_message(&e);
             return Err(LiveError::BadFilter { filter, reason });
         }
@@ -163,26 +166,31 @@ impl PacketSource for LiveSource {
     }
 }
 
-/// The default capture filter for a RoCEv2 port: RoCEv2, VLAN-tagged RoCEv2 (Ethernet links only: libpcap
-/// has no VLAN support on Linux cooked capture), RoCEv1 and MAC control (PAUSE, PFC).
-pub fn default_filter(port: u16, ethernet: bool) -> String {
-    if ethernet {
-        format!(
+/// The default capture filter for a RoCEv2 port on a link of `linktype`: RoCEv2, VLAN-tagged RoCEv2 (Ethernet
+/// links only: libpcap has no VLAN support on Linux cooked capture), RoCEv1 and MAC control (PAUSE, PFC); none
+/// on InfiniBand (LINKTYPE_INFINIBAND, libpcap's sniffer of an RDMA device: every frame is the transport's,
+/// and libpcap compiles no filter for it).
+pub fn default_filter(port: u16, linktype: u16) -> String {
+    match linktype {
+        1 => format!(
             "udp dst port {port} or (vlan and udp dst port {port}) or ether proto 0x8915 or ether proto 0x8808"
-        )
-    } else {
-        format!("udp dst port {port} or ether proto 0x8915 or ether proto 0x8808")
+        ),
+        parsers::lrh::LINKTYPE_INFINIBAND => String::new(),
+        _ => format!("udp dst port {port} or ether proto 0x8915 or ether proto 0x8808"),
     }
 }
 
 /// The network interfaces libpcap can capture on, by name, in its order, and `any` (Wireshark's extcap
 /// lists them). On Linux, libpcap's other sources (nflog, nfqueue, D-Bus, Bluetooth) carry no RoCE: only
-/// the netdevs are kept.
+/// the netdevs are kept, and the RDMA devices libpcap sniffs (its rdmasniff: native InfiniBand frames).
 pub fn interfaces() -> Vec<String> {
     let netdev = |name: &str| {
         !cfg!(target_os = "linux")
             || name == "any"
             || std::path::Path::new("/sys/class/net").join(name).exists()
+            || std::path::Path::new("/sys/class/infiniband")
+                .join(name)
+                .exists()
     };
     let mut names: Vec<String> = pcap::Device::list()
         .unwrap_or_default()
@@ -300,5 +308,22 @@ fn activation_error(iface: &str, e: &pcap::Error) -> LiveError {
         LiveError::Down { iface }
     } else {
         LiveError::Refused { iface, reason: msg }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default filter of each link libpcap may give compiles for it (libpcap itself is the judge); on
+    /// InfiniBand there is none.
+    #[test]
+    fn the_default_filter_of_each_link() {
+        for linktype in [1, 113, 276] {
+            let f = default_filter(4791, linktype);
+            assert!(f.contains("udp dst port 4791"), "{linktype}: {f}");
+            check_filter(&f, linktype).unwrap_or_else(|e| panic!("{linktype}: {e}"));
+        }
+        assert_eq!(default_filter(4791, parsers::lrh::LINKTYPE_INFINIBAND), "");
     }
 }
