@@ -147,6 +147,88 @@ mesh_run() {
     rm -rf $D
     return $r
 }
+# A fabric of four hosts on one switch, inside the guest: host hN is veth vhN (10.0.1.N/32, MAC 52:54:00:00:01:0N,
+# rxe_hN on it) whose peer bpN is a port of bridge br0; traffic from 10.0.1.N leaves through vhN (ip rule from
+# 10.0.1.N, before the local table), with static neighbours; a gen agent per host. The cable is not used.
+FABRIC_HOSTS="1 2 3 4"
+fabric_up() {
+    local i j n=0
+    $IP link add br0 type bridge || return 1
+    $IP link set br0 up
+    for i in $FABRIC_HOSTS; do
+        $IP link add vh$i address 52:54:00:00:01:0$i type veth peer name bp$i || return 1
+        $IP link set bp$i master br0
+        $IP link set bp$i up
+        $IP link set vh$i up
+        sysctl -qw net.ipv4.conf.vh$i.rp_filter=0 net.ipv4.conf.vh$i.accept_local=1
+        $IP addr add 10.0.1.$i/32 dev vh$i
+        $IP route add 10.0.1.0/24 dev vh$i src 10.0.1.$i table 11$i
+        $IP rule add pref 1$i iif lo from 10.0.1.$i lookup 11$i
+        /usr/bin/rdma link add rxe_h$i type rxe netdev vh$i || return 1
+    done
+    for i in $FABRIC_HOSTS; do
+        for j in $FABRIC_HOSTS; do
+            [ $i = $j ] || $IP neigh replace 10.0.1.$j lladdr 52:54:00:00:01:0$j dev vh$i nud permanent
+        done
+        until grep -q "ffff:0a00:010$i" /sys/class/infiniband/rxe_h$i/ports/1/gids/1 2>/dev/null; do
+            n=$((n + 1)); [ $n -lt 100 ] || { echo "no GID on rxe_h$i"; return 1; }
+            sleep 0.1
+        done
+    done
+}
+fabric_down() {
+    local i
+    for i in $FABRIC_HOSTS; do
+        /usr/bin/rdma link delete rxe_h$i
+        $IP rule del pref 1$i
+        $IP route flush table 11$i
+        $IP link del vh$i
+    done
+    $IP link del br0
+}
+# the four-host mesh (every pair one at a time, --lossless, the topology: one switch br0) clean, then with 10% of
+# h3's link lost both ways (netem on bp3, towards h3, and on vh3, from it), and one probe window of 3 s (every
+# host probing the three others at once, 20 a second) on the lossy fabric; each agent captures its veth (every
+# pair's fabric check: with several pairs at a time a port's counters cannot tell them apart, the capture can).
+# The probes' QPs wait 4.3 s for an ACK (--qp-timeout 20): twelve probing tasks in the 2-vCPU guest kept
+# rxe's responders past 0.5 s (gen's 17), and a clean pair's requester resent once on its timer. Returns
+# clean.json, lossy.json, probe.json and each agent's log
+sc_fabric4() {
+    local R=/usr/local/bin/rocescope D=/tmp/ret r=0 i pids="" M
+    [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p $D
+    fabric_up || return 1
+    : > $D/hosts
+    printf '{"hosts": {' > $D/topology.json
+    for i in $FABRIC_HOSTS; do
+        echo "h$i 10.0.1.$i" >> $D/hosts
+        $R gen agent -d rxe_h$i --bind 10.0.1.$i --capture vh$i > $D/agent-h$i.log 2>&1 &
+        pids="$pids $!"
+        printf '%s"h%s": {"nic": "rxe_h%s", "tor": "br0"}' "$([ $i = 1 ] || echo ,)" $i $i >> $D/topology.json
+    done
+    echo '}}' >> $D/topology.json
+    M="$R gen mesh --hosts $D/hosts --topology $D/topology.json --pattern pairs --op write -s 4096 -n 64 --lossless --json"
+    echo "+ $M  (clean)"
+    timeout 150 $M > $D/clean.json 2> $D/clean.log
+    echo "exit $?" >> $D/clean.log
+    netem bp3 loss 10% && netem vh3 loss 10% || r=1
+    echo "+ $M  (h3's link lossy)"
+    timeout 150 $M > $D/lossy.json 2> $D/lossy.log
+    echo "exit $?" >> $D/lossy.log
+    P="$R gen mesh --hosts $D/hosts --topology $D/topology.json --probe --window 3 --windows 1 --probe-rate 20 --qp-timeout 20 --json"
+    echo "+ $P  (h3's link lossy)"
+    timeout 60 $P > $D/probe.json 2> $D/probe.log
+    echo "exit $?" >> $D/probe.log
+    netem_clear
+    kill -INT $pids
+    wait $pids
+    cat $D/clean.log $D/lossy.log $D/probe.log $D/topology.json
+    for f in clean.json clean.log lossy.json lossy.log probe.json probe.log agent-h1.log agent-h2.log agent-h3.log \
+        agent-h4.log; do lab_return $D/$f || r=1; done
+    rm -rf $D
+    fabric_down
+    return $r
+}
 # a clean cable: both pairs pass --lossless (exit 0)
 sc_mesh_clean() { mesh_run --pattern pairs --op write -s 4096 -n 256 --lossless; }
 # probes: two windows of 2 s, each host sending 64-byte WRITEs to the other at 10 a second (one JSON line a
