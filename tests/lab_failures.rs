@@ -8,7 +8,9 @@
 //!   --retry-count 3, --qp-timeout 17), the server killed (-9) mid-run: answered requests, then the
 //!   unacknowledged ones resent 3 times, unanswered, IBV_WC_RETRY_EXC_ERR;
 //! - gen_no_receive: `gen loopback --op send -s 1024 -n 4 --rnr-retry 3 --fault no-receive`: RNR NAKs until the
-//!   RNR retry count is used up, IBV_WC_RNR_RETRY_EXC_ERR.
+//!   RNR retry count is used up, IBV_WC_RNR_RETRY_EXC_ERR;
+//! - gen_timers: five `gen --fault wrong-qpn` requesters of one WRITE, QP timeout and retry count (14, 3), (15,
+//!   2), (16, 6), (17, 3), (18, 1): the local ACK timer's intervals and the give-up time (`check_timers`).
 //!
 //! Asserted on the fresh cable captures with tshark (not with rocescope's analysis), against what the commands
 //! make: the QPNs and first PSN of gen's report; for each PSN the frames that carried it (the first its
@@ -299,9 +301,10 @@ const DIAGNOSIS: [&str; 10] = [
 ];
 
 /// The local ACK timeout exponent of a timer that fired after `interval` s: the largest n with 4.096 µs × 2^n
-/// at most the interval (IBTA 9.7.6.1.3).
+/// at most the interval and a sixteenth more (IBTA 9.7.6.1.3; docs/analysis.md: a kernel timer fires up to a
+/// tick early, and the cable's clock is not the guest's).
 fn timeout_exponent(interval: f64) -> u64 {
-    (interval / 4.096e-6).log2().floor() as u64
+    (interval * 17.0 / 16.0 / 4.096e-6).log2().floor() as u64
 }
 
 /// What rocescope's analysis of the cable must say, from the facts the tshark decoding and the host gave.
@@ -959,6 +962,96 @@ fn check_responder_killed(lab_out: &Path, s: &Scenario) -> String {
     )
 }
 
+/// The (timeout exponent, retry count) pairs of gen_timers.
+const TIMERS: [(u64, u64); 5] = [(14, 3), (15, 2), (16, 6), (17, 3), (18, 1)];
+
+/// gen_timers: five requesters, each one WRITE to a QPN no QP has with its own QP timeout T and retry count R.
+/// From tshark: its PSN R + 1 times, nothing else to that QPN; every interval at least 4.096 us x 2^T (IBTA
+/// 9.7.6.1.3: the timer never fires early) and the shortest implying T. From gen: IBV_WC_RETRY_EXC_ERR and when
+/// (`error_after_s`). Then rocescope's `timers` of the flow (analyze -Y of that QPN, --retry-count R): R resends
+/// of one PSN, the exponent T, unanswered, and the give-up time it predicts after the last resend matching when
+/// the QP did give up (gen's time, less the cable's first-to-last resend span) within a fifth of the timeout and
+/// 20 ms (gen's clock starts a little before the first frame, and polls; seen here: 1 to 20 ms later than
+/// predicted).
+fn check_timers(dir: &Path) -> String {
+    let cable = dir.join("cable.pcap");
+    let frames = tshark_frames(&cable);
+    let mut out = Vec::new();
+    for (t, r) in TIMERS {
+        let tag = format!("t{t}-r{r}");
+        let g: Value = serde_json::from_str(
+            &fs::read_to_string(dir.join(format!("gen-{tag}.json")))
+                .unwrap_or_else(|e| panic!("gen_timers {tag}: {e}")),
+        )
+        .unwrap();
+        assert_eq!(
+            (g["qp_timeout"].as_u64(), g["retry_count"].as_u64()),
+            (Some(t), Some(r))
+        );
+        let error = g["error"].as_str().unwrap_or("");
+        assert!(error.contains("IBV_WC_RETRY_EXC_ERR"), "{tag}: {error}");
+        let dest = g["dest_qpn"].as_u64().unwrap();
+        let sent: Vec<&Frame> = frames.iter().filter(|f| f.roce && f.qp == dest).collect();
+        assert_eq!(
+            sent.len() as u64,
+            r + 1,
+            "{tag}: the WRITE and its {r} resends"
+        );
+        assert!(
+            sent.iter()
+                .all(|f| f.psn == sent[0].psn && f.src == "10.0.0.1")
+        );
+        let intervals: Vec<f64> = sent.windows(2).map(|w| w[1].t - w[0].t).collect();
+        let timeout = 4.096e-6 * f64::from(1u32 << t);
+        let shortest = intervals.iter().copied().fold(f64::MAX, f64::min);
+        // rxe's timer: set for whole ticks (rounded up), fires up to a tick early
+        assert!(
+            shortest >= timeout * 15.0 / 16.0 && shortest < 2.0 * timeout,
+            "{tag}: {intervals:?} against {timeout} s"
+        );
+        assert_eq!(timeout_exponent(shortest), t, "{tag}: {intervals:?}");
+        let span = sent[r as usize].t - sent[0].t;
+        let gave_up = g["error_after_s"].as_f64().expect("error_after_s");
+        // rocescope, on that QPN's frames only
+        let o = Command::new(lab_support::bin())
+            .args(["analyze", "--json", "--retry-count", &r.to_string(), "-Y"])
+            .arg(format!("infiniband.bth.destqp == {dest}"))
+            .arg(&cable)
+            .output()
+            .unwrap();
+        let a: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let flow = &a["flows"][0];
+        let timers = &flow["timers"];
+        assert_eq!(
+            (
+                timers["resends"].as_u64(),
+                timers["timeout_exponent"].as_u64(),
+                timers["retry_count"].as_u64(),
+                timers["last_retry"].as_u64(),
+                timers["unanswered"].as_bool(),
+            ),
+            (Some(r), Some(t), Some(r), Some(r), Some(true)),
+            "{tag}: {timers}"
+        );
+        let predicted = timers["gives_up_in_s"].as_f64().unwrap();
+        let after_last = gave_up - span;
+        assert!(
+            (predicted - after_last).abs() <= timeout / 5.0 + 0.02,
+            "{tag}: predicted {predicted} s after the last resend, the QP gave up {after_last} s after it \
+             (gen: {gave_up} s after its post, the resends spanning {span} s)"
+        );
+        out.push(format!(
+            "T {t} R {r}: {} resends every {:.1}-{:.1} ms, gave up {:.1} ms after the last, predicted {:.1}",
+            r,
+            shortest * 1e3,
+            intervals.iter().copied().fold(0.0, f64::max) * 1e3,
+            after_last * 1e3,
+            predicted * 1e3
+        ));
+    }
+    format!("gen_timers: {}", out.join("; "))
+}
+
 #[test]
 fn failures_in_the_soft_roce_lab() {
     let t0 = std::time::Instant::now();
@@ -967,6 +1060,7 @@ fn failures_in_the_soft_roce_lab() {
         "gen_wrong_qpn",
         "gen_responder_killed",
         "gen_no_receive",
+        "gen_timers",
     ];
     let (lab_out, secs) = run_lab("lab-failures", &scenarios);
     let load = |name| Scenario::load(&lab_out, name);
@@ -974,6 +1068,7 @@ fn failures_in_the_soft_roce_lab() {
         check_wrong_qpn(&load("gen_wrong_qpn")),
         check_responder_killed(&lab_out, &load("gen_responder_killed")),
         check_no_receive(&load("gen_no_receive")),
+        check_timers(&lab_out.join("gen_timers")),
     ];
     eprintln!(
         "{}\nlab setup + guest run {secs:.1} s, total {:.1} s",

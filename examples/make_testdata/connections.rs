@@ -551,11 +551,12 @@ fn cm_timer_backoff(dir: &Dir) {
             "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11,
                 "psn": {"retransmitted": 4, "gap_events": 0},
                 "timers": {"resends": 4, "intervals_us": [8000, 16000, 32000, 64000],
-                    "min_interval_us": 8000, "max_interval_us": 64000, "timeout_exponent": 10,
+                    "min_interval_us": 8000, "max_interval_us": 64000, "timeout_exponent": 11,
                     "configured_exponent": 14, "adaptive": true, "backoff": true, "retry_count": 7,
                     "last_retry": 4, "unanswered": true, "gives_up_in_s": 1.92}}],
-            "events": [timeout(5, 0.008, 10, 1), timeout(6, 0.016, 11, 2), timeout(7, 0.032, 12, 3),
-                timeout(8, 0.064, 13, 4)],
+            // 8 ms is within a sixteenth of 4.096 µs × 2^11 = 8.39 ms: a timer a tick early reads so
+            "events": [timeout(5, 0.008, 11, 1), timeout(6, 0.016, 12, 2), timeout(7, 0.032, 13, 3),
+                timeout(8, 0.064, 14, 4)],
             "diagnosis": {"connection": 1, "timeout_retransmission": 4},
         }),
     );

@@ -307,6 +307,19 @@ sc_gen_wrong_qpn() {
 # --fault no-receive: rxe1's QP posts no receive: each SEND finds none and rxe1 answers with an RNR NAK (timer:
 # gen's min_rnr_timer 12, 0.64 ms); rxe0 waits and resends, 3 times (--rnr-retry 3; the 4th RNR NAK ends it),
 # then completes the first SEND with IBV_WC_RNR_RETRY_EXC_ERR; returns gen.json/gen.log
+# The local ACK timer against the QP's settings: five requesters whose one 1024-byte WRITE goes to a QPN no QP
+# has, each with its own timeout exponent and retry count (T R): resent R times, 4.096 us x 2^T apart, then
+# IBV_WC_RETRY_EXC_ERR (gen's error_after_s: when the QP gave up); returns gen-tT-rR.json/.log for each
+sc_gen_timers() {
+    local r=0 tc
+    for tc in 14:3 15:2 16:6 17:3 18:1; do
+        GEN_TAG=t${tc%:*}-r${tc#*:}
+        gen_fails_with IBV_WC_RETRY_EXC_ERR --op write -s 1024 -n 1 --qp-timeout ${tc%:*} --retry-count ${tc#*:} \
+            --fault wrong-qpn || r=1
+    done
+    GEN_TAG=
+    return $r
+}
 sc_gen_no_receive() {
     local r=0
     counters_now before

@@ -230,14 +230,21 @@ impl Rc {
 }
 
 /// The local ACK timeout exponent a timer that fired after `interval` ns implies: the largest n with
-/// 4.096 µs × 2^n at most the interval (IBTA 9.7.6.1.3).
+/// 4.096 µs × 2^n at most the interval (IBTA 9.7.6.1.3) and a sixteenth more ([`on_time`]).
 pub fn timeout_exponent(interval_ns: u64) -> u8 {
-    let units = interval_ns / 4096;
+    let units = on_time(interval_ns) / 4096;
     if units == 0 {
         0
     } else {
         (63 - units.leading_zeros()).min(31) as u8
     }
+}
+
+/// An interval as the timer that ended it meant it: a sixteenth longer. A kernel timer set for n ticks fires
+/// up to one tick early (rxe at HZ 250, qp-timeout 14: 67.1 ms asked, 66.9 ms on the cable), and the capture's
+/// clock is not the sender's.
+pub fn on_time(interval_ns: u64) -> u64 {
+    interval_ns.saturating_add(interval_ns / 16)
 }
 
 impl Engine {
@@ -480,7 +487,10 @@ mod tests {
     fn timeout_exponents() {
         // 4.096 µs × 2^14 = 67.1 ms; 2^17 = 537 ms (rxe's resend interval at qp-timeout 17).
         assert_eq!(timeout_exponent(67_108_864), 14);
-        assert_eq!(timeout_exponent(67_108_863), 13);
+        // up to a sixteenth early: 67_108_864 × 16 / 17 = 63_161_283.8
+        assert_eq!(timeout_exponent(66_949_000), 14);
+        assert_eq!(timeout_exponent(63_161_284), 14);
+        assert_eq!(timeout_exponent(63_161_283), 13);
         assert_eq!(timeout_exponent(540_000_000), 17);
         assert_eq!(timeout_exponent(1000), 0);
         assert_eq!(timeout_exponent(u64::MAX), 31);

@@ -201,7 +201,8 @@ mod tests {
             "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1 - Init START",
             "a:1:1 [0] NCCL INFO NCCL_IB_TC set by environment to 106.",
             "a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0",
-            "a:1:2 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 20 mtu 3 GID 1 (0/0100000AFFFF0000)",
+            "a:1:2 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 20 mtu 3 query_ece={supported=0} GID 1 \
+             (0/0100000AFFFF0000)",
             "a:1:2 [0] NCCL INFO NET/IB: IbDev 0 Port 1 qpn 50 set_ece={supported=0}",
         ] {
             r.line(l);

@@ -536,7 +536,7 @@ event_kinds! {
         psn: Some(psn),
         detail: json!({"psn": psn, "interval_s": us_to_s(interval_us), "timeout_exponent": timeout_exp, "retry": retry}),
         json: "`psn`, `interval_s`, `timeout_exponent`, `retry`",
-        fires: "a go-back-N that no NAK explains, at least `--reorder-window-us` after the PSN was last sent: the local ACK timer fired; the interval since that PSN was last sent, the timeout exponent n it implies (4.096 µs × 2^n at most the interval), the retry count",
+        fires: "a go-back-N that no NAK explains, at least `--reorder-window-us` after the PSN was last sent: the local ACK timer fired; the interval since that PSN was last sent, the timeout exponent n it implies (4.096 µs × 2^n at most the interval and a sixteenth more: a timer may fire a tick early), the retry count",
         frame: "the resend",
         message(f): write!(f, "timeout retransmission: PSN {} resent {} after it was sent with no NAK (local ACK timeout about 4.096 µs × 2^{timeout_exp}), retry {retry}", Shown(psn), ms(interval_us)),
     }

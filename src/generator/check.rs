@@ -510,6 +510,7 @@ mod tests {
             stopped_by: StoppedBy::Iters,
             duration: None,
             posting_seconds: 0.0,
+            error_after_s: None,
             rate: None,
             depth: 16,
             mtu: 1024,

@@ -203,6 +203,9 @@ pub struct Report {
     pub duration: Option<f64>,
     /// From the first post to the last (with --duration: to the moment the time was up).
     pub posting_seconds: f64,
+    /// From the first post to the first completion with error (the QP's IBV_WC_RETRY_EXC_ERR: when it gave
+    /// up); null without one.
+    pub error_after_s: Option<f64>,
     /// --rate: the target and what was achieved (messages and payload over `seconds`).
     pub rate: Option<RateReport>,
     pub depth: u32,

@@ -228,6 +228,8 @@ struct Run<'a> {
     t_last_post: Instant,
     stopped_at: Option<Instant>,
     stopped_by: StoppedBy,
+    /// When the first completion with error came (the QP gave up).
+    failed_at: Option<Instant>,
 }
 
 impl Run<'_> {
@@ -257,6 +259,7 @@ impl Run<'_> {
             t_end: t0,
             t_last_post: t0,
             stopped_at: None,
+            failed_at: None,
             stopped_by: if w.duration.is_some() {
                 StoppedBy::Duration
             } else {
@@ -466,6 +469,7 @@ impl Run<'_> {
         let (wr_id, status) = (wc.wr_id, wc.status);
         if status != 0 {
             self.completion_errors += 1;
+            self.failed_at = self.failed_at.or(Some(now));
             return Err(Halt::Reported(format!(
                 "{}: QP {bq:#x}: receive {wr_id} completed with {} (status {status}, vendor error {:#x})",
                 b.name,
@@ -521,6 +525,7 @@ impl Run<'_> {
         let (aq, wr_id, status) = (p.aq, wc.wr_id, wc.status);
         if status != 0 {
             self.completion_errors += 1;
+            self.failed_at = self.failed_at.or(Some(now));
             // the message's first PSN: what the peer did not acknowledge, or refused
             let psn = psn_add(p.apsn, wr_id.saturating_mul(self.psns_per_message));
             return Err(Halt::Reported(format!(
@@ -782,6 +787,9 @@ impl Run<'_> {
             iterations,
             stopped_by: self.stopped_by,
             duration: w.duration,
+            error_after_s: self
+                .failed_at
+                .map(|t| t.duration_since(self.t0).as_secs_f64()),
             posting_seconds: self
                 .stopped_at
                 .unwrap_or(self.t_last_post)
