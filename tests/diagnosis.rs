@@ -594,3 +594,70 @@ fn a_capture_cut_short_is_analysed_up_to_the_cut() {
     );
     let _ = std::fs::remove_file(cut);
 }
+
+/// Why a flow is slow, on real rxe: testdata/lab/no_receive.pcap, SENDs to a QP with no receive posted. From
+/// tshark: the requester's life runs from its first SEND to the last packet for it (the last NAK), and from
+/// the first RNR NAK (AETH syndrome 0x20-0x3f) on, a PSN RNR-NAKed is never acknowledged: `rnr_wait`
+/// (docs/analysis.md), the time before it `sending` (the window grows with each SEND until the NAK).
+#[test]
+fn an_rnr_wait_is_its_life() {
+    let cap = root().join("testdata/lab/no_receive.pcap");
+    let o = Command::new("tshark")
+        .args([
+            "-r",
+            cap.to_str().unwrap(),
+            "-Y",
+            "infiniband",
+            "-T",
+            "fields",
+        ])
+        .args([
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "ip.src",
+            "-e",
+            "infiniband.aeth.syndrome",
+        ])
+        .output()
+        .expect("tshark");
+    let frames: Vec<(f64, String, Option<u64>)> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Vec<&str> = l.split('\t').collect();
+            (v[0].parse().unwrap(), v[1].to_string(), v[2].parse().ok())
+        })
+        .collect();
+    let first = frames.iter().find(|f| f.1 == "10.0.0.1").unwrap().0;
+    let last = frames.last().unwrap().0;
+    let rnr = frames
+        .iter()
+        .find(|f| f.2.is_some_and(|s| (0x20..0x40).contains(&s)))
+        .unwrap()
+        .0;
+    let r = report(&cap);
+    let life = &r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["src"] == "10.0.0.1")
+        .unwrap()["life"];
+    let round = |x: f64| (x * 1e4).round() / 1e4;
+    let share = |k: &str| life["shares"][k].as_f64().unwrap();
+    assert_eq!(life["dominant"], "rnr_wait", "{life}");
+    assert!(
+        (life["seconds"].as_f64().unwrap() - (last - first)).abs() < 1e-6,
+        "{life}"
+    );
+    assert_eq!(
+        share("rnr_wait"),
+        round((last - rnr) / (last - first)),
+        "{life}"
+    );
+    assert_eq!(
+        share("sending"),
+        round((rnr - first) / (last - first)),
+        "{life}"
+    );
+}

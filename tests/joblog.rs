@@ -460,3 +460,44 @@ fn a_log_of_nothing_read_is_refused() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("no NCCL or UCX line"), "{err}");
 }
+
+/// The corpus' all-reduce run with NCCL's logs at the default subsystems (no `NET`: no QP line): the three
+/// processes and their ranks, NCCL_IB_GID_INDEX 1 as the environment set it, and no flow claimed for anyone
+/// (nothing says which QP is whose), so no traffic class held.
+#[test]
+fn default_subsystems_name_processes_not_qps() {
+    let logs: Vec<PathBuf> = (0..3)
+        .map(|n| data(&format!("public/nccl_node{n}.log")))
+        .collect();
+    let (r, o) = analyze(&data("public/nccl_node0.pcap"), &logs, &[]);
+    assert!(o.status.success());
+    let procs = r["job"]["processes"].as_array().unwrap();
+    let got: Vec<(&Value, &Value, &Value, &Value)> = procs
+        .iter()
+        .map(|p| (&p["host"], &p["rank"], &p["gid_index"], &p["qps"]))
+        .collect();
+    let v = |x: Value| x;
+    assert_eq!(
+        got,
+        vec![
+            (&v("node0".into()), &v(0.into()), &v(1.into()), &v(0.into())),
+            (&v("node1".into()), &v(1.into()), &v(1.into()), &v(0.into())),
+            (&v("node2".into()), &v(2.into()), &v(1.into()), &v(0.into())),
+        ]
+    );
+    assert!(
+        r["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f.get("job").is_none())
+    );
+    assert!(
+        r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["kind"] != "tc_mismatch")
+    );
+    assert_eq!(r["job"]["failures"], serde_json::json!([]));
+}
