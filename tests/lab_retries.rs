@@ -626,9 +626,6 @@ fn check_all(files: impl Fn(&str) -> (std::path::PathBuf, std::path::PathBuf)) {
 }
 
 #[test]
-#[ignore = "random traffic under netem: its assertions hold exact reorder counts a slow guest can still \
-            move (9 of 9 loaded runs passed after the last fix; its captures run in CI as \
-            retries_in_testdata); run with --ignored"]
 fn retries_in_the_soft_roce_lab() {
     let t0 = std::time::Instant::now();
     let mut names = vec!["info"];
