@@ -26,6 +26,18 @@ pub enum Reaction {
     AckLost,
     /// A request marked CE: the responder sends a CNP toward its sender.
     CeMarked,
+    /// Every answer lost: the requester's local ACK timer resends the oldest request no sooner than 4.096 µs
+    /// × 2^timeout apart, its retry count of times, and then gives up.
+    AckTimeout,
+}
+
+/// What the requester's QP was set up with (`gen --qp-timeout`, `--retry-count`), for the reactions that hold
+/// its timer to them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct QpSettings {
+    /// The local ACK timeout exponent: 4.096 µs × 2^timeout.
+    pub timeout: u8,
+    pub retry_count: u8,
 }
 
 impl Reaction {
@@ -47,6 +59,9 @@ impl Reaction {
             Reaction::CeMarked => {
                 "the responder sends a CNP toward the sender of a CE-marked packet"
             }
+            Reaction::AckTimeout => {
+                "unanswered, the requester resends on its local ACK timer no sooner than 4.096 us x 2^timeout apart, retry-count times, then gives up"
+            }
         }
     }
 
@@ -61,6 +76,9 @@ impl Reaction {
             }
             Reaction::AckLost => "IBTA Vol. 1 9.7.5 (ACKs are cumulative; local ACK timeout)",
             Reaction::CeMarked => "IBTA Vol. 1 Annex A17 (RoCEv2 congestion management)",
+            Reaction::AckTimeout => {
+                "IBTA Vol. 1 9.7.6.1.3 (local ACK timeout) and 9.7.6.1.4 (retry count)"
+            }
         }
     }
 }
@@ -170,8 +188,14 @@ fn is_sequence_nak(p: &Packet, psn: u32) -> bool {
             .is_some_and(|s| s & 0x60 == 0x60 && s & 0x1f == 0)
 }
 
-/// Judges what `packets` show after `action` as `reaction` calls for.
-pub fn judge(reaction: Reaction, action: &Action, packets: &[Packet]) -> Verdict {
+/// Judges what `packets` show after `action` as `reaction` calls for (`qp`: the requester's settings, for
+/// the reactions that hold its timer).
+pub fn judge(
+    reaction: Reaction,
+    action: &Action,
+    packets: &[Packet],
+    qp: Option<QpSettings>,
+) -> Verdict {
     let request_side = Connection::of_request(action, packets);
     match reaction {
         Reaction::RequestLost => {
@@ -181,7 +205,78 @@ pub fn judge(reaction: Reaction, action: &Action, packets: &[Packet]) -> Verdict
         Reaction::ReadResponseLost => read_response_lost(action, packets),
         Reaction::AckLost => ack_lost(action, packets),
         Reaction::CeMarked => ce_marked(action, &request_side, packets),
+        Reaction::AckTimeout => match qp {
+            Some(qp) => ack_timeout(action, packets, qp),
+            None => Verdict::new(
+                reaction,
+                Outcome::Fail,
+                "no QP timeout and retry count to hold the timer to".to_string(),
+                Vec::new(),
+            ),
+        },
     }
+}
+
+/// Every answer to the requester lost (the action: the first): its first request's PSN sent again on the
+/// timer, each time no sooner than 4.096 µs × 2^timeout after the last (a sixteenth early allowed: a kernel
+/// timer fires up to a tick early), `retry_count` times, and then never again. With two resends or more the
+/// pace is held between resends: the first send may have waited in the injector (its queue on the path holds
+/// every packet, and the first longest), which the timer, started when the NIC sent it, did not.
+fn ack_timeout(action: &Action, packets: &[Packet], qp: QpSettings) -> Verdict {
+    let reaction = Reaction::AckTimeout;
+    let c = Connection::of_answer(action, packets);
+    let Some(first) = c.requests(0).next() else {
+        return Verdict::new(reaction, Outcome::Fail, "no request".into(), Vec::new());
+    };
+    let sends: Vec<&Packet> = c.requests(0).filter(|r| r.psn == first.psn).collect();
+    let evidence: Vec<u64> = sends.iter().map(|s| s.frame).collect();
+    let timed = if sends.len() > 2 {
+        &sends[1..]
+    } else {
+        &sends[..]
+    };
+    let intervals: Vec<u64> = timed.windows(2).map(|w| w[1].ts - w[0].ts).collect();
+    let timeout_ns = 4096u64 << qp.timeout.min(31);
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let resends = sends.len() - 1;
+    let mut v = Verdict::new(reaction, Outcome::Pass, String::new(), evidence);
+    if let (Some(&shortest), Some(&longest)) = (intervals.iter().min(), intervals.iter().max()) {
+        v.latencies_us
+            .insert("timeout_resend", shortest as f64 / 1000.0);
+        v.latencies_us
+            .insert("timeout_resend_max", longest as f64 / 1000.0);
+    }
+    let early = intervals
+        .iter()
+        .find(|&&i| crate::analysis::diagnosis::on_time(i) < timeout_ns);
+    let pace = match (intervals.iter().min(), intervals.iter().max()) {
+        (Some(&a), Some(&b)) => format!("{:.1}-{:.1} ms apart", ms(a), ms(b)),
+        _ => "never resent".to_string(),
+    };
+    v.seen = format!(
+        "PSN {} sent {} times ({resends} resends, {pace}; the timeout 4.096 us x 2^{} = {:.1} ms, the retry count {})",
+        first.psn,
+        sends.len(),
+        qp.timeout,
+        ms(timeout_ns),
+        qp.retry_count
+    );
+    if let Some(&i) = early {
+        v.outcome = Outcome::Fail;
+        v.seen += &format!(
+            ": a resend {:.1} ms after the one before, sooner than the timeout",
+            ms(i)
+        );
+    } else if resends != usize::from(qp.retry_count) {
+        v.outcome = Outcome::Fail;
+        v.seen += &format!(
+            ": {resends} resends where the retry count allows {} before the QP gives up",
+            qp.retry_count
+        );
+    } else {
+        v.seen += ", then nothing: the QP gave up";
+    }
+    v
 }
 
 /// After `from`: one sequence error NAK for the action's PSN, and the requester back at that PSN. The

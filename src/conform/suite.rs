@@ -3,7 +3,7 @@
 //! 4096-byte READ is answered by four responses.
 use serde::Serialize;
 
-use super::judge::Reaction;
+use super::judge::{QpSettings, Reaction};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Scenario {
@@ -20,6 +20,11 @@ pub struct Scenario {
     /// A control: the reaction is broken on purpose, and the judge must say so (a pass is the bench's
     /// failure, not the NIC's success).
     pub control: bool,
+    /// The requester's QP timeout and retry count (gen's `--qp-timeout`, `--retry-count`), where the reaction
+    /// is held to them; gen's defaults otherwise.
+    pub qp: Option<QpSettings>,
+    /// The requester's QP must give up: gen ends with IBV_WC_RETRY_EXC_ERR (exit status 1).
+    pub gives_up: bool,
 }
 
 const fn scenario(
@@ -38,11 +43,13 @@ const fn scenario(
         rules,
         reaction,
         control: false,
+        qp: None,
+        gives_up: false,
     }
 }
 
 /// Every scenario, in the order `conform` runs them.
-pub const SUITE: [Scenario; 8] = [
+pub const SUITE: [Scenario; 9] = [
     scenario(
         "write_request_lost",
         "write",
@@ -100,6 +107,23 @@ pub const SUITE: [Scenario; 8] = [
         &["resp class=ack drop"],
         Reaction::AckLost,
     ),
+    // Every ACK lost (the resends' too): the timer resends the first WRITE every 67 ms (4.096 us x 2^14), 3
+    // times, and the QP gives up (IBV_WC_RETRY_EXC_ERR).
+    Scenario {
+        qp: Some(QpSettings {
+            timeout: 14,
+            retry_count: 3,
+        }),
+        gives_up: true,
+        ..scenario(
+            "acks_all_lost",
+            "write",
+            1024,
+            4,
+            &["resp class=ack resend=any times=all drop"],
+            Reaction::AckTimeout,
+        )
+    },
     // The control: the lost request's NAK dropped too, so that only the timer can resend it.
     Scenario {
         control: true,

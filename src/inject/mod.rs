@@ -294,7 +294,7 @@ fn matches(rule: &Rule, seen: &Seen) -> bool {
         && qp
         && psn
         && rule.class.is_none_or(|c| c == seen.class)
-        && seen.resend == rule.resend
+        && rule.resend.is_none_or(|r| seen.resend == r)
 }
 
 #[cfg(test)]

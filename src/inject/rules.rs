@@ -103,8 +103,8 @@ pub struct Rule {
     pub qp: Option<QpSelector>,
     pub psn: Option<PsnSelector>,
     pub class: Option<Class>,
-    /// The n-th resend of the packet's PSN in its flow (0: its first transmission).
-    pub resend: u32,
+    /// The n-th resend of the packet's PSN in its flow (0: its first transmission; `None`: any).
+    pub resend: Option<u32>,
     /// How many packets it acts on (`None`: every one it matches).
     pub times: Option<u64>,
     pub action: Action,
@@ -175,7 +175,7 @@ impl Rule {
             qp: None,
             psn: None,
             class: None,
-            resend: 0,
+            resend: Some(0),
             times: Some(1),
             action: Action::Drop,
         };
@@ -242,7 +242,12 @@ impl Rule {
                             .ok_or_else(bad)?,
                     )
                 }
-                "resend" => rule.resend = small(value).ok_or_else(bad)?,
+                "resend" => {
+                    rule.resend = match value {
+                        "any" => None,
+                        v => Some(small(v).ok_or_else(bad)?),
+                    }
+                }
                 "times" => {
                     rule.times = match value {
                         "all" => None,
@@ -285,7 +290,7 @@ fn expects(key: &str) -> &'static str {
         "qpn" => "a destination QP number below 2^24 (decimal or 0x hex)",
         "psn" => "a PSN below 2^24, or +N from the flow's first",
         "class" => "request, ack, nak, rnr_nak, read_response, atomic_ack or cnp",
-        "resend" => "the resend's number (0: the first transmission)",
+        "resend" => "the resend's number (0: the first transmission), or any",
         "times" => "a count above 0, or all",
         _ => "",
     }
@@ -305,7 +310,7 @@ mod tests {
                 Some(QpSelector::Index(0)),
                 Some(PsnSelector::FromFirst(5)),
                 Action::Drop,
-                0,
+                Some(0),
                 Some(1)
             )
         );
@@ -323,12 +328,18 @@ mod tests {
                 "req psn=0x10 ce"
             )
         );
+        assert_eq!(
+            Rule::parse("resp class=ack resend=any times=all drop")
+                .unwrap()
+                .resend,
+            None
+        );
         let r = Rule::parse("resp class=ack resend=1 times=all delay 1.5ms").unwrap();
         assert_eq!(
             (r.class, r.resend, r.times, r.action),
             (
                 Some(Class::Ack),
-                1,
+                Some(1),
                 None,
                 Action::Delay(Duration::from_micros(1500))
             )

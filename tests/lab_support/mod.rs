@@ -258,6 +258,8 @@ pub struct CableFrame {
     pub op: u64,
     pub psn: u64,
     pub syndrome: Option<u64>,
+    /// Seconds since the epoch.
+    pub t: f64,
 }
 
 /// The RoCE frames of `path`, in order.
@@ -270,6 +272,7 @@ pub fn cable(path: &Path) -> Vec<CableFrame> {
         "infiniband.bth.opcode",
         "infiniband.bth.psn",
         "infiniband.aeth.syndrome",
+        "frame.time_epoch",
     ];
     tshark_fields(path, &fields)
         .into_iter()
@@ -282,6 +285,7 @@ pub fn cable(path: &Path) -> Vec<CableFrame> {
             op: number(&r[4]).unwrap(),
             psn: number(&r[5]).unwrap(),
             syndrome: number(&r[6]),
+            t: r[7].parse().unwrap(),
         })
         .collect()
 }

@@ -86,7 +86,12 @@ fn a_lost_request_draws_one_nak_then_go_back_n() {
     // PSN 3 dropped before frame 4: 4 reveals the gap, B NAKs 3 once, A resends 3, 4.
     let mut w = Wire::new();
     w.req(0).req(1).req(2).req(4).nak(3).req(3).req(4).ack(4);
-    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    let v = judge(
+        Reaction::RequestLost,
+        &action(&w, 4, 3, true, "drop"),
+        &w.0,
+        None,
+    );
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
     assert_eq!(v.evidence, [4, 5, 6]);
     assert_eq!(v.latencies_us["loss_to_nak"], 10.0);
@@ -95,7 +100,12 @@ fn a_lost_request_draws_one_nak_then_go_back_n() {
     // No NAK: the resend came from the timer.
     let mut w = Wire::new();
     w.req(0).req(1).req(2).req(4).req(3).req(4).ack(4);
-    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    let v = judge(
+        Reaction::RequestLost,
+        &action(&w, 4, 3, true, "drop"),
+        &w.0,
+        None,
+    );
     assert_eq!(v.outcome, Outcome::Fail);
     assert!(
         v.seen.starts_with("no PSN sequence error NAK for PSN 3"),
@@ -116,7 +126,12 @@ fn a_lost_request_draws_one_nak_then_go_back_n() {
         .nak(3)
         .req(4)
         .ack(4);
-    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    let v = judge(
+        Reaction::RequestLost,
+        &action(&w, 4, 3, true, "drop"),
+        &w.0,
+        None,
+    );
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
     assert!(
         v.seen.ends_with(
@@ -138,7 +153,12 @@ fn a_lost_request_draws_one_nak_then_go_back_n() {
         .nak(3)
         .req(3)
         .req(4);
-    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    let v = judge(
+        Reaction::RequestLost,
+        &action(&w, 4, 3, true, "drop"),
+        &w.0,
+        None,
+    );
     assert_eq!(v.outcome, Outcome::Fail);
     assert!(
         v.seen.starts_with("2 PSN sequence error NAKs"),
@@ -149,14 +169,24 @@ fn a_lost_request_draws_one_nak_then_go_back_n() {
     // Not go-back-N: 3 resent alone, then on to 6.
     let mut w = Wire::new();
     w.req(0).req(1).req(2).req(4).req(5).nak(3).req(3).req(6);
-    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    let v = judge(
+        Reaction::RequestLost,
+        &action(&w, 4, 3, true, "drop"),
+        &w.0,
+        None,
+    );
     assert_eq!(v.outcome, Outcome::Fail);
     assert!(v.seen.contains("went on at PSN 6, not 4"), "{}", v.seen);
 
     // Never resent.
     let mut w = Wire::new();
     w.req(0).req(1).req(2).req(4).nak(3);
-    let v = judge(Reaction::RequestLost, &action(&w, 4, 3, true, "drop"), &w.0);
+    let v = judge(
+        Reaction::RequestLost,
+        &action(&w, 4, 3, true, "drop"),
+        &w.0,
+        None,
+    );
     assert_eq!(
         (v.outcome, v.seen.as_str()),
         (Outcome::Fail, "PSN 3 was never sent again")
@@ -173,6 +203,7 @@ fn a_corrupted_request_is_dropped_silently() {
         Reaction::CorruptRequest,
         &action(&w, 4, 3, true, "corrupt"),
         &w.0,
+        None,
     );
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
     assert_eq!(v.evidence, [4, 5, 6, 7]);
@@ -186,6 +217,7 @@ fn a_corrupted_request_is_dropped_silently() {
         Reaction::CorruptRequest,
         &action(&w, 4, 3, true, "corrupt"),
         &w.0,
+        None,
     );
     assert_eq!(v.outcome, Outcome::Fail);
     assert!(
@@ -202,6 +234,7 @@ fn a_corrupted_request_is_dropped_silently() {
         Reaction::CorruptRequest,
         &action(&w, 4, 3, true, "corrupt"),
         &w.0,
+        None,
     );
     assert_eq!(v.outcome, Outcome::Fail);
     assert!(v.seen.contains("with a right ICRC"), "{}", v.seen);
@@ -226,6 +259,7 @@ fn a_lost_read_response_is_asked_for_again_from_its_psn() {
         Reaction::ReadResponseLost,
         &action(&w, 4, 12, false, "drop"),
         &w.0,
+        None,
     );
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
     assert_eq!(v.evidence, [1, 5]);
@@ -238,6 +272,7 @@ fn a_lost_read_response_is_asked_for_again_from_its_psn() {
         Reaction::ReadResponseLost,
         &action(&w, 4, 12, false, "drop"),
         &w.0,
+        None,
     );
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
     assert!(
@@ -254,6 +289,7 @@ fn a_lost_read_response_is_asked_for_again_from_its_psn() {
         Reaction::ReadResponseLost,
         &action(&w, 4, 12, false, "drop"),
         &w.0,
+        None,
     );
     assert_eq!(v.outcome, Outcome::Fail);
     assert!(
@@ -268,7 +304,12 @@ fn a_lost_ack_is_covered() {
     // The ACK for 0 dropped (not on the cable): the one for 1 covers it.
     let mut w = Wire::new();
     w.req(0).req(1).ack(1);
-    let v = judge(Reaction::AckLost, &action(&w, 3, 0, false, "drop"), &w.0);
+    let v = judge(
+        Reaction::AckLost,
+        &action(&w, 3, 0, false, "drop"),
+        &w.0,
+        None,
+    );
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
     assert_eq!(v.evidence, [3]);
     assert_eq!(v.latencies_us["loss_to_covering_ack"], 1.0);
@@ -276,7 +317,12 @@ fn a_lost_ack_is_covered() {
     // The only ACK lost: the timer resends 0, and the resend is acknowledged.
     let mut w = Wire::new();
     w.req(0).req(0).ack(0);
-    let v = judge(Reaction::AckLost, &action(&w, 2, 0, false, "drop"), &w.0);
+    let v = judge(
+        Reaction::AckLost,
+        &action(&w, 2, 0, false, "drop"),
+        &w.0,
+        None,
+    );
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
     assert!(
         v.seen.starts_with("the requester resent PSN 0"),
@@ -287,7 +333,12 @@ fn a_lost_ack_is_covered() {
     // Resent and never answered.
     let mut w = Wire::new();
     w.req(0).req(0);
-    let v = judge(Reaction::AckLost, &action(&w, 2, 0, false, "drop"), &w.0);
+    let v = judge(
+        Reaction::AckLost,
+        &action(&w, 2, 0, false, "drop"),
+        &w.0,
+        None,
+    );
     assert_eq!(v.outcome, Outcome::Fail);
 }
 
@@ -297,10 +348,20 @@ fn a_ce_mark_draws_a_cnp_or_is_not_supported() {
     w.req(0);
     w.req(1).0.last_mut().unwrap().ecn = 3;
     w.ack(1);
-    let v = judge(Reaction::CeMarked, &action(&w, 2, 1, true, "ce"), &w.0);
+    let v = judge(
+        Reaction::CeMarked,
+        &action(&w, 2, 1, true, "ce"),
+        &w.0,
+        None,
+    );
     assert_eq!(v.outcome, Outcome::NotSupported, "{}", v.seen);
     w.push(false, CNP, 0);
-    let v = judge(Reaction::CeMarked, &action(&w, 2, 1, true, "ce"), &w.0);
+    let v = judge(
+        Reaction::CeMarked,
+        &action(&w, 2, 1, true, "ce"),
+        &w.0,
+        None,
+    );
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
     assert_eq!(v.latencies_us["ce_to_cnp"], 20.0);
     assert_eq!(v.evidence, [2, 4]);
@@ -317,6 +378,90 @@ fn a_hostile_read_neither_overflows_nor_passes() {
         Reaction::ReadResponseLost,
         &action(&w, 2, 0x7f_ffff, false, "drop"),
         &w.0,
+        None,
     );
     assert_eq!(v.outcome, Outcome::Fail, "{}", v.seen);
+}
+
+/// Every ACK lost, the QP at timeout 14 (67.1 ms) and retry count 3: requests 0-3, then PSN 0 three more times
+/// on the timer (with the others behind it), each `gaps_ms` after the one before.
+fn timed_out(gaps_ms: &[f64]) -> (Wire, Action) {
+    let mut w = Wire::new();
+    w.req(0).req(1).req(2).req(3);
+    let first = w.0[0].ts;
+    let mut t = first;
+    for gap in gaps_ms {
+        t += (gap * 1e6) as u64;
+        for psn in 0..4 {
+            w.req(psn);
+            w.0.last_mut().unwrap().ts = t + u64::from(psn) * 10_000;
+        }
+    }
+    // The first ACK, dropped before it reached the wire: decided just after the first request.
+    let mut a = action(&w, 1, 0, false, "drop");
+    a.ts = first + 5000;
+    a.opcode = rc::ACKNOWLEDGE;
+    (w, a)
+}
+
+const TIMER: QpSettings = QpSettings {
+    timeout: 14,
+    retry_count: 3,
+};
+
+#[test]
+fn the_timer_resends_its_retry_count_of_times() {
+    // rxe at HZ 250: 17 ticks asked, from 64 to 68 ms each (66.9 ms a sixteenth early is on time); the
+    // first send held 22 ms in the injector after the NIC sent it: its resend 44.6 ms after it on the wire
+    let (w, a) = timed_out(&[44.6, 66.9, 71.8]);
+    let v = judge(Reaction::AckTimeout, &a, &w.0, Some(TIMER));
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    assert_eq!(v.evidence, vec![1, 5, 9, 13]);
+    assert_eq!(
+        (
+            v.latencies_us["timeout_resend"],
+            v.latencies_us["timeout_resend_max"]
+        ),
+        (66_900.0, 71_800.0)
+    );
+    assert!(
+        v.seen
+            .starts_with("PSN 0 sent 4 times (3 resends, 66.9-71.8 ms apart"),
+        "{}",
+        v.seen
+    );
+}
+
+#[test]
+fn a_timer_too_soon_or_retries_miscounted_fail() {
+    // 60 ms between resends: more than a sixteenth before 67.1 ms
+    let (w, a) = timed_out(&[67.2, 60.0, 67.2]);
+    let v = judge(Reaction::AckTimeout, &a, &w.0, Some(TIMER));
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!(
+        v.seen
+            .ends_with("a resend 60.0 ms after the one before, sooner than the timeout"),
+        "{}",
+        v.seen
+    );
+    // Resent twice, or four times, where the retry count is 3
+    for gaps in [&[67.2, 67.2][..], &[67.2, 67.2, 67.2, 67.2][..]] {
+        let (w, a) = timed_out(gaps);
+        let v = judge(Reaction::AckTimeout, &a, &w.0, Some(TIMER));
+        assert_eq!(v.outcome, Outcome::Fail, "{}", v.seen);
+        assert!(
+            v.seen.ends_with(&format!(
+                ": {} resends where the retry count allows 3 before the QP gives up",
+                gaps.len()
+            )),
+            "{}",
+            v.seen
+        );
+    }
+    // Without the QP's settings there is nothing to hold the timer to
+    let (w, a) = timed_out(&[67.2, 67.2, 67.2]);
+    assert_eq!(
+        judge(Reaction::AckTimeout, &a, &w.0, None).outcome,
+        Outcome::Fail
+    );
 }
