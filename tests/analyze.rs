@@ -270,7 +270,7 @@ fn hand_worked_diagnosis() {
 /// violation.
 #[test]
 fn hand_worked_retries() {
-    hand_worked(&dir().with_file_name("retries"), 12);
+    hand_worked(&dir().with_file_name("retries"), 13);
 }
 
 /// CM handshakes and the data path after them (examples/make_testdata/connections.rs): the connection

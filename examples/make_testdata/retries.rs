@@ -477,6 +477,68 @@ fn read_answers_interleaved_on_the_way(dir: &Path) {
     );
 }
 
+/// A CI run's read_reorder_resp (rxe, netem reordering READ responses), reduced: READs of 4 KiB at 100, 104
+/// and 108 (MSNs 1, 2, 3 once done; frames 1-3). FIRST 104 overtakes READ 100's responses (frame 4): the
+/// requester goes back and resends the three READs whole (frames 5-7). READ 100's original responses come
+/// (frames 8-11), then the answer to the resent READ 104, a duplicate the responder answers with its MSN of
+/// now, 3 (frame 12: the highest PSN answered, 104, again), ahead of the original LAST 107 with MSN 2 (frame
+/// 15), which the path held up. No MSN went back: the 3 answers a resend; 107's 2 follows 104's 2.
+fn a_duplicate_reads_newer_msn_ahead_of_the_original(dir: &Path) {
+    let mut c = Capture::new(1);
+    let none = json!({});
+    for (i, psn) in [100u32, 104, 108].into_iter().enumerate() {
+        c.add_at(
+            i as u64 * 10,
+            read(psn, 0x10000 + u64::from(psn - 100) * 1024, 4096),
+            none.clone(),
+        );
+    }
+    c.add_at(100, response(FIRST, 104, 1024, 2), none.clone());
+    for (i, psn) in [100u32, 104, 108].into_iter().enumerate() {
+        c.add_at(
+            110 + i as u64 * 10,
+            read(psn, 0x10000 + u64::from(psn - 100) * 1024, 4096),
+            none.clone(),
+        );
+    }
+    let answers = [
+        (FIRST, 100, 1),
+        (MIDDLE, 101, 1),
+        (MIDDLE, 102, 1),
+        (LAST, 103, 1),
+        (FIRST, 104, 3),
+        (MIDDLE, 105, 2),
+        (MIDDLE, 106, 2),
+        (LAST, 107, 2),
+        (FIRST, 108, 3),
+        (MIDDLE, 109, 3),
+        (MIDDLE, 110, 3),
+        (LAST, 111, 3),
+    ];
+    for (i, (op, psn, msn)) in answers.into_iter().enumerate() {
+        c.add_at(
+            140 + i as u64 * 10,
+            response(op, psn, 1024, msn),
+            none.clone(),
+        );
+    }
+    write(
+        dir,
+        "a_duplicate_reads_newer_msn_ahead_of_the_original",
+        &c,
+        json!({
+            "config": {"mtu": 1024},
+            "flows": [{"src": "10.0.0.1", "dst": "10.0.0.2", "dest_qp": 0x11,
+                       "psn": {"first": 100, "last": 111, "retransmitted": 3, "reused": 0,
+                               "resumed_reads": 0}},
+                      {"src": "10.0.0.2", "dst": "10.0.0.1", "dest_qp": 0x22, "read_responses": 13}],
+            "event_counts": {"msn_regression": 0, "read_response_mismatch": 0, "ack_out_of_window": 0,
+                             "psn_reuse": 0},
+            "diagnosis": {}
+        }),
+    );
+}
+
 /// WRITE `psn` with IPv4 ID `id` (the sender's counter).
 fn write_with_id(psn: u32, id: u16) -> Vec<u8> {
     let mut f = AB.write(psn);
@@ -574,4 +636,5 @@ pub fn write_all(dir: &Path) {
     read_answers_interleaved_on_the_way(dir);
     a_request_held_up_past_the_reorder_window(dir);
     a_request_resent_on_its_timer_past_the_reorder_window(dir);
+    a_duplicate_reads_newer_msn_ahead_of_the_original(dir);
 }

@@ -261,6 +261,10 @@ impl Engine {
         let f = &mut self.flows[id];
         let highest = match f.resp.highest {
             Some(h) if psn::diff(seen.acked, h.acked) < 0 => h,
+            // The highest again: a duplicate ACK, or the answer to a resent request, which carries the MSN of
+            // its answering (newer than that of responses for later PSNs still on the way: a duplicate READ's
+            // responses, reordered ahead of the original's).
+            Some(h) if seen.acked == h.acked => return Order::Again,
             _ => {
                 f.resp.highest = Some(seen);
                 return Order::Ahead;
@@ -297,8 +301,10 @@ impl Engine {
     }
 
     /// The MSN of a responder's AETHs never goes back (a repeated one is a duplicate ACK). Checked on
-    /// responses at or ahead of the highest PSN answered: one behind it was held up on the way, or answers a
-    /// resend (a duplicate atomic is answered with its saved ACK, its MSN then), and may carry an older MSN.
+    /// responses ahead of the highest PSN answered: one behind it was held up on the way, or answers a resend
+    /// (a duplicate atomic is answered with its saved ACK, its MSN then), and may carry an older MSN; one at it
+    /// again answers a resend with the MSN of then, which may be newer than that of the responses for later
+    /// PSNs still on the way.
     fn check_msn(&mut self, id: FlowId, number: u64, ts: u64, msn: u32) {
         let rc = &mut self.flows[id].rc;
         let previous = rc.last_msn;
@@ -568,8 +574,10 @@ impl ReadAnswer {
 /// Where a response stands against the highest PSN its flow's responses named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Order {
-    /// At or ahead of it.
+    /// Ahead of it (or the first).
     Ahead,
+    /// At it again.
+    Again,
     /// Behind it, answering a resend made since.
     Answer,
     /// Behind it, with nothing resent: held up on the way.
