@@ -83,15 +83,8 @@ fn counter(p: &Value, end: &str, name: &str) -> u64 {
 fn mesh_of_two_agents_on_soft_roce() {
     let (out, secs) = run_lab(
         "lab-mesh",
-        &[
-            "mesh_clean",
-            "mesh_ring",
-            "mesh_probe",
-            "mesh_loss",
-            "fabric4",
-        ],
+        &["mesh_clean", "mesh_ring", "mesh_probe", "mesh_loss"],
     );
-    fabric(&out.join("fabric4"));
     eprintln!("lab run: {secs:.1} s");
 
     let clean = out.join("mesh_clean");
@@ -274,11 +267,19 @@ fn mesh_of_two_agents_on_soft_roce() {
     assert!(log.contains("exit 3"), "{log}");
 }
 
+#[test]
+fn a_fabric_of_four_hosts_on_soft_roce() {
+    let (out, secs) = run_lab("lab-fabric", &["fabric4"]);
+    eprintln!("lab run: {secs:.1} s");
+    fabric(&out.join("fabric4"));
+}
+
 /// fabric4: four hosts on one bridge (in the guest), every pair one at a time, `--lossless`, the topology one
 /// switch. Clean: all 12 pairs pass, no suspect. With 10% of h3's link lost both ways (netem on the bridge port
 /// towards h3 and on h3's own veth): exactly the 6 pairs with h3 fail, and the one suspect is h3's host, NIC
 /// and link (nothing in the results tells the three apart; the switch is cleared by the other pairs); one probe
-/// window on the lossy fabric names the same within its 3 s.
+/// window on the lossy fabric names the same within its 3 s. With h4's link slowed to 512 kbit/s (tbf) and every
+/// pair held to 1.5 Mb/s, h4 alone.
 fn fabric(dir: &Path) {
     let clean: Value =
         serde_json::from_str(&fs::read_to_string(dir.join("clean.json")).unwrap()).unwrap();
@@ -322,4 +323,22 @@ fn fabric(dir: &Path) {
         serde_json::json!(["host h3", "link h3-br0", "nic h3/rxe_h3"])
     );
     assert_eq!(probe["suspects"].as_array().unwrap().len(), 1, "{probe:#}");
+    // h4's link at 512 kbit/s both ways (tbf), every pair held to 1.5 Mb/s: exactly the 6 pairs with h4 fail,
+    // slower than expected, and the one suspect is h4's host, NIC and link
+    let slow: Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("slow.json")).unwrap()).unwrap();
+    for p in slow["pairs"].as_array().unwrap() {
+        let with_h4 = p["src"] == "h4" || p["dst"] == "h4";
+        assert_eq!(p["pass"], !with_h4, "{p:#}");
+        if with_h4 {
+            let gbps = p["outcome"]["gbps"].as_f64().unwrap();
+            let why = p["why"].as_str().unwrap_or("");
+            assert!(gbps < 0.0015 && why.contains("expected 1.5Mb/s"), "{p:#}");
+        }
+    }
+    assert_eq!(
+        slow["suspects"][0]["components"],
+        serde_json::json!(["host h4", "link h4-br0", "nic h4/rxe_h4"])
+    );
+    assert_eq!(slow["suspects"].as_array().unwrap().len(), 1, "{slow:#}");
 }

@@ -191,8 +191,8 @@ fabric_down() {
 # host probing the three others at once, 20 a second) on the lossy fabric; each agent captures its veth (every
 # pair's fabric check: with several pairs at a time a port's counters cannot tell them apart, the capture can).
 # The probes' QPs wait 4.3 s for an ACK (--qp-timeout 20): twelve probing tasks in the 2-vCPU guest kept
-# rxe's responders past 0.5 s (gen's 17), and a clean pair's requester resent once on its timer. Returns
-# clean.json, lossy.json, probe.json and each agent's log
+# rxe's responders past 0.5 s (gen's 17), and a clean pair's requester resent once on its timer. Then h4 made
+# slow (below). Returns clean.json, lossy.json, probe.json, slow.json and each agent's log
 sc_fabric4() {
     local R=/usr/local/bin/rocescope D=/tmp/ret r=0 i pids="" M
     [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
@@ -220,11 +220,27 @@ sc_fabric4() {
     timeout 60 $P > $D/probe.json 2> $D/probe.log
     echo "exit $?" >> $D/probe.log
     netem_clear
+    # h4 made slow: its link at 512 kbit/s both ways (tbf on its veth and on its bridge port, a queue of 2 s so
+    # that nothing is dropped, the QPs waiting 4.3 s for an ACK so that the queue sets off no timer), every pair
+    # held to 1.5 Mb/s, which the others make twice over and more in this guest even beside a build (3-62 Mb/s
+    # seen)
+    for i in vh4 bp4; do
+        echo "+ /usr/sbin/tc qdisc add dev $i root tbf rate 512kbit burst 32kbit latency 2s"
+        /usr/sbin/tc qdisc add dev $i root tbf rate 512kbit burst 32kbit latency 2s || r=1
+    done
+    S="$R gen mesh --hosts $D/hosts --topology $D/topology.json --pattern pairs --op write -s 4096 -n 32 --qp-timeout 20 --expect-gbps 0.0015 --json"
+    echo "+ $S  (h4 slow)"
+    timeout 150 $S > $D/slow.json 2> $D/slow.log
+    echo "exit $?" >> $D/slow.log
+    for i in vh4 bp4; do
+        /usr/sbin/tc -s qdisc show dev $i
+        /usr/sbin/tc qdisc del dev $i root
+    done
     kill -INT $pids
     wait $pids
-    cat $D/clean.log $D/lossy.log $D/probe.log $D/topology.json
-    for f in clean.json clean.log lossy.json lossy.log probe.json probe.log agent-h1.log agent-h2.log agent-h3.log \
-        agent-h4.log; do lab_return $D/$f || r=1; done
+    cat $D/clean.log $D/lossy.log $D/probe.log $D/slow.log $D/topology.json
+    for f in clean.json clean.log lossy.json lossy.log probe.json probe.log slow.json slow.log agent-h1.log \
+        agent-h2.log agent-h3.log agent-h4.log; do lab_return $D/$f || r=1; done
     rm -rf $D
     fabric_down
     return $r

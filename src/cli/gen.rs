@@ -422,6 +422,8 @@ impl From<GenCommand> for Command {
                     gbps: a.expect_gbps,
                     p99_us: a.expect_p99_us,
                     lossless: a.lossless,
+                    // probes only: set per window from the window and the rate
+                    min_messages: None,
                 },
                 tcp_port: a.tcp_port,
                 svg: a.svg,

@@ -14,7 +14,7 @@ use anyhow::Context;
 use rocescope::mesh::locate::{Topology, locate};
 use rocescope::mesh::map::{MeshReport, Ran};
 use rocescope::mesh::plan::{Pair, probe_round, rounds};
-use rocescope::mesh::verdict::Outcome;
+use rocescope::mesh::verdict::{Expect, Outcome};
 use rocescope::mesh::{Host, parse_hosts};
 use rocescope::report::format::error_line;
 
@@ -54,7 +54,7 @@ pub fn mesh(cfg: &MeshConfig, stop: &AtomicBool) -> anyhow::Result<ExitCode> {
             plan.len(),
             names(&hosts, pairs)
         );
-        ran.extend(run_round(cfg, &cfg.work, &hosts, pairs, round));
+        ran.extend(run_round(cfg, &cfg.work, cfg.expect, &hosts, pairs, round));
     }
     let report = judged(
         started,
@@ -94,12 +94,18 @@ fn probes(
         timeout: cfg.work.timeout,
         ..WorkConfig::DEFAULT
     };
+    // A window at the probe rate holds window × rate probes (one at a time per pair): fewer than half
+    // completed is a path that lost some (each loss holds the QP until its timer).
+    let expect = Expect {
+        min_messages: Some((probe.window * probe.rate / 2.0).floor() as u64),
+        ..cfg.expect
+    };
     let mut failed_any = false;
     let mut window = 0u64;
     while (probe.windows == 0 || window < probe.windows) && !stop.load(Ordering::Relaxed) {
         let pairs = probe_round(hosts.len(), probe.targets, window);
         let started = now();
-        let ran = run_round(cfg, &work, hosts, &pairs, 0);
+        let ran = run_round(cfg, &work, expect, hosts, &pairs, 0);
         let report = judged(
             started,
             "probe".into(),
@@ -151,6 +157,7 @@ fn names(hosts: &[Host], pairs: &[Pair]) -> String {
 fn run_round(
     cfg: &MeshConfig,
     work: &WorkConfig,
+    expect: Expect,
     hosts: &[Host],
     pairs: &[Pair],
     round: usize,
@@ -177,7 +184,7 @@ fn run_round(
         .map(|(&pair, outcome)| Ran {
             pair,
             round,
-            verdict: cfg.expect.judge(&outcome),
+            verdict: expect.judge(&outcome),
             outcome,
         })
         .collect()

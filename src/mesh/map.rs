@@ -319,8 +319,17 @@ pub fn reason_text(r: &Reason) -> String {
             gbps,
             expected_gbps,
         } => {
-            format!("{gbps:.2} Gb/s, expected {expected_gbps:.2}")
+            // in the unit that shows them (a slow port's 0.9 Mb/s is not "0.00 Gb/s")
+            let rate = |g: &f64| crate::report::format::bit_rate(g * 1e9 / 8.0);
+            format!("{}, expected {}", rate(gbps), rate(expected_gbps))
         }
+        Reason::TooFew {
+            messages,
+            expected_at_least,
+        } => format!(
+            "{messages} probes completed, at least {expected_at_least} expected (one unanswered holds its QP \
+             until the local ACK timer: loss, or a path that does not answer)"
+        ),
         Reason::NoLinkSpeed => {
             "no link speed from the requester's device for a share of it".to_string()
         }

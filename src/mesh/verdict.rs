@@ -59,6 +59,8 @@ pub struct Expect {
     pub p99_us: Option<f64>,
     /// No retransmission, NAK, timeout or CE mark, as the two ports' counters show them.
     pub lossless: bool,
+    /// The fewest messages a pair must complete (probes: half of what a window at the probe rate holds).
+    pub min_messages: Option<u64>,
 }
 
 /// `--expect-gbps`: Gb/s, or a share of the requester's link speed (`90%`).
@@ -163,6 +165,12 @@ pub enum Reason {
         p99_us: f64,
         expected_p99_us: f64,
     },
+    /// Fewer messages completed than a window's probes should: a probe unanswered holds its QP (one at a
+    /// time) until its local ACK timer.
+    TooFew {
+        messages: u64,
+        expected_at_least: u64,
+    },
     /// The requester's agent captured the pair's flows and the fabric check failed.
     Capture {
         interface: String,
@@ -222,6 +230,12 @@ impl Expect {
                 None => reasons.push(Reason::NoLinkSpeed),
             },
             _ => {}
+        }
+        if let Some(least) = self.min_messages.filter(|&m| ran && o.messages < m) {
+            reasons.push(Reason::TooFew {
+                messages: o.messages,
+                expected_at_least: least,
+            });
         }
         if let Some(want) = self.p99_us
             && ran
@@ -298,6 +312,7 @@ mod tests {
             gbps: Some(Speed::LinkShare(0.9)),
             p99_us: Some(50.0),
             lossless: true,
+            min_messages: Some(1000),
         };
         let mut o = ran(9.2, 40.0);
         o.requester_counters.insert("sent_pkts".into(), 5000);
@@ -316,6 +331,7 @@ mod tests {
             gbps: Some(Speed::Gbps(9.5)),
             p99_us: Some(30.0),
             lossless: true,
+            min_messages: Some(1001),
         };
         let mut o = ran(9.2, 40.0);
         o.responder_counters.insert("duplicate_request".into(), 16);
@@ -326,6 +342,10 @@ mod tests {
                 Reason::SlowerThan {
                     gbps: 9.2,
                     expected_gbps: 9.5
+                },
+                Reason::TooFew {
+                    messages: 1000,
+                    expected_at_least: 1001
                 },
                 Reason::LatencyAbove {
                     p99_us: 40.0,
@@ -377,6 +397,7 @@ mod tests {
             gbps: Some(Speed::Gbps(1.0)),
             p99_us: Some(1.0),
             lossless: false,
+            min_messages: Some(5),
         };
         let o = Outcome {
             error: Some("agent b unreachable".into()),
