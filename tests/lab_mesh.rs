@@ -279,7 +279,7 @@ fn a_fabric_of_four_hosts_on_soft_roce() {
 /// towards h3 and on h3's own veth): exactly the 6 pairs with h3 fail, and the one suspect is h3's host, NIC
 /// and link (nothing in the results tells the three apart; the switch is cleared by the other pairs); one probe
 /// window on the lossy fabric names the same within its 3 s. With h4's link slowed to 512 kbit/s (tbf) and every
-/// pair held to 1.5 Mb/s, h4 alone.
+/// pair held to 1.5 Mb/s, h4 alone; slowed toward h4 only, an incast names that direction of its link.
 fn fabric(dir: &Path) {
     let clean: Value =
         serde_json::from_str(&fs::read_to_string(dir.join("clean.json")).unwrap()).unwrap();
@@ -341,4 +341,20 @@ fn fabric(dir: &Path) {
         serde_json::json!(["host h4", "link h4-br0", "nic h4/rxe_h4"])
     );
     assert_eq!(slow["suspects"].as_array().unwrap().len(), 1, "{slow:#}");
+    // Then h4's link slow toward h4 only (tbf on its bridge port) and `--pattern incast-3:1` (the three others
+    // into each host in turn): exactly the round into h4 fails, and the one suspect is that direction of its
+    // link, the receiver's (h4's own sends, in the other rounds, clear its host, NIC and link as a whole)
+    let incast: Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("incast.json")).unwrap()).unwrap();
+    assert_eq!(incast["rounds"], 4, "{incast:#}");
+    for p in incast["pairs"].as_array().unwrap() {
+        assert_eq!(p["pass"], p["dst"] != "h4", "{p:#}");
+    }
+    assert_eq!(incast["failed"], 3);
+    assert_eq!(
+        incast["suspects"],
+        serde_json::json!([{"components": ["link br0->h4"], "implicated": ["h1->h4", "h2->h4", "h3->h4"],
+            "cleared": [], "partial": false}]),
+        "{incast:#}"
+    );
 }

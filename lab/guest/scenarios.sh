@@ -192,7 +192,8 @@ fabric_down() {
 # pair's fabric check: with several pairs at a time a port's counters cannot tell them apart, the capture can).
 # The probes' QPs wait 4.3 s for an ACK (--qp-timeout 20): twelve probing tasks in the 2-vCPU guest kept
 # rxe's responders past 0.5 s (gen's 17), and a clean pair's requester resent once on its timer. Then h4 made
-# slow (below). Returns clean.json, lossy.json, probe.json, slow.json and each agent's log
+# slow, and an incast into a link slow one way (below). Returns clean.json, lossy.json, probe.json, slow.json,
+# incast.json and each agent's log
 sc_fabric4() {
     local R=/usr/local/bin/rocescope D=/tmp/ret r=0 i pids="" M
     [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
@@ -207,7 +208,7 @@ sc_fabric4() {
         printf '%s"h%s": {"nic": "rxe_h%s", "tor": "br0"}' "$([ $i = 1 ] || echo ,)" $i $i >> $D/topology.json
     done
     echo '}}' >> $D/topology.json
-    M="$R gen mesh --hosts $D/hosts --topology $D/topology.json --pattern pairs --op write -s 4096 -n 64 --lossless --json"
+    M="$R gen mesh --hosts $D/hosts --topology $D/topology.json --pattern pairs --op write -s 4096 -n 32 --lossless --json"
     echo "+ $M  (clean)"
     timeout 150 $M > $D/clean.json 2> $D/clean.log
     echo "exit $?" >> $D/clean.log
@@ -232,15 +233,21 @@ sc_fabric4() {
     echo "+ $S  (h4 slow)"
     timeout 150 $S > $D/slow.json 2> $D/slow.log
     echo "exit $?" >> $D/slow.log
-    for i in vh4 bp4; do
-        /usr/sbin/tc -s qdisc show dev $i
-        /usr/sbin/tc qdisc del dev $i root
-    done
+    /usr/sbin/tc -s qdisc show dev vh4
+    /usr/sbin/tc qdisc del dev vh4 root
+    # then only toward h4 (its bridge port), and an incast: the three others into each host in turn, at once
+    # (4 messages each: 48 KiB at once fit the port's queue of 2 s, 128 KiB, so nothing is dropped)
+    I="$R gen mesh --hosts $D/hosts --topology $D/topology.json --pattern incast-3:1 --op write -s 4096 -n 4 --qp-timeout 20 --expect-gbps 0.0015 --json"
+    echo "+ $I  (h4's link slow toward h4)"
+    timeout 150 $I > $D/incast.json 2> $D/incast.log
+    echo "exit $?" >> $D/incast.log
+    /usr/sbin/tc -s qdisc show dev bp4
+    /usr/sbin/tc qdisc del dev bp4 root
     kill -INT $pids
     wait $pids
-    cat $D/clean.log $D/lossy.log $D/probe.log $D/slow.log $D/topology.json
-    for f in clean.json clean.log lossy.json lossy.log probe.json probe.log slow.json slow.log agent-h1.log \
-        agent-h2.log agent-h3.log agent-h4.log; do lab_return $D/$f || r=1; done
+    cat $D/clean.log $D/lossy.log $D/probe.log $D/slow.log $D/incast.log $D/topology.json
+    for f in clean.json clean.log lossy.json lossy.log probe.json probe.log slow.json slow.log incast.json \
+        incast.log agent-h1.log agent-h2.log agent-h3.log agent-h4.log; do lab_return $D/$f || r=1; done
     rm -rf $D
     fabric_down
     return $r

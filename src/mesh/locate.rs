@@ -4,7 +4,9 @@
 //! suspects (the same failing pairs, none passing: a host, its NIC and its link when only its pairs fail) are
 //! one suspect. The set is chosen greedily (the suspect that explains most of what is left first: set cover
 //! is NP-hard, greedy is within ln(n) of the smallest); failing pairs no clean suspect explains (a spine that
-//! drops some of the ECMP paths through it) get the partial suspect whose pairs fail most often.
+//! drops some of the ECMP paths through it) get the partial suspect whose pairs fail most often. A host's link
+//! is also each of its two directions (`link a->tor1`, `link tor1->a`), suspected only when clean: a link that
+//! fails one way only (the receiver's link of an incast, a port congested toward its host).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -76,6 +78,7 @@ impl Topology {
             out.extend(p.via.iter().cloned());
         } else {
             out.extend(ps.tor.iter().map(|t| format!("link {s}-{t}")));
+            out.extend(ps.tor.iter().map(|t| format!("link {s}->{t}")));
             out.extend(ps.tor.iter().map(|t| format!("tor {t}")));
             if ps.tor != pd.tor {
                 if !self.spines.is_empty() && ps.tor.is_some() && pd.tor.is_some() {
@@ -83,6 +86,7 @@ impl Topology {
                 }
                 out.extend(pd.tor.iter().map(|t| format!("tor {t}")));
             }
+            out.extend(pd.tor.iter().map(|t| format!("link {t}->{d}")));
             out.extend(pd.tor.iter().map(|t| format!("link {d}-{t}")));
         }
         out.extend(pd.nic.iter().map(|n| format!("nic {d}/{n}")));
@@ -127,9 +131,15 @@ pub fn locate(hosts: &[Host], topology: &Topology, results: &[(Pair, bool)]) -> 
             failing.insert(pair);
         }
     }
-    // equivalent components: the same failing and passing pairs, in the order they were first met
+    // equivalent components: the same failing and passing pairs, in the order they were first met; one
+    // direction of a link only when every pair through it failed (as a partial suspect it would only stand
+    // for its link's pairs more thinly)
     let mut groups: Vec<(Vec<String>, BTreeSet<Pair>, BTreeSet<Pair>)> = Vec::new();
-    for (c, (bad, good)) in through.into_iter().filter(|(_, (bad, _))| !bad.is_empty()) {
+    let one_way = |c: &str, good: &BTreeSet<Pair>| c.contains("->") && !good.is_empty();
+    for (c, (bad, good)) in through
+        .into_iter()
+        .filter(|(c, (bad, good))| !bad.is_empty() && !one_way(c, good))
+    {
         match groups.iter_mut().find(|g| g.1 == bad && g.2 == good) {
             Some(g) => g.0.push(c),
             None => groups.push((vec![c], bad, good)),
@@ -215,9 +225,11 @@ mod tests {
                 "host a",
                 "nic a/mlx5_0",
                 "link a-tor1",
+                "link a->tor1",
                 "tor tor1",
                 "spines s1,s2",
                 "tor tor2",
+                "link tor2->c",
                 "link c-tor2",
                 "nic c/mlx5_0",
                 "host c"
@@ -228,7 +240,9 @@ mod tests {
             [
                 "host b",
                 "link b-tor1",
+                "link b->tor1",
                 "tor tor1",
+                "link tor1->a",
                 "link a-tor1",
                 "nic a/mlx5_0",
                 "host a"
@@ -297,6 +311,17 @@ mod tests {
             [Pair { src: 0, dst: 2 }, Pair { src: 3, dst: 1 }]
         );
         assert_eq!(s.cleared.len(), 6);
+    }
+
+    /// c's link congested toward c only (an incast's receiver): the pairs into c fail, c's own pass. c's host,
+    /// NIC and link are cleared by c's sends; the direction tor2->c is the one clean suspect.
+    #[test]
+    fn a_link_that_fails_one_way() {
+        let l = locate(&hosts(4), &racks(), &mesh(4, |_, d| d == 2));
+        assert_eq!(l.failing, 3);
+        assert_eq!(l.suspects.len(), 1, "{l:#?}");
+        assert_eq!(l.suspects[0].components, ["link tor2->c"]);
+        assert!(!l.suspects[0].partial);
     }
 
     /// Two bad hosts: two suspects; a pass everywhere: none.

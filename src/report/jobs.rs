@@ -31,6 +31,8 @@ pub struct FlowJob {
     pub qpn: u32,
     pub side: Side,
     pub remote_qpn: Option<u32>,
+    /// The path MTU its line gave (bytes).
+    pub mtu: Option<u32>,
     /// `from`: the flow leaves the logged QP; `to`: it reaches it.
     pub way: Way,
 }
@@ -87,6 +89,7 @@ pub fn of_flow(engine: &Engine, f: &Flow) -> Option<FlowJob> {
         qpn: q.qpn,
         side: q.side,
         remote_qpn: q.remote_qpn,
+        mtu: q.mtu,
         way: owner.way,
     })
 }
