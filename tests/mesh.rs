@@ -451,3 +451,73 @@ window 0: mesh: probe over 3 hosts, 1 round(s): 6 of 6 pairs pass
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An agent that takes its task and never answers (a hung host) fails its pair once the task's time and the
+/// controller's slack (120 s) are up, with a reason that names it; the other pair of the round runs and passes.
+#[test]
+fn an_agent_that_hangs_is_named_not_waited_on() {
+    let dir = tmp("mesh-hang");
+    let hung = TcpListener::bind("127.0.0.1:0").unwrap();
+    let live = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (hung_port, live_port) = (
+        hung.local_addr().unwrap().port(),
+        live.local_addr().unwrap().port(),
+    );
+    let by_port: BTreeMap<u16, usize> = [(hung_port, 0), (live_port, 1)].into_iter().collect();
+    agent(1, live, by_port, false);
+    // a: reads the task, holds the connection, says nothing
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in hung.incoming().flatten() {
+            let mut line = String::new();
+            let _ = BufReader::new(stream.try_clone().unwrap()).read_line(&mut line);
+            held.push(stream);
+        }
+    });
+    let hosts = dir.join("hosts");
+    std::fs::write(
+        &hosts,
+        format!("a 127.0.0.1:{hung_port}\nb 127.0.0.1:{live_port}\n"),
+    )
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    let o = rocescope(&[
+        "gen",
+        "mesh",
+        "--hosts",
+        hosts.to_str().unwrap(),
+        "--pattern",
+        "ring",
+        "--timeout",
+        "1",
+        "--json",
+    ]);
+    let secs = t0.elapsed().as_secs_f64();
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pair = |src: &str| {
+        m["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["src"] == src)
+            .unwrap()
+            .clone()
+    };
+    let (ab, ba) = (pair("a"), pair("b"));
+    assert_eq!(ba["pass"], true, "{ba:#}");
+    assert_eq!(ab["pass"], false);
+    let why = ab["why"].as_str().unwrap();
+    assert!(
+        why.starts_with(&format!("agent a (127.0.0.1:{hung_port}): ")),
+        "{why}"
+    );
+    // its task's 1 s and the 120 s of slack, not for ever
+    assert!((121.0..140.0).contains(&secs), "{secs} s: {why}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
