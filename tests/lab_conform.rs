@@ -92,6 +92,25 @@ fn rxe_keeps_the_rules_and_the_control_is_caught() {
             other => panic!("{name}: action {other}"),
         }
         let evidence = row["evidence"].as_array().unwrap();
+        // the NICs' counters over the run, beside the verdict: rxe1 counts each sequence error NAK it sent
+        // (out_of_seq_request): those tshark finds from it and those the injector dropped on their way
+        let counter = |dev: &str, name: &str| row["counters"][dev][name].as_u64().unwrap_or(0);
+        let naks_dropped = log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|a| a["class"] == "nak" && a["action"] == "drop")
+            .count() as u64;
+        let naks_sent = naks_dropped
+            + frames
+                .iter()
+                .filter(|f| f.src == "10.0.0.2" && f.syndrome == Some(NAK_PSN_SEQUENCE_ERROR))
+                .count() as u64;
+        assert_eq!(
+            counter("rxe1", "out_of_seq_request"),
+            naks_sent,
+            "{name}: {}",
+            row["counters"]
+        );
         match name {
             "write_request_lost" | "send_request_lost" | "read_request_lost"
             | "corrupt_request" => {
@@ -132,10 +151,10 @@ fn rxe_keeps_the_rules_and_the_control_is_caught() {
                     "{name}: a CNP on the cable"
                 );
             }
-            // every ACK dropped: the first WRITE's PSN 4 times on the cable (qp-timeout 14, retry count 3), each
-            // resend 4.096 us x 2^14 = 67.1 ms after the one before (a sixteenth early allowed: a kernel timer
-            // fires up to a tick early; the first send may wait in the injector's queue after the NIC's timer
-            // started), and no ACK
+            // every ACK dropped: the first WRITE's PSN 4 times on the cable (qp-timeout 17, retry count 3), each
+            // resend 4.096 us x 2^17 = 536.9 ms after the one before (a sixteenth early allowed: a kernel timer
+            // fires up to a tick early, and the injector's queue holds each packet a little; the first send may
+            // wait in it after the NIC's timer started), and no ACK
             "acks_all_lost" => {
                 let first = frames.iter().find(|f| f.src != src).unwrap();
                 let sends: Vec<&CableFrame> = frames
@@ -151,7 +170,7 @@ fn rxe_keeps_the_rules_and_the_control_is_caught() {
                 assert_eq!(sends.len(), 4, "{name}");
                 for w in sends[1..].windows(2) {
                     assert!(
-                        w[1].t - w[0].t >= 4.096e-6 * 16384.0 * 15.0 / 16.0,
+                        w[1].t - w[0].t >= 4.096e-6 * 131072.0 * 15.0 / 16.0,
                         "{name}: {:?}",
                         sends
                     );
@@ -159,6 +178,16 @@ fn rxe_keeps_the_rules_and_the_control_is_caught() {
                 assert!(
                     frames.iter().all(|f| f.src != src),
                     "{name}: an ACK on the cable"
+                );
+                // rxe0 counted its three timer rounds and the one time it gave up
+                assert_eq!(
+                    (
+                        counter("rxe0", "completer_retry_err"),
+                        counter("rxe0", "retry_exceeded_err")
+                    ),
+                    (3, 1),
+                    "{name}: {}",
+                    row["counters"]
                 );
             }
             "control_nak_dropped" => {

@@ -111,6 +111,9 @@ fn run_one(
     let said = out.join(format!("{}.log", s.name));
     let said_file = std::fs::File::create(&said)
         .with_context(|| format!("cannot create {}", said.display()))?;
+    let reported = out.join(format!("{}.capture.json", s.name));
+    let reported_file = std::fs::File::create(&reported)
+        .with_context(|| format!("cannot create {}", reported.display()))?;
     let st = std::process::Command::new(&exe)
         .args([
             "capture", "-i", interface, "-q", "--json", "--grace", "0.5", "-w",
@@ -143,7 +146,7 @@ fn run_one(
                 q.retry_count.to_string(),
             ]
         }))
-        .stdout(std::process::Stdio::null())
+        .stdout(reported_file)
         .stderr(said_file)
         .status()
         .context("cannot start rocescope capture")?;
@@ -159,5 +162,11 @@ fn run_one(
             said.display()
         );
     }
-    judged(s, capture, log)
+    let mut row = judged(s, capture, log)?;
+    // the capture's report: the NICs' counters over the run
+    let report = rocescope::source::printout::read_regular(&reported, 64 << 20)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    row.counters = report.as_ref().map(conform::counters_of);
+    Ok(row)
 }

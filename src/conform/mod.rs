@@ -31,6 +31,26 @@ pub struct Row {
     /// The files judged.
     pub capture: PathBuf,
     pub log: PathBuf,
+    /// What each NIC's counters did over the run ({device: {counter: rise}}, the capture's `counters`), where
+    /// the run was this one's (not `--judge`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
+}
+
+/// {device: {counter: rise, or "reset"}}.
+pub type Counters = std::collections::BTreeMap<String, serde_json::Map<String, serde_json::Value>>;
+
+/// The NICs' counters of a capture's JSON report (`capture --json`: `counters.ports[].deltas`).
+pub fn counters_of(report: &serde_json::Value) -> Counters {
+    report["counters"]["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            let device = p["device"].as_str()?.to_string();
+            Some((device, p["deltas"].as_object()?.clone()))
+        })
+        .collect()
 }
 
 impl Row {
@@ -45,6 +65,7 @@ impl Row {
             verdict,
             capture,
             log,
+            counters: None,
         }
     }
 }
@@ -79,6 +100,17 @@ pub fn text(rows: &[Row]) -> String {
             latencies.join(", ")
         );
         out += &format!("      seen: {}\n", r.verdict.seen);
+        if let Some(c) = &r.counters {
+            let moved: Vec<String> = c
+                .iter()
+                .flat_map(|(dev, deltas)| {
+                    deltas
+                        .iter()
+                        .map(move |(name, v)| format!("{dev} {name} +{v}"))
+                })
+                .collect();
+            out += &format!("      counters: {}\n", moved.join(", "));
+        }
         out += &format!("      rule: {} ({})\n", r.rule, r.cite);
         let frames: Vec<String> = r.verdict.evidence.iter().map(u64::to_string).collect();
         out += &format!(
