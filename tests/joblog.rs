@@ -191,6 +191,33 @@ fn the_ring_runs_flows_are_their_ranks() {
                 )
             );
         }
+        // The text report's job section names each flow's owner: the connection (sender → receiver) and what
+        // the flow carries of it.
+        let mut args = vec!["analyze", capture.to_str().unwrap()];
+        let logs = ring_logs();
+        for l in &logs {
+            args.extend(["--expect", l.to_str().unwrap()]);
+        }
+        let text = String::from_utf8(rocescope(&args).stdout).unwrap();
+        for f in flows {
+            let (src, dst, qp) = (&f["src"], &f["dst"], f["dest_qp"].as_u64().unwrap());
+            let (s, what) = match RING.iter().find(|s| s.addr == src && s.remote == qp) {
+                Some(s) => (s, "data"),
+                None => (
+                    RING.iter().find(|s| s.addr == dst && s.qpn == qp).unwrap(),
+                    "ACKs and CTS",
+                ),
+            };
+            let line = format!(
+                "  #{} {} → {} QP 0x{qp:06x}: NCCL rank {} → rank {} channel 0 (rxe0:1): {what}",
+                f["id"],
+                src.as_str().unwrap(),
+                dst.as_str().unwrap(),
+                s.rank,
+                s.to
+            );
+            assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+        }
         // No class was set: nothing to hold, nothing wrong.
         assert!(
             r["events"]

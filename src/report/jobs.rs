@@ -306,8 +306,15 @@ fn with_pairs(engine: &Engine, pick: impl Fn(&Flow) -> bool) -> Vec<u64> {
     ids
 }
 
-/// The job section of the text report.
-pub fn write_text(out: &mut impl Write, j: &JobReport) -> io::Result<()> {
+/// Flows the text report's job section names with their owner (the JSON has every one).
+const OWNERS_SHOWN: usize = 20;
+
+/// The job section of the text report: the processes, whose QPs the flows are, the failures.
+pub fn write_text(
+    out: &mut impl Write,
+    j: &JobReport,
+    flows: &[super::FlowReport],
+) -> io::Result<()> {
     writeln!(out, "Job (--expect logs)")?;
     for p in &j.processes {
         let rank = match (p.rank, p.nranks) {
@@ -339,6 +346,27 @@ pub fn write_text(out: &mut impl Write, j: &JobReport) -> io::Result<()> {
             p.pid,
             p.log,
             facts.join(", ")
+        )?;
+    }
+    let owned: Vec<&super::FlowReport> = flows.iter().filter(|f| f.job.is_some()).collect();
+    for f in owned.iter().take(OWNERS_SHOWN) {
+        if let Some(job) = &f.job {
+            writeln!(
+                out,
+                "  #{} {} → {} QP 0x{:06x}: {}",
+                f.id,
+                f.src,
+                f.dst,
+                f.dest_qp,
+                job.label()
+            )?;
+        }
+    }
+    if owned.len() > OWNERS_SHOWN {
+        writeln!(
+            out,
+            "  ... and {} more flows the logs name (--json: each flow's job)",
+            owned.len() - OWNERS_SHOWN
         )?;
     }
     for f in &j.failures {

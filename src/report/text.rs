@@ -47,7 +47,7 @@ pub fn write(out: &mut impl Write, r: &Report, top: Option<usize>) -> io::Result
     }
     if let Some(j) = &r.job {
         writeln!(out)?;
-        super::jobs::write_text(out, j)?;
+        super::jobs::write_text(out, j, &r.flows)?;
     }
     if !r.pfc.is_empty() || r.link_pause.is_some() {
         writeln!(out)?;
