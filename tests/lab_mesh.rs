@@ -281,80 +281,111 @@ fn a_fabric_of_four_hosts_on_soft_roce() {
 /// window on the lossy fabric names the same within its 3 s. With h4's link slowed to 512 kbit/s (tbf) and every
 /// pair held to 1.5 Mb/s, h4 alone; slowed toward h4 only, an incast names that direction of its link.
 fn fabric(dir: &Path) {
-    let clean: Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("clean.json")).unwrap()).unwrap();
-    assert_eq!(
-        (clean["passed"].as_u64(), clean["failed"].as_u64()),
-        (Some(12), Some(0)),
-        "{clean:#}"
-    );
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+    };
+    let with = |h: &'static str| move |p: &Value| p["src"] == h || p["dst"] == h;
+    let h3 = serde_json::json!(["host h3", "link h3-br0", "nic h3/rxe_h3"]);
+    let h4 = serde_json::json!(["host h4", "link h4-br0", "nic h4/rxe_h4"]);
+    // clean: every pair passes, nothing suspected
+    let clean = read("clean.json");
     assert_eq!(clean["rounds"], 6);
-    assert_eq!(clean["suspects"], serde_json::json!([]));
-    let lossy: Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("lossy.json")).unwrap()).unwrap();
-    for p in lossy["pairs"].as_array().unwrap() {
-        let with_h3 = p["src"] == "h3" || p["dst"] == "h3";
-        assert_eq!(p["pass"], !with_h3, "{p:#}");
-    }
-    assert_eq!(lossy["failed"], 6);
-    let s = &lossy["suspects"];
-    assert_eq!(s.as_array().unwrap().len(), 1, "{s:#}");
-    assert_eq!(
-        s[0]["components"],
-        serde_json::json!(["host h3", "link h3-br0", "nic h3/rxe_h3"])
-    );
-    assert_eq!(s[0]["partial"], false);
-    assert_eq!(s[0]["implicated"].as_array().unwrap().len(), 6);
+    held(&clean, "clean", |_| false, None);
+    // 10% of h3's link lost both ways: exactly h3's 6 pairs fail, h3's host, NIC and link one suspect
+    let lossy = read("lossy.json");
+    held(&lossy, "lossy", with("h3"), Some(&h3));
     let log = fs::read_to_string(dir.join("lossy.log")).unwrap();
     assert!(log.contains("exit 3"), "{log}");
     // one probe window of 3 s on the lossy fabric, all 12 pairs at once: each pair's own fabric check (the
     // agents capture their veths) fails exactly the pairs with h3, and the window names h3 alone
-    let probe: Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("probe.json")).unwrap()).unwrap();
+    let probe = read("probe.json");
     assert_eq!(probe["window"], 0);
-    for p in probe["pairs"].as_array().unwrap() {
-        let with_h3 = p["src"] == "h3" || p["dst"] == "h3";
-        assert_eq!(p["pass"], !with_h3, "{p:#}");
-        assert_eq!(p["outcome"]["shared"], true);
-    }
     assert_eq!(probe["pairs"].as_array().unwrap().len(), 12);
-    assert_eq!(
-        probe["suspects"][0]["components"],
-        serde_json::json!(["host h3", "link h3-br0", "nic h3/rxe_h3"])
+    assert!(
+        probe["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["outcome"]["shared"] == true)
     );
-    assert_eq!(probe["suspects"].as_array().unwrap().len(), 1, "{probe:#}");
+    held(&probe, "probe", with("h3"), Some(&h3));
     // h4's link at 512 kbit/s both ways (tbf), every pair held to 1.5 Mb/s: exactly the 6 pairs with h4 fail,
     // slower than expected, and the one suspect is h4's host, NIC and link
-    let slow: Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("slow.json")).unwrap()).unwrap();
-    for p in slow["pairs"].as_array().unwrap() {
-        let with_h4 = p["src"] == "h4" || p["dst"] == "h4";
-        assert_eq!(p["pass"], !with_h4, "{p:#}");
-        if with_h4 {
-            let gbps = p["outcome"]["gbps"].as_f64().unwrap();
-            let why = p["why"].as_str().unwrap_or("");
-            assert!(gbps < 0.0015 && why.contains("expected 1.5Mb/s"), "{p:#}");
-        }
+    let slow = read("slow.json");
+    held(&slow, "slow", with("h4"), Some(&h4));
+    for p in slow["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| with("h4")(p))
+    {
+        let gbps = p["outcome"]["gbps"].as_f64().unwrap();
+        let why = p["why"].as_str().unwrap_or("");
+        assert!(gbps < 0.0015 && why.contains("expected 1.5Mb/s"), "{p:#}");
     }
-    assert_eq!(
-        slow["suspects"][0]["components"],
-        serde_json::json!(["host h4", "link h4-br0", "nic h4/rxe_h4"])
-    );
-    assert_eq!(slow["suspects"].as_array().unwrap().len(), 1, "{slow:#}");
     // Then h4's link slow toward h4 only (tbf on its bridge port) and `--pattern incast-3:1` (the three others
     // into each host in turn): exactly the round into h4 fails, and the one suspect is that direction of its
     // link, the receiver's (h4's own sends, in the other rounds, clear its host, NIC and link as a whole)
-    let incast: Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("incast.json")).unwrap()).unwrap();
+    let incast = read("incast.json");
     assert_eq!(incast["rounds"], 4, "{incast:#}");
-    for p in incast["pairs"].as_array().unwrap() {
-        assert_eq!(p["pass"], p["dst"] != "h4", "{p:#}");
-    }
-    assert_eq!(incast["failed"], 3);
-    assert_eq!(
-        incast["suspects"],
-        serde_json::json!([{"components": ["link br0->h4"], "implicated": ["h1->h4", "h2->h4", "h3->h4"],
-            "cleared": [], "partial": false}]),
-        "{incast:#}"
+    held(
+        &incast,
+        "incast",
+        |p| p["dst"] == "h4",
+        Some(&serde_json::json!(["link br0->h4"])),
     );
+    assert_eq!(
+        incast["suspects"][0]["implicated"],
+        serde_json::json!(["h1->h4", "h2->h4", "h3->h4"])
+    );
+}
+
+/// A mesh run held to its facts: the pairs `bad` names fail and the first suspect, clean, is `suspect` (none
+/// when `None`); any other pair passes, or fails on a loss the run really had, which the emulated guest's
+/// network makes now and then on its own (seen once on a "clean" fabric beside a build: h3->h1 with one
+/// sequence error NAK its responder counted, and the resend): that pair's reasons say so (the NIC's loss
+/// counters, or the wire's resends and NAKs), at most two such pairs, and what they add to the suspects is
+/// partial.
+fn held(run: &Value, name: &str, bad: impl Fn(&Value) -> bool, suspect: Option<&Value>) {
+    let mut stray = 0;
+    for p in run["pairs"].as_array().unwrap() {
+        if bad(p) {
+            assert_eq!(p["pass"], false, "{name}: {p:#}");
+        } else if p["pass"] == false {
+            let why = p["why"].as_str().unwrap_or("");
+            assert!(
+                [
+                    "out_of_seq_request",
+                    "duplicate_request",
+                    "retransmitted",
+                    "NAK"
+                ]
+                .iter()
+                .any(|w| why.contains(w)),
+                "{name}: a pair failed without a loss: {p:#}"
+            );
+            stray += 1;
+        }
+    }
+    assert!(
+        stray <= 2,
+        "{name}: {stray} pairs lost packets on their own: {run:#}"
+    );
+    let suspects = run["suspects"].as_array().unwrap();
+    match suspect {
+        Some(s) => {
+            assert_eq!(&suspects[0]["components"], s, "{name}: {run:#}");
+            assert_eq!(suspects[0]["partial"], false, "{name}");
+        }
+        None => assert!(
+            suspects.is_empty() || stray > 0,
+            "{name}: suspects on a clean run: {run:#}"
+        ),
+    }
+    for s in suspects.iter().skip(usize::from(suspect.is_some())) {
+        assert_eq!(
+            s["partial"], true,
+            "{name}: a second clean suspect: {run:#}"
+        );
+    }
 }
