@@ -99,6 +99,10 @@ pub struct LoopbackArgs {
     /// The responder's RDMA device (e.g. rxe1).
     #[arg(long = "peer-device", value_name = "DEV")]
     pub peer_device: String,
+    /// The responder's RNR NAK timer (0..31, IBTA's encoding: 12 is 0.64 ms, 28 is 163.84 ms, 0 is
+    /// 655.36 ms): how long its RNR NAKs tell the requester to wait before it retries.
+    #[arg(long = "min-rnr-timer", value_name = "N", default_value_t = LoopbackConfig::DEFAULT_MIN_RNR_TIMER, value_parser = clap::value_parser!(u8).range(0..=31))]
+    pub min_rnr_timer: u8,
     #[command(flatten)]
     pub port: PortArgs,
     #[command(flatten)]
@@ -446,6 +450,7 @@ impl From<LoopbackArgs> for LoopbackConfig {
         LoopbackConfig {
             device: a.device,
             peer_device: a.peer_device,
+            min_rnr_timer: a.min_rnr_timer,
             port: a.port.into(),
             work: a.work.into(),
         }

@@ -121,9 +121,9 @@ pub struct ConformArgs {
     #[arg(long, value_name = "DIR", default_value = "conform")]
     pub out: PathBuf,
     /// Judge this capture and --log's injection log as the one --scenario says, instead of running.
-    #[arg(long, value_name = "CAPTURE", requires = "log")]
+    #[arg(long, value_name = "CAPTURE")]
     pub judge: Option<PathBuf>,
-    /// With --judge: the injection log (`rocescope inject --log`).
+    /// With --judge: the injection log (`rocescope inject --log`), for a scenario with injector rules.
     #[arg(long, value_name = "FILE", requires = "judge")]
     pub log: Option<PathBuf>,
     /// The report as one JSON document.
@@ -147,12 +147,18 @@ impl ConformArgs {
                 }
             }
         }
-        let mode = match (&self.judge, &self.log) {
-            (Some(capture), Some(log)) => match scenarios.as_slice() {
+        let mode = match &self.judge {
+            Some(capture) => match scenarios.as_slice() {
+                [one] if self.log.is_none() && !one.rules.is_empty() => {
+                    return Err(usage(format!(
+                        "--judge with --scenario {} takes the injection log: --log FILE",
+                        one.name
+                    )));
+                }
                 [one] => commands::conform::Mode::Judge {
                     scenario: one,
                     capture: capture.clone(),
-                    log: log.clone(),
+                    log: self.log.clone(),
                 },
                 _ => {
                     return Err(usage(
@@ -160,7 +166,7 @@ impl ConformArgs {
                     ));
                 }
             },
-            _ => commands::conform::Mode::Run {
+            None => commands::conform::Mode::Run {
                 device: self.device.clone().unwrap_or_default(),
                 peer: self.peer_device.clone().unwrap_or_default(),
                 interface: self.interface.clone().unwrap_or_default(),
@@ -790,6 +796,12 @@ pub struct InjectArgs {
     /// The NFQUEUE number (and of the nftables table rocescope_inject_N).
     #[arg(long, value_name = "N", default_value = "0")]
     pub queue: u16,
+    /// Stand in the wire between these two network devices instead of on this host's output path: every
+    /// frame that arrives on one leaves by the other (AF_PACKET, promiscuous), the RoCE ones acted on as the
+    /// rules say. For a box between a NIC under test and its peer; turn the ports' receive offloads off
+    /// (ethtool -K DEV gro off lro off rxvlan off).
+    #[arg(long, value_name = "FIRST,SECOND", value_parser = values::parse_bridge, conflicts_with_all = ["device", "queue"])]
+    pub bridge: Option<[String; 2]>,
     /// Where each action goes, one JSON line each, and the counts at the end (`-`: standard output).
     #[arg(long, value_name = "FILE", default_value = "-")]
     pub log: PathBuf,
@@ -807,9 +819,12 @@ impl InjectArgs {
     pub fn config(&self) -> commands::inject::Config {
         commands::inject::Config {
             rules: self.rules.clone(),
-            path: rocescope::inject::nfqueue::Path {
-                queue: self.queue,
-                device: self.device.clone(),
+            path: match &self.bridge {
+                Some(ports) => commands::inject::Where::Bridge(ports.clone()),
+                None => commands::inject::Where::Output(rocescope::inject::nfqueue::Path {
+                    queue: self.queue,
+                    device: self.device.clone(),
+                }),
             },
             log: self.log.clone(),
             duration: self.duration.map(Duration::from_secs_f64),

@@ -20,6 +20,8 @@ pub enum ValueError {
     Secs(String),
     #[error("'{0}' is not a network device name (1-15 letters, digits, '.', '-', '_', '@', ':')")]
     Netdev(String),
+    #[error("'{0}' is not two network devices, FIRST,SECOND (not the same one twice)")]
+    Bridge(String),
     #[error("'{0}': the interval must be at least 0.01 seconds")]
     Interval(String),
     #[error("'{0}' is not a QP number (use decimal or 0x-prefixed hex)")]
@@ -134,6 +136,17 @@ pub fn parse_netdev(s: &str) -> Result<String, ValueError> {
             .all(|b| b.is_ascii_alphanumeric() || b"._-@:".contains(&b));
     fits.then(|| s.to_string())
         .ok_or_else(|| ValueError::Netdev(s.to_string()))
+}
+
+/// `--bridge FIRST,SECOND`: two network devices, not the same.
+pub fn parse_bridge(s: &str) -> Result<[String; 2], ValueError> {
+    let bad = || ValueError::Bridge(s.to_string());
+    let (a, b) = s.split_once(',').ok_or_else(bad)?;
+    let (a, b) = (parse_netdev(a)?, parse_netdev(b)?);
+    if a == b {
+        return Err(bad());
+    }
+    Ok([a, b])
 }
 
 /// An interval between readings: seconds, more than 0 (at least 10 ms).

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use rocescope::conform::judge::{Outcome, Verdict, judge};
+use rocescope::conform::judge::{self, Outcome, Verdict, judge};
 use rocescope::conform::suite::Scenario;
 use rocescope::conform::{self, Row, wire};
 
@@ -22,11 +22,11 @@ pub enum Mode {
         scenarios: Vec<&'static Scenario>,
         out: PathBuf,
     },
-    /// Judge `capture` and `log` as `scenario` says.
+    /// Judge `capture` and `log` (the injector's, where the scenario has rules) as `scenario` says.
     Judge {
         scenario: &'static Scenario,
         capture: PathBuf,
-        log: PathBuf,
+        log: Option<PathBuf>,
     },
 }
 
@@ -36,22 +36,28 @@ pub struct Config {
     pub json: bool,
 }
 
-/// The verdict on one scenario's files.
-fn judged(s: &'static Scenario, capture: PathBuf, log: PathBuf) -> anyhow::Result<Row> {
+/// The verdict on one scenario's files (`log`: the injector's, for a scenario with rules).
+fn judged(s: &'static Scenario, capture: PathBuf, log: Option<PathBuf>) -> anyhow::Result<Row> {
     let packets = wire::packets(&capture)?;
-    let actions = wire::actions(&log)?;
-    let verdict = match actions.iter().find(|a| a.rule == 0) {
-        Some(a) => judge(s.reaction, a, &packets, s.qp),
-        None => Verdict {
-            reaction: s.reaction,
-            outcome: Outcome::Fail,
-            seen: format!(
-                "the rule '{}' acted on no packet: nothing was tested",
-                s.rules[0]
-            ),
-            latencies_us: Default::default(),
-            evidence: Vec::new(),
-        },
+    let verdict = match (s.rnr, &log) {
+        (Some(rnr), _) => judge::rnr_retry(&packets, rnr),
+        (None, None) => anyhow::bail!("{} is judged with the injector's log (--log)", s.name),
+        (None, Some(log)) => {
+            let actions = wire::actions(log)?;
+            match actions.iter().find(|a| a.rule == 0) {
+                Some(a) => judge(s.reaction, a, &packets, s.qp),
+                None => Verdict {
+                    reaction: s.reaction,
+                    outcome: Outcome::Fail,
+                    seen: format!(
+                        "the rule '{}' acted on no packet: nothing was tested",
+                        s.rules.first().copied().unwrap_or_default()
+                    ),
+                    latencies_us: Default::default(),
+                    evidence: Vec::new(),
+                },
+            }
+        }
     };
     Ok(Row::new(s, verdict, capture, log))
 }
@@ -96,7 +102,8 @@ pub fn run(cfg: &Config) -> ExitCode {
     }
 }
 
-/// One scenario: `capture -- inject -- gen loopback`, each this binary, then the judge over its files.
+/// One scenario: `capture -- inject -- gen loopback` (no `inject` where the fault is the generator's), each
+/// this binary, then the judge over its files.
 fn run_one(
     s: &'static Scenario,
     device: &str,
@@ -107,53 +114,38 @@ fn run_one(
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let exe = std::env::current_exe().context("cannot tell where rocescope is")?;
     let capture = out.join(format!("{}.pcap", s.name));
-    let log = out.join(format!("{}.inject.jsonl", s.name));
+    let log = (!s.rules.is_empty()).then(|| out.join(format!("{}.inject.jsonl", s.name)));
     let said = out.join(format!("{}.log", s.name));
     let said_file = std::fs::File::create(&said)
         .with_context(|| format!("cannot create {}", said.display()))?;
     let reported = out.join(format!("{}.capture.json", s.name));
     let reported_file = std::fs::File::create(&reported)
         .with_context(|| format!("cannot create {}", reported.display()))?;
-    let st = std::process::Command::new(&exe)
-        .args([
-            "capture", "-i", interface, "-q", "--json", "--grace", "0.5", "-w",
-        ])
-        .arg(&capture)
-        .arg("--")
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.args([
+        "capture", "-i", interface, "-q", "--json", "--grace", "0.5", "-w",
+    ])
+    .arg(&capture)
+    .arg("--");
+    if let Some(log) = &log {
+        cmd.arg(&exe)
+            .arg("inject")
+            .args(s.rules.iter().flat_map(|r| ["--rule", r]))
+            .arg("--log")
+            .arg(log)
+            .arg("--");
+    }
+    let st = cmd
         .arg(&exe)
-        .arg("inject")
-        .args(s.rules.iter().flat_map(|r| ["--rule", r]))
-        .arg("--log")
-        .arg(&log)
-        .arg("--")
-        .arg(&exe)
-        .args([
-            "gen",
-            "loopback",
-            "-d",
-            device,
-            "--peer-device",
-            peer,
-            "--op",
-            s.op,
-        ])
-        .args(["-s", &s.size.to_string(), "-n", &s.iters.to_string()])
-        .args(s.qp.iter().flat_map(|q| {
-            [
-                "--qp-timeout".to_string(),
-                q.timeout.to_string(),
-                "--retry-count".to_string(),
-                q.retry_count.to_string(),
-            ]
-        }))
+        .args(gen_args(s, device, peer))
         .stdout(reported_file)
         .stderr(said_file)
         .status()
         .context("cannot start rocescope capture")?;
     // A scenario whose QP must give up ends with gen's one error line saying so.
-    let gave_up =
-        || std::fs::read_to_string(&said).is_ok_and(|t| t.contains("IBV_WC_RETRY_EXC_ERR"));
-    let given_up = s.gives_up && st.code() == Some(1) && gave_up();
+    let given_up = s.gives_up.is_some_and(|error| {
+        st.code() == Some(1) && std::fs::read_to_string(&said).is_ok_and(|t| t.contains(error))
+    });
     if !st.success() && !given_up {
         let text = std::fs::read_to_string(&said).unwrap_or_default();
         let last = text.lines().last().unwrap_or("").to_string();
@@ -169,4 +161,35 @@ fn run_one(
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
     row.counters = report.as_ref().map(conform::counters_of);
     Ok(row)
+}
+
+/// `gen loopback` as the scenario runs it.
+fn gen_args(s: &Scenario, device: &str, peer: &str) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "gen",
+        "loopback",
+        "-d",
+        device,
+        "--peer-device",
+        peer,
+        "--op",
+        s.op,
+    ]
+    .map(String::from)
+    .into();
+    let mut flag = |name: &str, value: String| args.extend([name.to_string(), value]);
+    flag("-s", s.size.to_string());
+    flag("-n", s.iters.to_string());
+    if let Some(q) = s.qp {
+        flag("--qp-timeout", q.timeout.to_string());
+        flag("--retry-count", q.retry_count.to_string());
+    }
+    if let Some(r) = s.rnr {
+        flag("--min-rnr-timer", r.min_rnr_timer.to_string());
+        flag("--rnr-retry", r.rnr_retry.to_string());
+    }
+    if let Some(f) = s.fault {
+        flag("--fault", f.to_string());
+    }
+    args
 }

@@ -29,6 +29,19 @@ pub enum Reaction {
     /// Every answer lost: the requester's local ACK timer resends the oldest request no sooner than 4.096 µs
     /// × 2^timeout apart, its retry count of times, and then gives up.
     AckTimeout,
+    /// The responder has no receive posted: it sends RNR NAKs carrying its RNR timer, and the requester
+    /// waits that long before each retry, its RNR retry count of times, and then gives up.
+    RnrRetry,
+}
+
+/// What the responder's RNR NAKs must carry and how often the requester may retry on them (`gen loopback
+/// --min-rnr-timer`, `--rnr-retry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RnrSettings {
+    /// The responder's RNR NAK timer, IBTA's 5-bit encoding.
+    pub min_rnr_timer: u8,
+    /// The requester's RNR retry count (7: for ever).
+    pub rnr_retry: u8,
 }
 
 /// What the requester's QP was set up with (`gen --qp-timeout`, `--retry-count`), for the reactions that hold
@@ -62,6 +75,9 @@ impl Reaction {
             Reaction::AckTimeout => {
                 "unanswered, the requester resends on its local ACK timer no sooner than 4.096 us x 2^timeout apart, retry-count times, then gives up"
             }
+            Reaction::RnrRetry => {
+                "the responder's RNR NAK carries its RNR timer; the requester retries no sooner than that timer after it, rnr-retry times, then gives up"
+            }
         }
     }
 
@@ -78,6 +94,9 @@ impl Reaction {
             Reaction::CeMarked => "IBTA Vol. 1 Annex A17 (RoCEv2 congestion management)",
             Reaction::AckTimeout => {
                 "IBTA Vol. 1 9.7.6.1.3 (local ACK timeout) and 9.7.6.1.4 (retry count)"
+            }
+            Reaction::RnrRetry => {
+                "IBTA Vol. 1 9.7.5.2.8 (RNR NAK), 9.7.6.1.5 (RNR timer) and 9.7.6.1.4 (RNR retry count)"
             }
         }
     }
@@ -205,6 +224,7 @@ pub fn judge(
         Reaction::ReadResponseLost => read_response_lost(action, packets),
         Reaction::AckLost => ack_lost(action, packets),
         Reaction::CeMarked => ce_marked(action, &request_side, packets),
+        Reaction::RnrRetry => rnr_judged_without_an_action(),
         Reaction::AckTimeout => match qp {
             Some(qp) => ack_timeout(action, packets, qp),
             None => Verdict::new(
@@ -215,6 +235,111 @@ pub fn judge(
             ),
         },
     }
+}
+
+/// An RNR scenario has no injected action: [`rnr_retry`] judges it.
+fn rnr_judged_without_an_action() -> Verdict {
+    Verdict::new(
+        Reaction::RnrRetry,
+        Outcome::Fail,
+        "an RNR NAK is the responder's own, not an injected action's: judged without one"
+            .to_string(),
+        Vec::new(),
+    )
+}
+
+fn is_rnr_nak(p: &Packet) -> bool {
+    p.opcode == rc::ACKNOWLEDGE && p.syndrome.is_some_and(|s| s & 0x60 == 0x20)
+}
+
+/// The responder had no receive posted (no injected action): its first RNR NAK names the connection. Each of
+/// its RNR NAKs carries the timer the responder was given; the requester sends the NAK's PSN again no sooner
+/// than that timer after it (a sixteenth early allowed, as for the local ACK timer: a kernel timer fires up
+/// to a tick early), and after `rnr_retry` retries (7: for ever) it stops. Requests of later PSNs in the
+/// timer's time are not judged: a requester sends those until it has taken the NAK in, which the cable
+/// cannot time (rxe in the slow lab guest: up to 1.4 ms after the NAK).
+pub fn rnr_retry(packets: &[Packet], rnr: RnrSettings) -> Verdict {
+    let reaction = Reaction::RnrRetry;
+    let Some(first) = packets.iter().find(|p| is_rnr_nak(p)) else {
+        return Verdict::new(
+            reaction,
+            Outcome::Fail,
+            "no RNR NAK in the capture: the responder answered without a receive posted".into(),
+            Vec::new(),
+        );
+    };
+    let c = Connection {
+        packets,
+        requester: first.dst,
+        responder: first.src,
+        qp: None,
+    };
+    let timer_ns =
+        u64::from(parsers::aeth::RNR_TIMER_MICROS[usize::from(rnr.min_rnr_timer & 0x1f)]) * 1000;
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let naks: Vec<&Packet> = c.answers(0).filter(|a| is_rnr_nak(a)).collect();
+    let mut v = Verdict::new(reaction, Outcome::Pass, String::new(), Vec::new());
+    let mut waits = Vec::new();
+    for n in &naks {
+        v.evidence.push(n.frame);
+        let timer = n.syndrome.unwrap_or(0) & 0x1f;
+        if timer != rnr.min_rnr_timer {
+            v.outcome = Outcome::Fail;
+            v.seen = format!(
+                "the RNR NAK (frame {}) carries timer {timer} where the responder was given {}",
+                n.frame, rnr.min_rnr_timer
+            );
+            return v;
+        }
+        let Some(next) = c.requests(n.ts).find(|r| r.psn == n.psn) else {
+            continue;
+        };
+        v.evidence.push(next.frame);
+        let wait = next.ts.saturating_sub(n.ts);
+        if crate::analysis::diagnosis::on_time(wait) < timer_ns {
+            v.outcome = Outcome::Fail;
+            v.seen = format!(
+                "PSN {} sent again (frame {}) {:.2} ms after its RNR NAK (frame {}), sooner than its timer {} ({:.2} ms)",
+                next.psn,
+                next.frame,
+                ms(wait),
+                n.frame,
+                rnr.min_rnr_timer,
+                ms(timer_ns)
+            );
+            return v;
+        }
+        waits.push(wait);
+    }
+    if let (Some(&shortest), Some(&longest)) = (waits.iter().min(), waits.iter().max()) {
+        v.latencies_us
+            .insert("rnr_nak_to_retry", shortest as f64 / 1000.0);
+        v.latencies_us
+            .insert("rnr_nak_to_retry_max", longest as f64 / 1000.0);
+    }
+    v.seen = format!(
+        "{} RNR NAKs for PSN {} with timer {} ({:.2} ms), {} retries {}",
+        naks.len(),
+        first.psn,
+        rnr.min_rnr_timer,
+        ms(timer_ns),
+        waits.len(),
+        match (waits.iter().min(), waits.iter().max()) {
+            (Some(&a), Some(&b)) => format!("{:.2}-{:.2} ms after their NAK", ms(a), ms(b)),
+            _ => "at all".to_string(),
+        }
+    );
+    if rnr.rnr_retry < 7 && waits.len() != usize::from(rnr.rnr_retry) {
+        v.outcome = Outcome::Fail;
+        v.seen += &format!(
+            ": {} retries where the RNR retry count allows {} before the QP gives up",
+            waits.len(),
+            rnr.rnr_retry
+        );
+    } else if rnr.rnr_retry < 7 {
+        v.seen += ", then nothing: the QP gave up";
+    }
+    v
 }
 
 /// Every answer to the requester lost (the action: the first): its first request's PSN sent again on the

@@ -28,9 +28,10 @@ pub struct Row {
     pub cite: &'static str,
     #[serde(flatten)]
     pub verdict: Verdict,
-    /// The files judged.
+    /// The files judged (no injection log where the fault was the generator's).
     pub capture: PathBuf,
-    pub log: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<PathBuf>,
     /// What each NIC's counters did over the run ({device: {counter: rise}}, the capture's `counters`), where
     /// the run was this one's (not `--judge`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,7 +55,7 @@ pub fn counters_of(report: &serde_json::Value) -> Counters {
 }
 
 impl Row {
-    pub fn new(s: &Scenario, verdict: Verdict, capture: PathBuf, log: PathBuf) -> Row {
+    pub fn new(s: &Scenario, verdict: Verdict, capture: PathBuf, log: Option<PathBuf>) -> Row {
         Row {
             scenario: s.name,
             op: s.op,
@@ -114,15 +115,17 @@ pub fn text(rows: &[Row]) -> String {
         out += &format!("      rule: {} ({})\n", r.rule, r.cite);
         let frames: Vec<String> = r.verdict.evidence.iter().map(u64::to_string).collect();
         out += &format!(
-            "      frames {} of {} (inject: {}; log {})\n",
+            "      frames {} of {} ({})\n",
             if frames.is_empty() {
                 "-".to_string()
             } else {
                 frames.join(", ")
             },
             r.capture.display(),
-            r.inject.join(" ; "),
-            r.log.display()
+            match &r.log {
+                Some(log) => format!("inject: {}; log {}", r.inject.join(" ; "), log.display()),
+                None => "no injector: the generator's fault".to_string(),
+            }
         );
     }
     let count = |o: Outcome| {

@@ -3,7 +3,7 @@
 //! 4096-byte READ is answered by four responses.
 use serde::Serialize;
 
-use super::judge::{QpSettings, Reaction};
+use super::judge::{QpSettings, Reaction, RnrSettings};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Scenario {
@@ -14,8 +14,11 @@ pub struct Scenario {
     pub size: u32,
     pub iters: u32,
     /// The injector's rules (docs/inject.md): the first makes the fault judged (once); a control's
-    /// others break the reaction on purpose.
+    /// others break the reaction on purpose. None: the fault is the generator's (`fault`), and the run has
+    /// no injector.
     pub rules: &'static [&'static str],
+    /// `gen --fault`: a fault of the verbs, not of the path.
+    pub fault: Option<&'static str>,
     pub reaction: Reaction,
     /// A control: the reaction is broken on purpose, and the judge must say so (a pass is the bench's
     /// failure, not the NIC's success).
@@ -23,8 +26,11 @@ pub struct Scenario {
     /// The requester's QP timeout and retry count (gen's `--qp-timeout`, `--retry-count`), where the reaction
     /// is held to them; gen's defaults otherwise.
     pub qp: Option<QpSettings>,
-    /// The requester's QP must give up: gen ends with IBV_WC_RETRY_EXC_ERR (exit status 1).
-    pub gives_up: bool,
+    /// The responder's RNR timer and the requester's RNR retry count (`gen loopback --min-rnr-timer`,
+    /// `--rnr-retry`), where the reaction is held to them.
+    pub rnr: Option<RnrSettings>,
+    /// The requester's QP must give up: gen ends with this completion error (exit status 1).
+    pub gives_up: Option<&'static str>,
 }
 
 const fn scenario(
@@ -41,15 +47,17 @@ const fn scenario(
         size,
         iters,
         rules,
+        fault: None,
         reaction,
         control: false,
         qp: None,
-        gives_up: false,
+        rnr: None,
+        gives_up: None,
     }
 }
 
 /// Every scenario, in the order `conform` runs them.
-pub const SUITE: [Scenario; 9] = [
+pub const SUITE: [Scenario; 10] = [
     scenario(
         "write_request_lost",
         "write",
@@ -116,7 +124,7 @@ pub const SUITE: [Scenario; 9] = [
             timeout: 17,
             retry_count: 3,
         }),
-        gives_up: true,
+        gives_up: Some("IBV_WC_RETRY_EXC_ERR"),
         ..scenario(
             "acks_all_lost",
             "write",
@@ -125,6 +133,19 @@ pub const SUITE: [Scenario; 9] = [
             &["resp class=ack resend=any times=all drop"],
             Reaction::AckTimeout,
         )
+    },
+    // No receive posted (gen's fault): the responder RNR NAKs the first SEND with its timer, 28 (163.84 ms:
+    // a kernel timer of 4 ms ticks, as rxe's is, early by up to a tick stays within the sixteenth allowed),
+    // the requester goes back to it 3 times, and the QP gives up (IBV_WC_RNR_RETRY_EXC_ERR). Four SENDs, so
+    // that the requester has others to send in its place.
+    Scenario {
+        fault: Some("no-receive"),
+        rnr: Some(RnrSettings {
+            min_rnr_timer: 28,
+            rnr_retry: 3,
+        }),
+        gives_up: Some("IBV_WC_RNR_RETRY_EXC_ERR"),
+        ..scenario("rnr_retry", "send", 1024, 4, &[], Reaction::RnrRetry)
     },
     // The control: the lost request's NAK dropped too, so that only the timer can resend it.
     Scenario {

@@ -60,8 +60,15 @@ pub struct Probe {
 pub struct LoopbackConfig {
     pub device: String,
     pub peer_device: String,
+    /// The responder's RNR NAK timer, IBTA's 5-bit encoding (`--min-rnr-timer`).
+    pub min_rnr_timer: u8,
     pub port: PortConfig,
     pub work: WorkConfig,
+}
+
+impl LoopbackConfig {
+    /// 0.64 ms: as two-host runs set it.
+    pub const DEFAULT_MIN_RNR_TIMER: u8 = crate::generator::verbs::MIN_RNR_TIMER;
 }
 
 /// `gen client HOST`: the requester, against `gen server` on `host`.

@@ -52,6 +52,7 @@ pub fn run(cfg: &LoopbackConfig, stop: &AtomicBool) -> anyhow::Result<Report> {
         flow_label: 0,
         retry_count: w.retry_count,
         rnr_retry: w.rnr_retry,
+        min_rnr_timer: cfg.min_rnr_timer,
     };
     let limit = w.iters_limit().unwrap_or(u64::MAX);
     // --fault wrong-qpn: none of this run's QPs may be the wrong destination

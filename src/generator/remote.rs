@@ -162,6 +162,7 @@ fn connect_params(c: &Connect, port: u8) -> ConnectParams {
         flow_label: 0,
         retry_count: c.retry_count,
         rnr_retry: c.rnr_retry,
+        min_rnr_timer: super::verbs::MIN_RNR_TIMER,
     }
 }
 

@@ -528,7 +528,12 @@ pub struct ConnectParams {
     pub flow_label: u32,
     pub retry_count: u8,
     pub rnr_retry: u8,
+    /// The RNR NAK timer this side's RNR NAKs carry (IBTA's 5-bit encoding).
+    pub min_rnr_timer: u8,
 }
+
+/// The RNR NAK timer a QP is given unless told otherwise: 12, 0.64 ms.
+pub const MIN_RNR_TIMER: u8 = 12;
 
 /// RESET -> INIT -> RTR -> RTS toward the peer (its QPN, GID, and the PSN it will send first).
 pub fn connect(
@@ -567,7 +572,7 @@ pub fn connect(
         .setup_dest_qp_num(peer_qpn)
         .setup_rq_psn(peer_sq_psn)
         .setup_max_dest_read_atomic(p.rd_atomic)
-        .setup_min_rnr_timer(12);
+        .setup_min_rnr_timer(p.min_rnr_timer);
     let mut ah = AddressHandleAttribute::new();
     ah.setup_dest_lid(0)
         .setup_port(p.port)

@@ -4,7 +4,9 @@
 //! [`Injector`] is the decision, pure: it takes each IPv4 datagram the path hands it (as NFQUEUE does, from
 //! the IP header on) and says what to do, with the facts of the packet for the log; [`edit`] changes the bytes
 //! (CE, a flipped bit). Where it stands on the path is the backend's: `nfqueue` (Linux, nftables' queue on
-//! the output hook: kernel-path RoCE, Soft-RoCE).
+//! the output hook: kernel-path RoCE, Soft-RoCE) or `bump` (Linux, a bump in the wire between two
+//! interfaces, AF_PACKET: any NIC's traffic, a box between two hosts). Both log each action with
+//! [`log_action`].
 use std::net::Ipv4Addr;
 
 use parsers::aeth::{Aeth, Syndrome};
@@ -16,7 +18,10 @@ use parsers::udp::{ROCEV2_PORT, UdpHeader};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+#[cfg(target_os = "linux")]
+pub mod bump;
 pub mod edit;
+pub mod hold;
 #[cfg(target_os = "linux")]
 pub mod nfqueue;
 pub mod rules;
@@ -60,6 +65,52 @@ fn as_text<S: serde::Serializer>(a: &Ipv4Addr, s: S) -> Result<S::Ok, S::Error> 
 
 fn class_name<S: serde::Serializer>(c: &Class, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(c.name())
+}
+
+/// One line of the log: what was done to which packet, when.
+#[derive(Debug, Serialize)]
+struct Logged<'a> {
+    /// Seconds since the Unix epoch.
+    time: f64,
+    rule: usize,
+    text: &'a str,
+    action: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delay_us: Option<u64>,
+    #[serde(flatten)]
+    packet: &'a Seen,
+    /// `ce`: the ECN field before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ecn_before: Option<u8>,
+}
+
+/// Writes the log's line for `action` of rule `rule` on `seen`, now, and flushes it (the judge may read the
+/// log while the run goes on).
+pub fn log_action(
+    log: &mut dyn std::io::Write,
+    injector: &Injector,
+    rule: usize,
+    action: Action,
+    seen: &Seen,
+    ecn_before: Option<u8>,
+) -> std::io::Result<()> {
+    let line = Logged {
+        time: std::time::SystemTime::now()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
+        rule,
+        text: injector.rules().get(rule).map_or("", |r| r.text.as_str()),
+        action: action.name(),
+        delay_us: match action {
+            Action::Delay(d) => Some(d.as_micros() as u64),
+            _ => None,
+        },
+        packet: seen,
+        ecn_before,
+    };
+    serde_json::to_writer(&mut *log, &line)?;
+    writeln!(log)?;
+    log.flush()
 }
 
 /// What to do with one datagram.

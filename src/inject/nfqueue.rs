@@ -5,12 +5,11 @@
 use std::io::{self, Write};
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
+use super::hold::{HeldFlow, Holding, flow_of};
 use super::rules::{Action, REORDER_HOLD};
-use super::{Decision, Injector, Roce, Seen, edit};
+use super::{Decision, Injector, edit};
 
 /// The mark of the copies `duplicate` sends, which the table lets through instead of queueing them again.
 const COPY_MARK: u32 = 0x5253_4350;
@@ -96,36 +95,11 @@ fn nft(script: &str) -> Result<(), NfqueueError> {
     Err(NfqueueError::Table(why.to_string()))
 }
 
-/// One line of the log: what was done to which packet, when.
-#[derive(Debug, Serialize)]
-struct Logged<'a> {
-    /// Seconds since the Unix epoch.
-    time: f64,
-    rule: usize,
-    text: &'a str,
-    action: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    delay_us: Option<u64>,
-    #[serde(flatten)]
-    packet: &'a Seen,
-    /// `ce`: the ECN field before.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ecn_before: Option<u8>,
-}
-
-/// A packet held back (`delay`, `reorder`): its verdict goes at `until`, or once its flow's next packet has
-/// gone (`reorder`).
-struct Held {
-    msg: nfq::Message,
-    until: Instant,
-    flow: Option<(Ipv4Addr, Ipv4Addr, u32)>,
-}
-
 /// The queue, bound, with its nftables table in place.
 pub struct Queue {
     path: Path,
     queue: nfq::Queue,
-    held: Vec<Held>,
+    held: Holding<nfq::Message>,
 }
 
 impl Queue {
@@ -142,7 +116,7 @@ impl Queue {
         Ok(Queue {
             path,
             queue,
-            held: Vec::new(),
+            held: Holding::default(),
         })
     }
 
@@ -171,10 +145,10 @@ impl Queue {
             }
         }
         // What is still held goes now.
-        for h in std::mem::take(&mut self.held) {
-            self.queue.verdict(h.msg).map_err(failed)?;
-        }
-        Ok(())
+        let queue = &mut self.queue;
+        self.held
+            .release_all(|msg| queue.verdict(msg))
+            .map_err(failed)
     }
 
     fn take(
@@ -201,26 +175,9 @@ impl Queue {
             }
             _ => None,
         };
-        let text = injector.rules().get(rule).map_or("", |r| r.text.as_str());
-        let line = Logged {
-            time: SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
-            rule,
-            text,
-            action: action.name(),
-            delay_us: match action {
-                Action::Delay(d) => Some(d.as_micros() as u64),
-                _ => None,
-            },
-            packet: &seen,
-            ecn_before,
-        };
-        serde_json::to_writer(&mut *log, &line).map_err(|e| NfqueueError::Log(e.into()))?;
-        writeln!(log).map_err(NfqueueError::Log)?;
-        log.flush().map_err(NfqueueError::Log)?;
+        super::log_action(log, injector, rule, action, &seen, ecn_before)
+            .map_err(NfqueueError::Log)?;
         let now = Instant::now();
-        let held = |msg, until, flow| Held { msg, until, flow };
         match action {
             Action::Drop => {
                 msg.set_verdict(nfq::Verdict::Drop);
@@ -238,12 +195,12 @@ impl Queue {
             }
             Action::Delay(d) => {
                 msg.set_verdict(nfq::Verdict::Accept);
-                self.held.push(held(msg, now + d, None));
+                self.held.hold(msg, now + d, None);
                 Ok(())
             }
             Action::Reorder => {
                 msg.set_verdict(nfq::Verdict::Accept);
-                self.held.push(held(msg, now + REORDER_HOLD, Some(flow)));
+                self.held.hold(msg, now + REORDER_HOLD, Some(flow));
                 Ok(())
             }
         }
@@ -251,46 +208,28 @@ impl Queue {
 
     /// Gives `msg` its verdict; a packet of `flow` that goes lets the packets held for reordering behind it
     /// go after it.
-    fn verdict(
-        &mut self,
-        msg: nfq::Message,
-        flow: Option<(Ipv4Addr, Ipv4Addr, u32)>,
-    ) -> Result<(), NfqueueError> {
-        let q = self.path.queue;
-        self.queue
-            .verdict(msg)
-            .map_err(|source| NfqueueError::Queue { queue: q, source })?;
+    fn verdict(&mut self, msg: nfq::Message, flow: Option<HeldFlow>) -> Result<(), NfqueueError> {
+        self.queue.verdict(msg).map_err(|e| self.failed(e))?;
         match flow {
-            Some(f) if self.held.iter().any(|h| h.flow == Some(f)) => {
-                self.release(Instant::now(), Some(f))
-            }
+            Some(f) if self.held.waits_for(f) => self.release(Instant::now(), Some(f)),
             _ => Ok(()),
         }
     }
 
-    /// The held packets due at `now`, and those reordered behind a packet of `flow` that just went.
-    fn release(
-        &mut self,
-        now: Instant,
-        flow: Option<(Ipv4Addr, Ipv4Addr, u32)>,
-    ) -> Result<(), NfqueueError> {
-        let mut i = 0;
-        while i < self.held.len() {
-            let due = self
-                .held
-                .get(i)
-                .is_some_and(|h| h.until <= now || (flow.is_some() && h.flow == flow));
-            if due {
-                let h = self.held.swap_remove(i);
-                let q = self.path.queue;
-                self.queue
-                    .verdict(h.msg)
-                    .map_err(|source| NfqueueError::Queue { queue: q, source })?;
-            } else {
-                i += 1;
-            }
+    /// The held packets due at `now`, and those reordered behind a packet of `gone` that just went.
+    fn release(&mut self, now: Instant, gone: Option<HeldFlow>) -> Result<(), NfqueueError> {
+        let q = self.path.queue;
+        let queue = &mut self.queue;
+        self.held
+            .release(now, gone, |msg| queue.verdict(msg))
+            .map_err(|source| NfqueueError::Queue { queue: q, source })
+    }
+
+    fn failed(&self, source: io::Error) -> NfqueueError {
+        NfqueueError::Queue {
+            queue: self.path.queue,
+            source,
         }
-        Ok(())
     }
 
     /// Sends a copy of `datagram` (a raw IPv4 socket, the header as it is), marked so that the table lets
@@ -355,12 +294,6 @@ impl Queue {
         }
         Ok(())
     }
-}
-
-/// A RoCE datagram's (source, destination, destination QP).
-fn flow_of(datagram: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, u32)> {
-    let f = Roce::read(datagram)?.flow;
-    Some((Ipv4Addr::from(f.src), Ipv4Addr::from(f.dst), f.dest_qp))
 }
 
 impl Drop for Queue {

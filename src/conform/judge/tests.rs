@@ -465,3 +465,103 @@ fn a_timer_too_soon_or_retries_miscounted_fail() {
         Outcome::Fail
     );
 }
+
+/// No receive posted, the responder's RNR timer 28 (163.84 ms by IBTA's table) and the requester's RNR retry
+/// count 3: a SEND (PSN 7), then for each wait in `waits_ms` an RNR NAK of it 30 us later and the SEND again
+/// that wait after the NAK; the last SEND's NAK too. `timer` is the timer the NAKs carry.
+fn rnr_naked(waits_ms: &[f64], timer: u8) -> Wire {
+    let mut w = Wire::new();
+    w.push(true, rc::SEND_ONLY, 7);
+    let mut t = w.0[0].ts;
+    for wait in waits_ms.iter().map(Some).chain([None]) {
+        t += 30_000;
+        w.push(false, rc::ACKNOWLEDGE, 7).syndrome = Some(0x20 | timer);
+        w.0.last_mut().unwrap().ts = t;
+        if let Some(wait) = wait {
+            t += (wait * 1e6) as u64;
+            w.push(true, rc::SEND_ONLY, 7);
+            w.0.last_mut().unwrap().ts = t;
+        }
+    }
+    w
+}
+
+const RNR: RnrSettings = RnrSettings {
+    min_rnr_timer: 28,
+    rnr_retry: 3,
+};
+
+#[test]
+fn the_rnr_timer_is_waited_and_the_rnr_retry_count_kept() {
+    // rxe at HZ 250: 40 ticks for 163.84 ms, the first up to a tick short: 156.1 ms is within a sixteenth
+    let w = rnr_naked(&[156.1, 160.0, 163.9], 28);
+    let v = rnr_retry(&w.0, RNR);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    assert_eq!(v.evidence, vec![2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(
+        (
+            v.latencies_us["rnr_nak_to_retry"],
+            v.latencies_us["rnr_nak_to_retry_max"]
+        ),
+        (156_100.0, 163_900.0)
+    );
+    assert_eq!(
+        v.seen,
+        "4 RNR NAKs for PSN 7 with timer 28 (163.84 ms), 3 retries 156.10-163.90 ms after their NAK, then \
+         nothing: the QP gave up"
+    );
+    // with an RNR retry count of 7 the requester retries for ever: no count to hold it to
+    let v = rnr_retry(
+        &w.0,
+        RnrSettings {
+            rnr_retry: 7,
+            ..RNR
+        },
+    );
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+}
+
+#[test]
+fn an_rnr_retry_too_soon_miscounted_or_a_wrong_timer_fails() {
+    // 153 ms: more than a sixteenth short of 163.84 ms (153.6 ms is the least on time)
+    let v = rnr_retry(&rnr_naked(&[163.9, 153.0, 163.9], 28).0, RNR);
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert_eq!(
+        v.seen,
+        "PSN 7 sent again (frame 5) 153.00 ms after its RNR NAK (frame 4), sooner than its timer 28 (163.84 ms)"
+    );
+    // a later PSN sent in the timer's time (rxe in the lab, until it has taken the NAK in) is not judged
+    let mut w = rnr_naked(&[163.9, 163.9, 163.9], 28);
+    let at = w.0[1].ts + 1_400_000;
+    w.0.insert(2, w.0[0]);
+    w.0[2].psn = 8;
+    w.0[2].ts = at;
+    w.0.iter_mut()
+        .enumerate()
+        .for_each(|(i, p)| p.frame = i as u64 + 1);
+    let v = rnr_retry(&w.0, RNR);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.seen);
+    for waits in [&[163.9, 163.9][..], &[163.9; 4][..]] {
+        let v = rnr_retry(&rnr_naked(waits, 28).0, RNR);
+        assert_eq!(v.outcome, Outcome::Fail);
+        assert!(
+            v.seen.ends_with(&format!(
+                ": {} retries where the RNR retry count allows 3 before the QP gives up",
+                waits.len()
+            )),
+            "{}",
+            v.seen
+        );
+    }
+    // the responder was given 28 and its NAKs say 12 (0.64 ms)
+    let v = rnr_retry(&rnr_naked(&[163.9; 3], 12).0, RNR);
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert_eq!(
+        v.seen,
+        "the RNR NAK (frame 2) carries timer 12 where the responder was given 28"
+    );
+    // a receive was there: ACKs, no RNR NAK
+    let mut w = Wire::new();
+    w.req(0).ack(0);
+    assert_eq!(rnr_retry(&w.0, RNR).outcome, Outcome::Fail);
+}
