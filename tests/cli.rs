@@ -492,3 +492,36 @@ fn a_reject_and_a_damaged_mad() {
         lines[1]
     );
 }
+
+/// `inject`'s hostile arguments, each a one-line error before anything stands on the path: a bridge of one
+/// device, of the same device twice, of devices that do not exist; a bridge with the output path's flags;
+/// no rule and no bridge.
+#[cfg(target_os = "linux")]
+#[test]
+fn inject_refuses_what_it_cannot_stand_on() {
+    let refused = |args: &[&str], code: i32, says: &str| {
+        let o = rocescope(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    };
+    let rule = ["--rule", "req psn=+5 drop"];
+    for bad in ["eth0", "eth0,eth0", "eth0,", "eth0,eth1,eth2"] {
+        refused(
+            &[&["inject", "--bridge", bad][..], &rule].concat(),
+            2,
+            &format!("'{bad}' is not two network devices, FIRST,SECOND"),
+        );
+    }
+    refused(
+        &["inject", "--bridge", "rsnone0,rsnone1", "--duration", "0.1"],
+        1,
+        "no interface rsnone0 (ip link shows them)",
+    );
+    refused(
+        &[&["inject", "--bridge", "a0,b0", "--queue", "3"][..], &rule].concat(),
+        2,
+        "cannot be used with",
+    );
+    refused(&["inject", "--log", "-"], 2, "--rule");
+}

@@ -255,3 +255,131 @@ fn injected_faults_and_the_reactions_the_rules_prescribe() {
         "its line on standard error:\n{log}"
     );
 }
+
+/// The injector as a bump in the wire (`inject --bridge bp1,bp2`, lab scenario inject_bump): h1's rxe on vh1,
+/// h2's on vh2, nothing between bp1 and bp2 but the bump; 32 one-packet WRITEs from h1 under `--rule 'req
+/// psn=+5 drop' --rule 'resp class=ack drop' --rule 'req psn=+9 ce' --rule 'req psn=+13 corrupt' --rule 'req
+/// psn=+17 duplicate'`, captured on vh1 (requests before the bump, answers after it) and vh2 (requests after,
+/// answers before). Held to tshark's reading of the two captures, by IPv4 source and identification:
+/// - each action's packet is before the bump and, after it, absent (the drops), with ECN 3 where it had not
+///   (the CE mark), with a wrong ICRC where it had a right one (lab/icrc_check.py), twice (the duplicate);
+/// - every other RoCE packet is on both sides, once: the bump lost none, and sent nothing of its own;
+/// - the bump's counts: RoCE datagrams, the requests on vh1 and the answers on vh2; acted 5, one per rule;
+/// - the lost request drew the PSN sequence error NAK it calls for (AETH 0x60, on vh1), and gen completed its
+///   32 WRITEs (exit 0).
+#[test]
+fn a_bump_in_the_wire_acts_on_what_it_is_told_and_forwards_the_rest() {
+    let (lab_out, _) = run_lab("lab-bump", &["info", "inject_bump"]);
+    let dir = lab_out.join("inject_bump");
+    let said = fs::read_to_string(dir.join("bump.log")).expect("bump.log");
+    assert!(said.contains("exit 0"), "{said}");
+    let before = cable(&dir.join("before.pcap"));
+    let after = cable(&dir.join("after.pcap"));
+    let (h1, h2) = ("10.0.1.1", "10.0.1.2");
+    // requests cross from vh1 to vh2, answers from vh2 to vh1
+    let requests_in: Vec<&Frame> = before.iter().filter(|f| f.src == h1).collect();
+    let requests_out: Vec<&Frame> = after.iter().filter(|f| f.src == h1).collect();
+    let answers_in: Vec<&Frame> = after.iter().filter(|f| f.src == h2).collect();
+    let answers_out: Vec<&Frame> = before.iter().filter(|f| f.src == h2).collect();
+    let lines: Vec<Value> = fs::read_to_string(dir.join("bump.jsonl"))
+        .expect("bump.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let (summary, actions) = lines.split_last().expect("the log has lines");
+    let acted: Vec<(u64, &str, &str)> = actions
+        .iter()
+        .map(|a| {
+            (
+                a["rule"].as_u64().unwrap(),
+                a["action"].as_str().unwrap(),
+                a["src"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let mut rules: Vec<u64> = acted.iter().map(|a| a.0).collect();
+    rules.sort_unstable();
+    assert_eq!(rules, [0, 1, 2, 3, 4], "{actions:?}");
+    let first = requests_in.first().expect("requests").psn;
+    let count = |side: &[&Frame], src: &str, id: u64| {
+        side.iter()
+            .filter(|f| f.src == src && f.ip_id == id)
+            .count()
+    };
+    let bad_before = bad_icrc(&dir.join("before.pcap"));
+    let bad_after = bad_icrc(&dir.join("after.pcap"));
+    for a in actions {
+        let (src, id) = (a["src"].as_str().unwrap(), a["ip_id"].as_u64().unwrap());
+        let (ins, outs) = if src == h1 {
+            (&requests_in, &requests_out)
+        } else {
+            (&answers_in, &answers_out)
+        };
+        assert_eq!(count(ins, src, id), 1, "{a}: before the bump");
+        let psn = a["psn"].as_u64().unwrap();
+        match a["rule"].as_u64().unwrap() {
+            0 => assert_eq!(psn, (first + 5) & 0xff_ffff, "{a}"),
+            2 => assert_eq!(psn, (first + 9) & 0xff_ffff, "{a}"),
+            3 => assert_eq!(psn, (first + 13) & 0xff_ffff, "{a}"),
+            4 => assert_eq!(psn, (first + 17) & 0xff_ffff, "{a}"),
+            _ => assert_eq!(a["class"], "ack", "{a}"),
+        }
+        let out: Vec<&&Frame> = outs
+            .iter()
+            .filter(|f| f.src == src && f.ip_id == id)
+            .collect();
+        let inn = ins.iter().find(|f| f.src == src && f.ip_id == id).unwrap();
+        match a["action"].as_str().unwrap() {
+            "drop" => assert!(out.is_empty(), "{a}: after the bump"),
+            "ce" => {
+                assert_ne!(inn.ecn, 3, "{a}");
+                assert_eq!(out.iter().map(|f| f.ecn).collect::<Vec<_>>(), [3], "{a}");
+            }
+            "corrupt" => {
+                assert_eq!(out.len(), 1, "{a}");
+                assert!(!bad_before.contains(&inn.no), "{a}: {bad_before:?}");
+                assert_eq!(bad_after, [out[0].no], "{a}");
+            }
+            "duplicate" => assert_eq!(out.len(), 2, "{a}"),
+            other => panic!("{a}: {other}"),
+        }
+    }
+    // the rest: on both sides, once
+    let acted_on = |src: &str, id: u64| {
+        actions
+            .iter()
+            .any(|a| a["src"] == src && a["ip_id"].as_u64() == Some(id))
+    };
+    for (ins, outs) in [(&requests_in, &requests_out), (&answers_in, &answers_out)] {
+        for f in ins.iter().filter(|f| !acted_on(&f.src, f.ip_id)) {
+            assert_eq!(count(outs, &f.src, f.ip_id), 1, "{f:?} crossed once");
+        }
+        for f in outs.iter() {
+            assert_eq!(
+                count(ins, &f.src, f.ip_id),
+                1,
+                "{f:?} came from the other side"
+            );
+        }
+    }
+    let s = &summary["summary"];
+    assert_eq!(
+        s["roce"].as_u64(),
+        Some((requests_in.len() + answers_in.len()) as u64),
+        "{summary}"
+    );
+    assert_eq!(s["acted"], 5, "{summary}");
+    assert_eq!(
+        s["by_rule"],
+        serde_json::json!([1, 1, 1, 1, 1]),
+        "{summary}"
+    );
+    // the lost request's NAK, as the answers reach h1
+    let dropped = (first + 5) & 0xff_ffff;
+    assert!(
+        answers_out
+            .iter()
+            .any(|f| f.syndrome == Some(NAK_PSN_SEQUENCE_ERROR) && f.psn == dropped),
+        "{answers_out:?}"
+    );
+}

@@ -255,6 +255,63 @@ sc_fabric4() {
     fabric_down
     return $r
 }
+# A bump in the wire: host h1 (veth vh1, 10.0.1.1, rxe_h1) and host h2 (vh2, 10.0.1.2, rxe_h2), their peers bp1 and
+# bp2 joined by nothing but `rocescope inject --bridge bp1,bp2` (as a Linux box between a NIC under test and its
+# peer); traffic from 10.0.1.N leaves through vhN (ip rule from 10.0.1.N), static neighbours. The cable is not used.
+bump_up() {
+    local i n=0
+    for i in 1 2; do
+        $IP link add vh$i address 52:54:00:00:01:0$i type veth peer name bp$i || return 1
+        sysctl -qw net.ipv6.conf.bp$i.disable_ipv6=1 net.ipv6.conf.vh$i.disable_ipv6=1
+        $IP link set bp$i up
+        $IP link set vh$i up
+        sysctl -qw net.ipv4.conf.vh$i.rp_filter=0 net.ipv4.conf.vh$i.accept_local=1
+        $IP addr add 10.0.1.$i/32 dev vh$i
+        $IP route add 10.0.1.0/24 dev vh$i src 10.0.1.$i table 11$i
+        $IP rule add pref 1$i iif lo from 10.0.1.$i lookup 11$i
+        /usr/bin/rdma link add rxe_h$i type rxe netdev vh$i || return 1
+    done
+    $IP neigh replace 10.0.1.2 lladdr 52:54:00:00:01:02 dev vh1 nud permanent
+    $IP neigh replace 10.0.1.1 lladdr 52:54:00:00:01:01 dev vh2 nud permanent
+    for i in 1 2; do
+        until grep -q "ffff:0a00:010$i" /sys/class/infiniband/rxe_h$i/ports/1/gids/1 2>/dev/null; do
+            n=$((n + 1)); [ $n -lt 100 ] || { echo "no GID on rxe_h$i"; return 1; }
+            sleep 0.1
+        done
+    done
+}
+bump_down() {
+    local i
+    for i in 1 2; do
+        /usr/bin/rdma link delete rxe_h$i
+        $IP rule del pref 1$i
+        $IP route flush table 11$i
+        $IP link del vh$i
+    done
+}
+# 32 one-packet WRITEs h1 -> h2 through the bump, captured on both sides of it: vh1 (h1's requests before the
+# bump, the answers after it) and vh2 (the requests after, the answers before); the bump drops one request and
+# the first ACK, marks one CE, corrupts one, duplicates one. Returns both captures, the injection log and what
+# the commands said
+sc_inject_bump() {
+    local R=/usr/local/bin/rocescope D=/tmp/ret r=0 f
+    [ -x $R ] || { echo "no $R: run with EXTRA_BINARIES=target/.../rocescope"; return 1; }
+    mkdir -p $D
+    bump_up || return 1
+    set -- $R capture -i vh1 -q -w $D/before.pcap -- \
+        $R capture -i vh2 -q -w $D/after.pcap -- \
+        $R inject --bridge bp1,bp2 --log $D/bump.jsonl --rule 'req psn=+5 drop' --rule 'resp class=ack drop' \
+            --rule 'req psn=+9 ce' --rule 'req psn=+13 corrupt' --rule 'req psn=+17 duplicate' -- \
+        $R gen loopback -d rxe_h1 --peer-device rxe_h2 --op write -s 1024 -n 32 --json
+    echo "+ $*"
+    timeout 120 "$@" > $D/gen.json 2> $D/bump.log
+    echo "exit $?" >> $D/bump.log
+    cat $D/bump.log
+    for f in before.pcap after.pcap bump.jsonl gen.json bump.log; do lab_return $D/$f || r=1; done
+    rm -rf $D
+    bump_down
+    return $r
+}
 # a clean cable: both pairs pass --lossless (exit 0)
 sc_mesh_clean() { mesh_run --pattern pairs --op write -s 4096 -n 256 --lossless; }
 # probes: two windows of 2 s, each host sending 64-byte WRITEs to the other at 10 a second (one JSON line a

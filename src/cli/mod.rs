@@ -788,7 +788,7 @@ pub struct InjectArgs {
     /// What to do to which RoCE packets, as DIRECTION [SELECTOR...] ACTION (repeat for more; the first rule
     /// that matches a packet and has not acted `times` yet acts): 'req qp=0 psn=+5 drop', 'resp psn=+3 drop',
     /// 'req psn=+9 ce', 'resp class=ack delay 20ms' (docs/inject.md).
-    #[arg(long = "rule", value_name = "RULE", required = true, value_parser = rocescope::inject::rules::Rule::parse)]
+    #[arg(long = "rule", value_name = "RULE", required_unless_present = "bridge", value_parser = rocescope::inject::rules::Rule::parse)]
     pub rules: Vec<rocescope::inject::rules::Rule>,
     /// Only the RoCE datagrams leaving through this network device (default: every one the host sends).
     #[arg(short = 'd', long = "device", value_name = "DEV", value_parser = values::parse_netdev)]

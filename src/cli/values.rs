@@ -142,7 +142,10 @@ pub fn parse_netdev(s: &str) -> Result<String, ValueError> {
 pub fn parse_bridge(s: &str) -> Result<[String; 2], ValueError> {
     let bad = || ValueError::Bridge(s.to_string());
     let (a, b) = s.split_once(',').ok_or_else(bad)?;
-    let (a, b) = (parse_netdev(a)?, parse_netdev(b)?);
+    let (a, b) = (
+        parse_netdev(a).map_err(|_| bad())?,
+        parse_netdev(b).map_err(|_| bad())?,
+    );
     if a == b {
         return Err(bad());
     }
