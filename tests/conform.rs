@@ -63,6 +63,20 @@ fn the_suite_judges_a_capture_again_and_needs_the_log_only_with_rules() {
         "the RNR NAK (frame 2) carries timer 12 where the responder was given 28"
     );
     assert!(row.get("log").is_none(), "{row:#}");
+    // the table: one line, one run; judged again, the report names no devices
+    assert_eq!(report["repeat"], 1);
+    assert!(report.get("device").is_none(), "{report:#}");
+    let line = &report["table"][0];
+    assert_eq!(
+        (
+            &line["scenario"],
+            &line["outcome"],
+            &line["runs"],
+            &line["fail"]
+        ),
+        (&"rnr_retry".into(), &"fail".into(), &1.into(), &1.into())
+    );
+    assert_eq!(report["table"].as_array().unwrap().len(), 1);
     // a scenario of the injector's needs its log
     let out = judge(&["--scenario", "write_request_lost"]);
     assert_eq!(out.status.code(), Some(2));

@@ -967,6 +967,29 @@ sc_conform() {
     for f in /tmp/conform/*; do lab_return "$f" || r=1; done
     [ $r -eq 0 ] || [ $r -eq 3 ]
 }
+# The conformance suite with the faults made by a bump in the wire (bump_up: rxe_h1 on vh1, rxe_h2 on vh2, their
+# peers bp1 and bp2 joined only by `inject --bridge bp1,bp2`); each run captured as the bump sends on. Returns as
+# sc_conform does
+sc_conform_bump() {
+    local r f
+    [ -x /usr/local/bin/rocescope ] || { echo "no /usr/local/bin/rocescope: run with EXTRA_BINARIES"; return 1; }
+    bump_up || return 1
+    echo "+ rocescope conform -d rxe_h1 --peer-device rxe_h2 --bridge bp1,bp2 --out /tmp/conform --json"
+    timeout 270 /usr/local/bin/rocescope conform -d rxe_h1 --peer-device rxe_h2 --bridge bp1,bp2 \
+        --out /tmp/conform --json > /tmp/conform.json; r=$?
+    echo "conform exit $r"
+    [ $r -eq 0 ] || [ $r -eq 3 ] || r=1
+    # two scenarios three times each: the table's medians and maxima (files NAME.K.*)
+    echo "+ rocescope conform ... --scenario write_request_lost --scenario rnr_retry --repeat 3 --out /tmp/conform3 --json"
+    timeout 120 /usr/local/bin/rocescope conform -d rxe_h1 --peer-device rxe_h2 --bridge bp1,bp2 \
+        --scenario write_request_lost --scenario rnr_retry --repeat 3 --out /tmp/conform3 --json > /tmp/conform3.json
+    echo "conform --repeat 3 exit $?"
+    bump_down
+    lab_return /tmp/conform.json || r=1
+    lab_return /tmp/conform3.json || r=1
+    for f in /tmp/conform/* /tmp/conform3/*; do lab_return "$f" || r=1; done
+    [ $r -eq 0 ] || [ $r -eq 3 ]
+}
 # reordering on the path (no loss): netem delays 75% of the packets by 1 ms and sends 25% (correlation 50%) at once,
 # ahead of the delayed ones; 1 ms is far below the QP timeout (-u 17, about 0.5 s). Requests reordered (eth0): the
 # responder NAKs the PSN it expected (sequence error) and the requester goes back to it

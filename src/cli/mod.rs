@@ -111,9 +111,17 @@ pub struct ConformArgs {
         short = 'i',
         long = "interface",
         value_name = "IFACE",
-        required_unless_present = "judge"
+        required_unless_present_any = ["judge", "bridge"]
     )]
     pub interface: Option<String>,
+    /// The faults made by a bump in the wire between these two network devices of this host (`inject
+    /// --bridge`), the two devices' traffic cabled through them, each run captured as the bump sends it on.
+    #[arg(long, value_name = "FIRST,SECOND", value_parser = values::parse_bridge, conflicts_with_all = ["interface", "judge"])]
+    pub bridge: Option<[String; 2]>,
+    /// Run each scenario this many times: the table gives each latency's median and maximum over the runs,
+    /// and the verdict fails if one run failed.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with = "judge")]
+    pub repeat: u32,
     /// Only this scenario (repeat for more; default: the whole suite, docs/conform.md).
     #[arg(long, value_name = "NAME")]
     pub scenario: Vec<String>,
@@ -169,12 +177,18 @@ impl ConformArgs {
             None => commands::conform::Mode::Run {
                 device: self.device.clone().unwrap_or_default(),
                 peer: self.peer_device.clone().unwrap_or_default(),
-                interface: self.interface.clone().unwrap_or_default(),
+                at: match &self.bridge {
+                    Some(ports) => commands::conform::Stand::Bridge(ports.clone()),
+                    None => commands::conform::Stand::Output {
+                        interface: self.interface.clone().unwrap_or_default(),
+                    },
+                },
                 scenarios: if scenarios.is_empty() {
                     suite::SUITE.iter().collect()
                 } else {
                     scenarios
                 },
+                repeat: self.repeat,
                 out: self.out.clone(),
             },
         };

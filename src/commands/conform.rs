@@ -13,13 +13,15 @@ use super::fail;
 
 #[derive(Debug, Clone)]
 pub enum Mode {
-    /// Run these scenarios: the requester on `device`, the responder on `peer`, captured on `interface`,
-    /// the files in `out`.
+    /// Run these scenarios: the requester on `device`, the responder on `peer`, the injector where `at`
+    /// says, the files in `out`.
     Run {
         device: String,
         peer: String,
-        interface: String,
+        at: Stand,
         scenarios: Vec<&'static Scenario>,
+        /// Runs of each scenario.
+        repeat: u32,
         out: PathBuf,
     },
     /// Judge `capture` and `log` (the injector's, where the scenario has rules) as `scenario` says.
@@ -28,6 +30,46 @@ pub enum Mode {
         capture: PathBuf,
         log: Option<PathBuf>,
     },
+}
+
+/// Where the injector stands, and so where each run is captured.
+#[derive(Debug, Clone)]
+pub enum Stand {
+    /// On this host's output path (`inject`'s NFQUEUE); captured on the requester's interface, where the
+    /// requests leave after the injector and the answers arrive.
+    Output { interface: String },
+    /// A bump in the wire between two interfaces (`inject --bridge`); captured as it sends on, both ways
+    /// (`-i any`, outbound on the two).
+    Bridge([String; 2]),
+}
+
+impl Stand {
+    /// `capture`'s arguments for a run: where, and with what filter.
+    fn capture_args(&self) -> anyhow::Result<Vec<String>> {
+        Ok(match self {
+            Stand::Output { interface } => vec!["-i".into(), interface.clone()],
+            Stand::Bridge([a, b]) => vec![
+                "-i".into(),
+                "any".into(),
+                "-f".into(),
+                format!(
+                    "outbound and (ifindex {} or ifindex {}) and udp dst port {}",
+                    ifindex(a)?,
+                    ifindex(b)?,
+                    parsers::udp::ROCEV2_PORT
+                ),
+            ],
+        })
+    }
+}
+
+/// The interface's index, as libpcap's `ifindex` names it.
+fn ifindex(name: &str) -> anyhow::Result<u32> {
+    let path = format!("/sys/class/net/{name}/ifindex");
+    std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .with_context(|| format!("no interface {name} (ip link shows them)"))
 }
 
 #[derive(Debug, Clone)]
@@ -63,73 +105,114 @@ fn judged(s: &'static Scenario, capture: PathBuf, log: Option<PathBuf>) -> anyho
 }
 
 pub fn run(cfg: &Config) -> ExitCode {
-    let rows = match &cfg.mode {
+    let report = match &cfg.mode {
         Mode::Judge {
             scenario,
             capture,
             log,
-        } => judged(scenario, capture.clone(), log.clone()).map(|r| vec![r]),
+        } => judged(scenario, capture.clone(), log.clone())
+            .map(|r| conform::Report::new(None, 1, vec![r])),
         Mode::Run {
             device,
             peer,
-            interface,
+            at,
             scenarios,
+            repeat,
             out,
-        } => scenarios
-            .iter()
-            .map(|s| {
-                run_one(s, device, peer, interface, out)
-                    .with_context(|| format!("conform: {}", s.name))
-            })
-            .collect(),
+        } => run_suite(device, peer, at, scenarios, *repeat, out),
     };
-    let rows = match rows {
+    let report = match report {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
     if cfg.json {
-        match serde_json::to_string_pretty(&serde_json::json!({ "scenarios": rows })) {
+        match serde_json::to_string_pretty(&report) {
             Ok(j) => println!("{j}"),
             Err(e) => return fail(e),
         }
     } else {
-        print!("{}", conform::text(&rows));
+        print!("{}", conform::text(&report));
     }
-    if conform::failed(&rows) {
+    if conform::failed(&report.scenarios) {
         ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
     }
 }
 
-/// One scenario: `capture -- inject -- gen loopback` (no `inject` where the fault is the generator's), each
-/// this binary, then the judge over its files.
+/// Each scenario `repeat` times (all of one before the next), judged.
+fn run_suite(
+    device: &str,
+    peer: &str,
+    at: &Stand,
+    scenarios: &[&'static Scenario],
+    repeat: u32,
+    out: &std::path::Path,
+) -> anyhow::Result<conform::Report> {
+    let mut rows = Vec::new();
+    for s in scenarios {
+        for k in 1..=repeat {
+            // NAME.pcap for one run, NAME.K.pcap for several
+            let stem = match repeat {
+                1 => s.name.to_string(),
+                _ => format!("{}.{k}", s.name),
+            };
+            let mut row = run_one(s, device, peer, at, out, &stem)
+                .with_context(|| format!("conform: {stem}"))?;
+            row.run = k;
+            rows.push(row);
+        }
+    }
+    let bench = conform::Bench {
+        device: device.to_string(),
+        peer_device: peer.to_string(),
+        interface: match at {
+            Stand::Output { interface } => Some(interface.clone()),
+            Stand::Bridge(_) => None,
+        },
+        bridge: match at {
+            Stand::Bridge(ports) => Some(ports.clone()),
+            Stand::Output { .. } => None,
+        },
+    };
+    Ok(conform::Report::new(Some(bench), repeat, rows))
+}
+
+/// One scenario: `capture -- inject -- gen loopback` (on the output path, no `inject` where the fault is the
+/// generator's; a bump always stands, to carry the traffic), each this binary, then the judge over its files.
 fn run_one(
     s: &'static Scenario,
     device: &str,
     peer: &str,
-    interface: &str,
+    at: &Stand,
     out: &std::path::Path,
+    stem: &str,
 ) -> anyhow::Result<Row> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let exe = std::env::current_exe().context("cannot tell where rocescope is")?;
-    let capture = out.join(format!("{}.pcap", s.name));
-    let log = (!s.rules.is_empty()).then(|| out.join(format!("{}.inject.jsonl", s.name)));
-    let said = out.join(format!("{}.log", s.name));
+    let capture = out.join(format!("{stem}.pcap"));
+    let bridge = match at {
+        Stand::Bridge(ports) => Some(ports.join(",")),
+        Stand::Output { .. } => None,
+    };
+    let injected = !s.rules.is_empty() || bridge.is_some();
+    let log = injected.then(|| out.join(format!("{stem}.inject.jsonl")));
+    let said = out.join(format!("{stem}.log"));
     let said_file = std::fs::File::create(&said)
         .with_context(|| format!("cannot create {}", said.display()))?;
-    let reported = out.join(format!("{}.capture.json", s.name));
+    let reported = out.join(format!("{stem}.capture.json"));
     let reported_file = std::fs::File::create(&reported)
         .with_context(|| format!("cannot create {}", reported.display()))?;
     let mut cmd = std::process::Command::new(&exe);
-    cmd.args([
-        "capture", "-i", interface, "-q", "--json", "--grace", "0.5", "-w",
-    ])
-    .arg(&capture)
-    .arg("--");
+    cmd.arg("capture")
+        .args(at.capture_args()?)
+        .args(["-q", "--json", "--grace", "0.5", "-w"])
+        .arg(&capture)
+        .arg("--");
     if let Some(log) = &log {
         cmd.arg(&exe)
             .arg("inject")
+            .args(bridge.iter().flat_map(|b| ["--bridge", b]))
             .args(s.rules.iter().flat_map(|r| ["--rule", r]))
             .arg("--log")
             .arg(log)

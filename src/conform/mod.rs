@@ -5,6 +5,7 @@
 //! ([`wire`]), so a run can be judged again from its capture and log.
 pub mod judge;
 pub mod suite;
+pub mod table;
 pub mod wire;
 
 use std::path::PathBuf;
@@ -14,10 +15,12 @@ use serde::Serialize;
 use judge::{Outcome, Verdict};
 use suite::Scenario;
 
-/// One scenario's line of the report.
+/// One run of one scenario.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     pub scenario: &'static str,
+    /// Its number among the scenario's runs (from 1; `--repeat`).
+    pub run: u32,
     pub op: &'static str,
     /// The injector's rules.
     pub inject: &'static [&'static str],
@@ -58,6 +61,7 @@ impl Row {
     pub fn new(s: &Scenario, verdict: Verdict, capture: PathBuf, log: Option<PathBuf>) -> Row {
         Row {
             scenario: s.name,
+            run: 1,
             op: s.op,
             inject: s.rules,
             control: s.control,
@@ -77,73 +81,155 @@ pub fn failed(rows: &[Row]) -> bool {
         .any(|r| (r.verdict.outcome == Outcome::Fail) != r.control)
 }
 
-/// The report as text: a line per scenario (verdict, latencies), what was seen and the rule beneath it.
-pub fn text(rows: &[Row]) -> String {
-    let mut out = String::from("NIC conformance\n");
-    for r in rows {
-        let outcome = match (r.verdict.outcome, r.control) {
-            (Outcome::Pass, false) => "PASS",
-            (Outcome::Fail, false) => "FAIL",
-            (Outcome::NotSupported, false) => "NOT SUPPORTED",
-            (Outcome::Fail, true) => "CAUGHT",
-            (_, true) => "MISSED",
-        };
-        let latencies: Vec<String> = r
-            .verdict
-            .latencies_us
-            .iter()
-            .map(|(k, v)| format!("{k} {v:.1} us"))
-            .collect();
-        out += &format!(
-            "  {:<20} {:<14} {}\n",
-            r.scenario,
-            outcome,
-            latencies.join(", ")
-        );
-        out += &format!("      seen: {}\n", r.verdict.seen);
-        if let Some(c) = &r.counters {
-            let moved: Vec<String> = c
-                .iter()
-                .flat_map(|(dev, deltas)| {
-                    deltas
-                        .iter()
-                        .map(move |(name, v)| format!("{dev} {name} +{v}"))
-                })
-                .collect();
-            out += &format!("      counters: {}\n", moved.join(", "));
+/// Where the suite ran, for the report's title.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bench {
+    pub device: String,
+    pub peer_device: String,
+    /// The requester's interface, the injector on its output path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// The bump's two interfaces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bridge: Option<[String; 2]>,
+}
+
+/// The whole report: where it ran (not for `--judge`), the table (a line per scenario) and every run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub bench: Option<Bench>,
+    /// Runs of each scenario.
+    pub repeat: u32,
+    pub table: Vec<table::Line>,
+    pub scenarios: Vec<Row>,
+}
+
+impl Report {
+    pub fn new(bench: Option<Bench>, repeat: u32, scenarios: Vec<Row>) -> Report {
+        Report {
+            bench,
+            repeat,
+            table: table::table(&scenarios),
+            scenarios,
         }
-        out += &format!("      rule: {} ({})\n", r.rule, r.cite);
-        let frames: Vec<String> = r.verdict.evidence.iter().map(u64::to_string).collect();
-        out += &format!(
-            "      frames {} of {} ({})\n",
-            if frames.is_empty() {
-                "-".to_string()
-            } else {
-                frames.join(", ")
-            },
-            r.capture.display(),
-            match &r.log {
-                Some(log) => format!("inject: {}; log {}", r.inject.join(" ; "), log.display()),
-                None => "no injector: the generator's fault".to_string(),
-            }
-        );
+    }
+}
+
+/// A verdict as the text shows it: a control's failure is the judge's success.
+fn label(outcome: Outcome, control: bool) -> &'static str {
+    match (outcome, control) {
+        (Outcome::Pass, false) => "PASS",
+        (Outcome::Fail, false) => "FAIL",
+        (Outcome::NotSupported, false) => "NOT SUPPORTED",
+        (Outcome::Fail, true) => "CAUGHT",
+        (_, true) => "MISSED",
+    }
+}
+
+/// The report as text: a line per run (verdict, latencies), what was seen and the rule beneath it; with
+/// several runs of each scenario, the table of their medians and maxima; the counts.
+pub fn text(report: &Report) -> String {
+    let mut out = String::from("NIC conformance");
+    if let Some(b) = &report.bench {
+        let via = match (&b.bridge, &b.interface) {
+            (Some([x, y]), _) => format!("through a bump between {x} and {y}"),
+            (None, Some(i)) => format!("injected on {i}'s output path"),
+            (None, None) => String::new(),
+        };
+        out += &format!(": {} -> {} ({via})", b.device, b.peer_device);
+    }
+    out += "\n";
+    let several = report.repeat > 1;
+    for r in &report.scenarios {
+        run_text(&mut out, r, several);
+    }
+    if several {
+        out += &format!("Over {} runs each (latencies p50 / max):\n", report.repeat);
+        for l in &report.table {
+            let latencies: Vec<String> = l
+                .latencies_us
+                .iter()
+                .map(|(k, s)| format!("{k} {:.1} / {:.1} us", s.p50, s.max))
+                .collect();
+            out += &format!(
+                "  {:<20} {:<14} {} pass, {} fail, {} not supported; {}\n",
+                l.scenario,
+                label(l.outcome, l.control),
+                l.pass,
+                l.fail,
+                l.not_supported,
+                latencies.join(", ")
+            );
+        }
     }
     let count = |o: Outcome| {
-        rows.iter()
-            .filter(|r| !r.control && r.verdict.outcome == o)
+        report
+            .table
+            .iter()
+            .filter(|l| !l.control && l.outcome == o)
             .count()
     };
-    let controls = rows.iter().filter(|r| r.control).count();
-    let caught = rows
+    let controls = report.table.iter().filter(|l| l.control).count();
+    let caught = report
+        .table
         .iter()
-        .filter(|r| r.control && r.verdict.outcome == Outcome::Fail)
+        .filter(|l| l.control && l.outcome == Outcome::Fail && l.pass + l.not_supported == 0)
         .count();
     out += &format!(
         "{} scenarios: {} pass, {} fail, {} not supported; controls caught {caught} of {controls}\n",
-        rows.len() - controls,
+        report.table.len() - controls,
         count(Outcome::Pass),
         count(Outcome::Fail),
         count(Outcome::NotSupported)
     );
     out
+}
+
+/// One run's lines.
+fn run_text(out: &mut String, r: &Row, several: bool) {
+    let latencies: Vec<String> = r
+        .verdict
+        .latencies_us
+        .iter()
+        .map(|(k, v)| format!("{k} {v:.1} us"))
+        .collect();
+    let name = if several {
+        format!("{} #{}", r.scenario, r.run)
+    } else {
+        r.scenario.to_string()
+    };
+    *out += &format!(
+        "  {:<20} {:<14} {}\n",
+        name,
+        label(r.verdict.outcome, r.control),
+        latencies.join(", ")
+    );
+    *out += &format!("      seen: {}\n", r.verdict.seen);
+    if let Some(c) = &r.counters {
+        let moved: Vec<String> = c
+            .iter()
+            .flat_map(|(dev, deltas)| {
+                deltas
+                    .iter()
+                    .map(move |(name, v)| format!("{dev} {name} +{v}"))
+            })
+            .collect();
+        *out += &format!("      counters: {}\n", moved.join(", "));
+    }
+    *out += &format!("      rule: {} ({})\n", r.rule, r.cite);
+    let frames: Vec<String> = r.verdict.evidence.iter().map(u64::to_string).collect();
+    *out += &format!(
+        "      frames {} of {} ({})\n",
+        if frames.is_empty() {
+            "-".to_string()
+        } else {
+            frames.join(", ")
+        },
+        r.capture.display(),
+        match &r.log {
+            Some(log) => format!("inject: {}; log {}", r.inject.join(" ; "), log.display()),
+            None => "no injector: the generator's fault".to_string(),
+        }
+    );
 }
