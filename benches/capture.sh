@@ -33,7 +33,11 @@
 # process runs (scripts/test, cargo, rustc, qemu-system), so that the measurement is not disturbed; when one
 # is running at the end of the point, the point is measured again (at most 3 times, then kept and marked).
 #
-# Environment: FRAMES, QPS, SEED, LOSS, MTU, RUNS, RATES ("50000 100000 200000 400000 top"), TOOLS
+# GEN=blast replays with examples/blast.rs instead of tcpreplay (sendmmsg on a packet socket past the qdisc, the
+# file in memory, LOOPS times: beyond tcpreplay's ceiling, to find where the capture starts to drop; RATES then
+# in the millions, e.g. "500000 1000000 2000000 top").
+#
+# Environment: GEN (tcpreplay), LOOPS (1; GEN=blast), FRAMES, QPS, SEED, LOSS, MTU, RUNS, RATES ("50000 100000 200000 400000 top"), TOOLS
 # ("rocescope rocescope-w rocescope-snap tcpdump tcpdump-B"), SNAPLEN (2048), ALT_ROCESCOPE, BUFFER (32M,
 # rocescope's default; tcpdump -B gets the same in KiB), GRACE (2 seconds), IDLE_WAIT. Installs time, tcpdump,
 # tcpreplay, jq and iproute2 with apt-get when missing (via sudo when not root).
@@ -53,6 +57,8 @@ ALT_ROCESCOPE=${ALT_ROCESCOPE:-}
 BUFFER=${BUFFER:-32M}
 GRACE=${GRACE:-2}
 IDLE_WAIT=${IDLE_WAIT:-1800}
+GEN=${GEN:-tcpreplay}
+LOOPS=${LOOPS:-1}
 
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
@@ -80,7 +86,8 @@ buffer_kib=$((buffer_bytes / 1024))
 
 dir=target/bench
 mkdir -p "$dir"
-cargo build --release --locked --quiet --bin rocescope --example synth
+cargo build --release --locked --quiet --bin rocescope --example synth --example blast
+blast=$PWD/target/release/examples/blast
 # A copy, so that a rebuild during the run cannot change the binary measured.
 rocescope=$PWD/$dir/rocescope-capture
 cp target/release/rocescope "$rocescope"
@@ -195,12 +202,21 @@ run_point() {
     sleep 0.5
     local rx0 rx1 speed=()
     rx0=$(rx_packets)
-    if [ "$rate" = top ]; then speed=(--topspeed); else speed=(--pps "$rate"); fi
-    inns tcpreplay -i rsa -K "${speed[@]}" "$file" >"$tmp/replay" 2>&1 || {
-        echo "tcpreplay failed:" >&2
-        tail -n 5 "$tmp/replay" >&2
-        exit 1
-    }
+    if [ "$GEN" = blast ]; then
+        if [ "$rate" = top ]; then speed=(); else speed=(--pps "$rate"); fi
+        inns "$blast" --iface rsa --loops "$LOOPS" "${speed[@]}" "$file" >"$tmp/replay" 2>&1 || {
+            echo "blast failed:" >&2
+            tail -n 5 "$tmp/replay" >&2
+            exit 1
+        }
+    else
+        if [ "$rate" = top ]; then speed=(--topspeed); else speed=(--pps "$rate"); fi
+        inns tcpreplay -i rsa -K "${speed[@]}" "$file" >"$tmp/replay" 2>&1 || {
+            echo "tcpreplay failed:" >&2
+            tail -n 5 "$tmp/replay" >&2
+            exit 1
+        }
+    fi
     sleep "$GRACE"
     rx1=$(rx_packets)
     kill -INT "$tool_pid"
@@ -214,10 +230,16 @@ run_point() {
         exit 1
     fi
     local achieved sent failed replay_s
-    achieved=$(awk '/Rated:/ { for (i = 1; i <= NF; i++) if ($(i) ~ /^pps/) print $(i - 1) }' "$tmp/replay")
-    sent=$(awk '/Successful packets:/ { print $3 }' "$tmp/replay")
-    failed=$(awk '/Failed packets:/ { print $3 }' "$tmp/replay")
-    replay_s=$(awk '/Actual:/ { for (i = 1; i <= NF; i++) if ($(i) == "seconds") print $(i - 1) }' "$tmp/replay")
+    if [ "$GEN" = blast ]; then
+        # sent N frames in S s: R frames/s (F failed)
+        read -r sent replay_s achieved failed < <(awk '/^sent / { gsub(/[()]/, ""); print $2, $5, $7, $9 }' \
+            "$tmp/replay")
+    else
+        achieved=$(awk '/Rated:/ { for (i = 1; i <= NF; i++) if ($(i) ~ /^pps/) print $(i - 1) }' "$tmp/replay")
+        sent=$(awk '/Successful packets:/ { print $3 }' "$tmp/replay")
+        failed=$(awk '/Failed packets:/ { print $3 }' "$tmp/replay")
+        replay_s=$(awk '/Actual:/ { for (i = 1; i <= NF; i++) if ($(i) == "seconds") print $(i - 1) }' "$tmp/replay")
+    fi
     local seen received dropped if_dropped
     case $tool in
         rocescope*)
@@ -276,7 +298,9 @@ echo "rocescope: release build of $build"
 [ -z "$ALT_ROCESCOPE" ] || echo "rocescope-alt: $ALT_ROCESCOPE"
 echo "$(nproc) cores; $(uname -r); $(tcpdump --version 2>&1 | head -n 1); $(tcpdump --version 2>&1 | sed -n 2p);" \
     "$(tcpreplay --version 2>&1 | head -n 1)"
-echo "veth pair in a network namespace of its own; replayed into rsa with tcpreplay -K, captured on rsb;" \
+replayer="tcpreplay -K"
+[ "$GEN" != blast ] || replayer="examples/blast.rs (sendmmsg, qdisc bypass), the file $LOOPS times"
+echo "veth pair in a network namespace of its own; replayed into rsa with $replayer, captured on rsb;" \
     "buffer $BUFFER ($buffer_bytes bytes: rocescope --buffer-size $BUFFER, tcpdump -B $buffer_kib) except plain" \
     "tcpdump (libpcap's default, 2 MiB); $RUNS runs per point, medians, worst = largest"
 [ -z "$disturbed" ] || echo "WARNING: measured while other heavy processes ran, for:$disturbed"

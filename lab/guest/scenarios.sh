@@ -147,20 +147,31 @@ mesh_run() {
     rm -rf $D
     return $r
 }
-# A fabric of four hosts on one switch, inside the guest: host hN is veth vhN (10.0.1.N/32, MAC 52:54:00:00:01:0N,
-# rxe_hN on it) whose peer bpN is a port of bridge br0; traffic from 10.0.1.N leaves through vhN (ip rule from
-# 10.0.1.N, before the local table), with static neighbours; a gen agent per host. The cable is not used.
+# A fabric of four hosts on one switch, inside the guest: hosts h1-h4 on veths (veth_hosts_up), their peers bp1-bp4
+# ports of bridge br0; a gen agent per host. The cable is not used.
 FABRIC_HOSTS="1 2 3 4"
 fabric_up() {
-    local i j n=0
+    local i
     # four veths and a bridge in 2 vCPUs: a long backlog (1000 by default), so that a busy guest drops less on
     # its own (a "clean" pair once lost a request beside a build; where, the run did not say)
     sysctl -qw net.core.netdev_max_backlog=30000
     $IP link add br0 type bridge || return 1
     $IP link set br0 up
-    for i in $FABRIC_HOSTS; do
+    veth_hosts_up "$FABRIC_HOSTS" || return 1
+    for i in $FABRIC_HOSTS; do $IP link set bp$i master br0; done
+}
+fabric_down() {
+    veth_hosts_down "$FABRIC_HOSTS"
+    $IP link del br0
+}
+# Hosts on veths, HOSTS their numbers: host hN is veth vhN (10.0.1.N/32, MAC 52:54:00:00:01:0N, rxe_hN on it),
+# whose peer bpN the caller joins to the others (a bridge, a bump); traffic from 10.0.1.N leaves through vhN (ip
+# rule from 10.0.1.N, before the local table), with static neighbours; no IPv6 (its chatter is not the test's)
+veth_hosts_up() {   # veth_hosts_up "1 2 ..."
+    local i j n=0
+    for i in $1; do
         $IP link add vh$i address 52:54:00:00:01:0$i type veth peer name bp$i || return 1
-        $IP link set bp$i master br0
+        sysctl -qw net.ipv6.conf.bp$i.disable_ipv6=1 net.ipv6.conf.vh$i.disable_ipv6=1
         $IP link set bp$i up
         $IP link set vh$i up
         sysctl -qw net.ipv4.conf.vh$i.rp_filter=0 net.ipv4.conf.vh$i.accept_local=1
@@ -169,8 +180,8 @@ fabric_up() {
         $IP rule add pref 1$i iif lo from 10.0.1.$i lookup 11$i
         /usr/bin/rdma link add rxe_h$i type rxe netdev vh$i || return 1
     done
-    for i in $FABRIC_HOSTS; do
-        for j in $FABRIC_HOSTS; do
+    for i in $1; do
+        for j in $1; do
             [ $i = $j ] || $IP neigh replace 10.0.1.$j lladdr 52:54:00:00:01:0$j dev vh$i nud permanent
         done
         until grep -q "ffff:0a00:010$i" /sys/class/infiniband/rxe_h$i/ports/1/gids/1 2>/dev/null; do
@@ -179,15 +190,14 @@ fabric_up() {
         done
     done
 }
-fabric_down() {
+veth_hosts_down() {   # veth_hosts_down "1 2 ..."
     local i
-    for i in $FABRIC_HOSTS; do
+    for i in $1; do
         /usr/bin/rdma link delete rxe_h$i
         $IP rule del pref 1$i
         $IP route flush table 11$i
         $IP link del vh$i
     done
-    $IP link del br0
 }
 # the four-host mesh (every pair one at a time, --lossless, the topology: one switch br0) clean, then with 10% of
 # h3's link lost both ways (netem on bp3, towards h3, and on vh3, from it), and one probe window of 3 s (every
@@ -255,40 +265,10 @@ sc_fabric4() {
     fabric_down
     return $r
 }
-# A bump in the wire: host h1 (veth vh1, 10.0.1.1, rxe_h1) and host h2 (vh2, 10.0.1.2, rxe_h2), their peers bp1 and
-# bp2 joined by nothing but `rocescope inject --bridge bp1,bp2` (as a Linux box between a NIC under test and its
-# peer); traffic from 10.0.1.N leaves through vhN (ip rule from 10.0.1.N), static neighbours. The cable is not used.
-bump_up() {
-    local i n=0
-    for i in 1 2; do
-        $IP link add vh$i address 52:54:00:00:01:0$i type veth peer name bp$i || return 1
-        sysctl -qw net.ipv6.conf.bp$i.disable_ipv6=1 net.ipv6.conf.vh$i.disable_ipv6=1
-        $IP link set bp$i up
-        $IP link set vh$i up
-        sysctl -qw net.ipv4.conf.vh$i.rp_filter=0 net.ipv4.conf.vh$i.accept_local=1
-        $IP addr add 10.0.1.$i/32 dev vh$i
-        $IP route add 10.0.1.0/24 dev vh$i src 10.0.1.$i table 11$i
-        $IP rule add pref 1$i iif lo from 10.0.1.$i lookup 11$i
-        /usr/bin/rdma link add rxe_h$i type rxe netdev vh$i || return 1
-    done
-    $IP neigh replace 10.0.1.2 lladdr 52:54:00:00:01:02 dev vh1 nud permanent
-    $IP neigh replace 10.0.1.1 lladdr 52:54:00:00:01:01 dev vh2 nud permanent
-    for i in 1 2; do
-        until grep -q "ffff:0a00:010$i" /sys/class/infiniband/rxe_h$i/ports/1/gids/1 2>/dev/null; do
-            n=$((n + 1)); [ $n -lt 100 ] || { echo "no GID on rxe_h$i"; return 1; }
-            sleep 0.1
-        done
-    done
-}
-bump_down() {
-    local i
-    for i in 1 2; do
-        /usr/bin/rdma link delete rxe_h$i
-        $IP rule del pref 1$i
-        $IP route flush table 11$i
-        $IP link del vh$i
-    done
-}
+# A bump in the wire: hosts h1 and h2 on veths (veth_hosts_up), their peers bp1 and bp2 joined by nothing but
+# `rocescope inject --bridge bp1,bp2` (as a Linux box between a NIC under test and its peer). The cable is not used.
+bump_up() { veth_hosts_up "1 2"; }
+bump_down() { veth_hosts_down "1 2"; }
 # 32 one-packet WRITEs h1 -> h2 through the bump, captured on both sides of it: vh1 (h1's requests before the
 # bump, the answers after it) and vh2 (the requests after, the answers before); the bump drops one request and
 # the first ACK, marks one CE, corrupts one, duplicates one. Returns both captures, the injection log and what

@@ -138,6 +138,11 @@ pub fn analyze_json_with(path: &Path, args: &[&str]) -> Value {
 /// `KNOWN_RACES` (and only such failures) is run once more in a new guest. Returns the output directory and
 /// the seconds it took.
 pub fn run_lab(dir: &str, scenarios: &[&str]) -> (PathBuf, f64) {
+    // One lab run at a time in this test binary: its tests run on threads of their own, and one waiting for
+    // another's run on lab/run's lock would count that run against its own time (a fabric run of 247 s once
+    // outlasted the 240 s wait). A test that failed while holding it leaves it to the next.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let t0 = Instant::now();
     let lab = root().join("lab");
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
