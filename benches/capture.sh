@@ -336,7 +336,7 @@ awk -v order="${rates[*]}" -v tools="${tools[*]}" -v runs="$RUNS" '
             if (!(key in seenkey)) continue
             d = worst(L[key SUBSEP "drop"]); m = worst(L[key SUBSEP "miss"])
             printf "| %s | %s | %.0f | %d | %d | %d | %d / %d | %d | %.0f |\n",
-                R[r] == "top" ? "--topspeed" : "--pps " R[r], T[t], median(L[key SUBSEP "ach"]),
+                R[r] == "top" ? "top speed" : R[r] "/s", T[t], median(L[key SUBSEP "ach"]),
                 median(L[key SUBSEP "sent"]), median(L[key SUBSEP "off"]), median(L[key SUBSEP "seen"]),
                 median(L[key SUBSEP "drop"]), d, m, median(L[key SUBSEP "cpu"])
             a = median(L[key SUBSEP "ach"])
