@@ -88,3 +88,56 @@ fn the_suite_judges_a_capture_again_and_needs_the_log_only_with_rules() {
         "{err}"
     );
 }
+
+/// The CE rule's second half, on testdata's two hand-made senders (examples/make_testdata/congestion.rs):
+/// WRITEs from 10.0.0.1 to QP 0x11, the one at 249 µs (PSN 249, frame 251) marked CE and a CNP back 1 µs later
+/// (frame 253), another pair at 648/650 µs. cnp_halving's sender halves its rate 32 and 34 µs after the CNPs
+/// (windows of 100 µs: 100 WRITEs before, 50 after); cnp_ignored's keeps sending one a microsecond. Judged
+/// again as `ce_marked_request` with a log of that one CE action written here.
+#[test]
+fn a_ce_mark_needs_its_cnp_and_the_sender_to_slow_down() {
+    let dir = std::env::temp_dir().join(format!("rocescope-conform-ce-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("ce.inject.jsonl");
+    std::fs::write(
+        &log,
+        "{\"time\": 1767225600.000248, \"rule\": 0, \"text\": \"req psn=+5 ce\", \"action\": \"ce\", \
+         \"src\": \"10.0.0.1\", \"dst\": \"10.0.0.2\", \"ip_id\": 1, \"dest_qp\": 17, \"psn\": 249, \
+         \"opcode\": 10, \"class\": \"request\", \"qp\": 0, \"resend\": 0, \"psn_from_first\": 249, \
+         \"ecn_before\": 2}\n",
+    )
+    .unwrap();
+    let judged = |capture: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+            .args(["conform", "--judge", capture, "--log"])
+            .arg(&log)
+            .args(["--scenario", "ce_marked_request", "--json"])
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (o.status.code(), report["scenarios"][0].clone())
+    };
+    let (code, row) = judged("testdata/analysis/cnp_halving.pcap");
+    assert_eq!(code, Some(0), "{row:#}");
+    assert_eq!(row["outcome"], "pass");
+    assert_eq!(
+        row["seen"],
+        "a CNP (frame 253) for the CE mark on PSN 249 (frame 251); the sender's rate fell by 50 % (the median \
+         of 2 CNPs measured)"
+    );
+    assert_eq!(
+        row["latencies_us"],
+        serde_json::json!({"ce_to_cnp": 1.0, "cnp_to_reduced_rate": 34.0})
+    );
+    assert_eq!(row["evidence"], serde_json::json!([251, 253]));
+    let (code, row) = judged("testdata/analysis/cnp_ignored.pcap");
+    assert_eq!(code, Some(3), "{row:#}");
+    assert_eq!(row["outcome"], "fail");
+    assert!(
+        row["seen"].as_str().unwrap().ends_with(
+            "; the sender kept its rate after it (2 of 2 CNPs measured with no reduction)"
+        ),
+        "{row:#}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use rocescope::conform::judge::{self, Outcome, Verdict, judge};
+use rocescope::conform::judge::{self, Outcome, Reaction, Verdict, judge};
 use rocescope::conform::suite::Scenario;
 use rocescope::conform::{self, Row, wire};
 
@@ -87,7 +87,14 @@ fn judged(s: &'static Scenario, capture: PathBuf, log: Option<PathBuf>) -> anyho
         (None, Some(log)) => {
             let actions = wire::actions(log)?;
             match actions.iter().find(|a| a.rule == 0) {
-                Some(a) => judge(s.reaction, a, &packets, s.qp),
+                Some(a) => match judge(s.reaction, a, &packets, s.qp) {
+                    // the CNP came: what the sender did then, as analyze measures it
+                    v if s.reaction == Reaction::CeMarked && v.outcome == Outcome::Pass => {
+                        let r = wire::sender_reaction(&capture, a.src, a.dst, a.dest_qp)?;
+                        judge::with_rate_reaction(v, r)
+                    }
+                    v => v,
+                },
                 None => Verdict {
                     reaction: s.reaction,
                     outcome: Outcome::Fail,

@@ -7,7 +7,7 @@ use parsers::opcode::{CNP, Opcode, rc};
 use parsers::psn::diff;
 use serde::Serialize;
 
-use super::wire::{Action, Packet};
+use super::wire::{Action, Packet, SenderReaction};
 
 /// The reaction a fault calls for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -70,7 +70,7 @@ impl Reaction {
                 "a later ACK covers the lost one, or the requester's timer resends and the responder acknowledges the resend"
             }
             Reaction::CeMarked => {
-                "the responder sends a CNP toward the sender of a CE-marked packet"
+                "the responder sends a CNP toward the sender of a CE-marked packet, and the sender slows down"
             }
             Reaction::AckTimeout => {
                 "unanswered, the requester resends on its local ACK timer no sooner than 4.096 us x 2^timeout apart, retry-count times, then gives up"
@@ -235,6 +235,37 @@ pub fn judge(
             ),
         },
     }
+}
+
+/// A CE mark's verdict that found its CNP, held to what the sender then did (`reaction`: as `analyze`
+/// measures it over the capture; `None` when no CNP reached it there): it fails when every CNP measured
+/// was followed by no reduction of the sender's rate, and says so when none could be measured (too few
+/// packets around it).
+pub fn with_rate_reaction(mut v: Verdict, reaction: Option<SenderReaction>) -> Verdict {
+    let Some(r) = reaction else {
+        v.seen += "; the analysis tied no CNP to the sender";
+        return v;
+    };
+    if r.measured == 0 {
+        v.seen += "; the sender's rate reaction not measurable (too few packets around the CNP)";
+    } else if r.no_reduction == r.measured {
+        v.outcome = Outcome::Fail;
+        v.seen += &format!(
+            "; the sender kept its rate after it ({} of {} CNPs measured with no reduction)",
+            r.no_reduction, r.measured
+        );
+    } else {
+        v.seen += &format!(
+            "; the sender's rate fell by {:.0} % (the median of {} CNPs measured)",
+            r.median.unwrap_or(0.0) * 100.0,
+            r.measured
+        );
+        if let Some(t) = r.time_max {
+            v.latencies_us
+                .insert("cnp_to_reduced_rate", t as f64 / 1000.0);
+        }
+    }
+    v
 }
 
 /// An RNR scenario has no injected action: [`rnr_retry`] judges it.

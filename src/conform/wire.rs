@@ -21,6 +21,8 @@ const LINE_MAX: u64 = 64 * 1024;
 pub enum WireError {
     #[error(transparent)]
     Source(#[from] SourceError),
+    #[error("cannot analyse the capture")]
+    Analysis(#[from] crate::pipeline::PipelineError),
     #[error("{file}: more than {PACKETS_MAX} RoCE packets: not one scenario's run")]
     TooLarge { file: String },
     #[error("cannot read the log {file}")]
@@ -98,6 +100,53 @@ pub fn packets(file: &Path) -> Result<Vec<Packet>, WireError> {
         });
     }
     Ok(out)
+}
+
+/// What a flow's sender did after the CNPs that reached it, as `analyze` measures it (its `cnp_reaction`,
+/// docs/analysis.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SenderReaction {
+    pub cnps: u64,
+    /// Of them, those whose reaction could be measured (enough packets around them).
+    pub measured: u64,
+    /// Measured, with no visible reduction.
+    pub no_reduction: u64,
+    /// The median reduction of the rate, 0 to 1.
+    pub median: Option<f64>,
+    /// The longest time from a CNP to the first packet at the reduced rate, nanoseconds.
+    pub time_max: Option<u64>,
+}
+
+/// The sender's reaction in `file` for the flow from `src` to `dst`'s QP `dest_qp`, the analysis of the
+/// whole capture at its defaults; `None` when no CNP reached that sender.
+pub fn sender_reaction(
+    file: &Path,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    dest_qp: u32,
+) -> Result<Option<SenderReaction>, WireError> {
+    let mut source = open_point(file)?;
+    let run = crate::pipeline::run(
+        &mut *source,
+        &crate::pipeline::Config::default(),
+        &mut (),
+        (),
+    )?;
+    let key = crate::analysis::flow::FlowKey {
+        src: parsers::frame::Addr::V4(src.octets()),
+        dst: parsers::frame::Addr::V4(dst.octets()),
+        dest_qp,
+    };
+    let flow = run.engine.flows.iter().find(|f| f.key == key);
+    Ok(flow
+        .and_then(|f| f.reaction.as_deref())
+        .map(|r| SenderReaction {
+            cnps: r.cnps,
+            measured: r.measured,
+            no_reduction: r.no_reduction,
+            median: r.median(),
+            time_max: (r.times > 0).then_some(r.time_max),
+        }))
 }
 
 /// One action of `rocescope inject`'s log (docs/inject.md, "The log").

@@ -565,3 +565,42 @@ fn an_rnr_retry_too_soon_miscounted_or_a_wrong_timer_fails() {
     w.req(0).ack(0);
     assert_eq!(rnr_retry(&w.0, RNR).outcome, Outcome::Fail);
 }
+
+#[test]
+fn a_cnp_is_held_to_what_the_sender_did_then() {
+    let found = || {
+        let mut w = Wire::new();
+        w.req(0).push(true, rc::WRITE_ONLY, 1).ecn = 3;
+        w.push(false, CNP, 0);
+        let a = action(&w, 2, 1, true, "ce");
+        judge(Reaction::CeMarked, &a, &w.0, None)
+    };
+    assert_eq!(found().outcome, Outcome::Pass);
+    let r = |measured, no_reduction, median| SenderReaction {
+        cnps: 2,
+        measured,
+        no_reduction,
+        median,
+        time_max: Some(34_000),
+    };
+    let v = with_rate_reaction(found(), Some(r(2, 1, Some(0.25))));
+    assert_eq!(v.outcome, Outcome::Pass);
+    assert!(
+        v.seen
+            .ends_with("; the sender's rate fell by 25 % (the median of 2 CNPs measured)")
+    );
+    assert_eq!(v.latencies_us["cnp_to_reduced_rate"], 34.0);
+    let v = with_rate_reaction(found(), Some(r(2, 2, Some(0.0))));
+    assert_eq!(v.outcome, Outcome::Fail);
+    // too few packets around the CNP, or no CNP tied to the sender: the CNP's pass stands, said so
+    let v = with_rate_reaction(found(), Some(r(0, 0, None)));
+    assert_eq!(v.outcome, Outcome::Pass);
+    assert!(
+        v.seen
+            .ends_with("not measurable (too few packets around the CNP)")
+    );
+    assert!(!v.latencies_us.contains_key("cnp_to_reduced_rate"));
+    let v = with_rate_reaction(found(), None);
+    assert_eq!(v.outcome, Outcome::Pass);
+    assert!(v.seen.ends_with("; the analysis tied no CNP to the sender"));
+}
