@@ -1307,6 +1307,9 @@ fn tshark_captures_through_the_extcap() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(socket(), "the extcap opened no capture socket in 30 s");
+    // The socket comes before its filter: libpcap drains what the socket took when it sets the filter, so
+    // frames sent right away can be lost (CI once, its machine loaded: tshark waited 60 s for 6 frames).
+    std::thread::sleep(Duration::from_secs(1));
     let (a, b) = (&p.ip_a, &p.ip_b);
     send_from(
         &p.b,

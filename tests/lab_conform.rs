@@ -215,6 +215,7 @@ fn suite_held(dir: &std::path::Path, bench: &Bench) {
             "{name}: {}",
             row["counters"]
         );
+        held_agree(row, resp_dev, "out_of_seq_request", naks_sent);
         match name {
             "write_request_lost" | "send_request_lost" | "read_request_lost"
             | "corrupt_request" => {
@@ -361,6 +362,26 @@ fn rnr_retry(row: &Value, frames: &[CableFrame], bench: &Bench) {
         "{}",
         row["counters"]
     );
+    held_agree(row, resp_dev, "send_rnr_err", naked);
+    held_agree(row, req_dev, "rcvd_rnr_err", naked);
     // the generator's fault alone: on the output path no injector, through a bump one that only forwards
     assert_eq!(row.get("log").is_some(), bench.bridge, "{row:#}");
+}
+
+/// The row's `counters_held` all agree (each counter rose by what the wire says), and among them `counter` of
+/// `device` was held to `expected`, the figure this test found itself.
+fn held_agree(row: &Value, device: &str, counter: &str, expected: u64) {
+    let held = row["counters_held"].as_array().expect("counters_held");
+    assert!(
+        held.iter().all(|h| h["expected"] == h["seen"]),
+        "{}: {held:?}",
+        row["scenario"]
+    );
+    assert!(
+        held.iter().any(|h| h["device"] == device
+            && h["counter"] == counter
+            && h["expected"].as_u64() == Some(expected)),
+        "{}: {counter} of {device} held to {expected}: {held:?}",
+        row["scenario"]
+    );
 }

@@ -250,6 +250,14 @@ fn run_one(
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
     row.counters = report.as_ref().map(conform::counters_of);
+    if let Some(c) = &row.counters {
+        let packets = wire::packets(&row.capture)?;
+        let actions = match &row.log {
+            Some(log) => wire::actions(log)?,
+            None => Vec::new(),
+        };
+        row.counters_held = conform::counters::held(s, &packets, &actions, c, device, peer);
+    }
     Ok(row)
 }
 

@@ -3,6 +3,7 @@
 //! capture shows after each action of the injector's log against the rule of the reliable service the NICs
 //! must follow, with the latencies of their reactions and the frames that show them. The judge reads files
 //! ([`wire`]), so a run can be judged again from its capture and log.
+pub mod counters;
 pub mod judge;
 pub mod suite;
 pub mod table;
@@ -39,6 +40,10 @@ pub struct Row {
     /// the run was this one's (not `--judge`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counters: Option<Counters>,
+    /// Those counters held to what the wire and the injector's log say they must show (rxe's names; none
+    /// for another NIC's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counters_held: Vec<counters::Held>,
 }
 
 /// {device: {counter: rise, or "reset"}}.
@@ -71,6 +76,7 @@ impl Row {
             capture,
             log,
             counters: None,
+            counters_held: Vec::new(),
         }
     }
 }
@@ -216,6 +222,24 @@ fn run_text(out: &mut String, r: &Row, several: bool) {
             })
             .collect();
         *out += &format!("      counters: {}\n", moved.join(", "));
+    }
+    if !r.counters_held.is_empty() {
+        let held: Vec<String> = r
+            .counters_held
+            .iter()
+            .map(|h| {
+                let verdict = if h.agrees() {
+                    "as the wire says"
+                } else {
+                    "the wire says"
+                };
+                format!(
+                    "{} {} +{} ({verdict} {})",
+                    h.device, h.counter, h.seen, h.expected
+                )
+            })
+            .collect();
+        *out += &format!("      counters held: {}\n", held.join(", "));
     }
     *out += &format!("      rule: {} ({})\n", r.rule, r.cite);
     let frames: Vec<String> = r.verdict.evidence.iter().map(u64::to_string).collect();
