@@ -22,8 +22,7 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::{AsRawFd, OwnedFd};
     use std::time::{Duration, Instant};
 
     use pcap_parser::traits::PcapReaderIterator;
@@ -84,23 +83,10 @@ mod linux {
         Ok(out)
     }
 
-    fn socket(iface: &str) -> io::Result<OwnedFd> {
-        let name = std::ffi::CString::new(iface).map_err(|_| io::ErrorKind::InvalidInput)?;
-        // SAFETY: a NUL-terminated name.
-        let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if index == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("no interface {iface}"),
-            ));
-        }
-        // SAFETY: socket(2) returns a new descriptor or -1; the descriptor is owned from here on.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: just opened, owned by no one else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    /// A packet socket on `iface` that only sends, past the qdisc.
+    fn socket(iface: &str) -> Result<OwnedFd, String> {
+        let (fd, _) =
+            rocescope::inject::bump::bound_socket(iface, 0, 0).map_err(|e| e.to_string())?;
         let one: libc::c_int = 1;
         // SAFETY: an int option of its size on a valid descriptor.
         unsafe {
@@ -112,21 +98,6 @@ mod linux {
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             )
         };
-        // SAFETY: sockaddr_ll is plain data.
-        let mut at: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        at.sll_family = libc::AF_PACKET as u16;
-        at.sll_ifindex = index as i32;
-        // SAFETY: a sockaddr_ll of its size on a valid descriptor.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&raw const at).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
         Ok(fd)
     }
 
@@ -136,7 +107,7 @@ mod linux {
         if frames.is_empty() {
             return Err(format!("{}: no frames", a.file));
         }
-        let fd = socket(&a.iface).map_err(|e| format!("{}: {e}", a.iface))?;
+        let fd = socket(&a.iface)?;
         let total = frames.len() as u64 * a.loops;
         let mut iov: Vec<libc::iovec> = frames
             .iter()

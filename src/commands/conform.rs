@@ -78,14 +78,31 @@ pub struct Config {
     pub json: bool,
 }
 
-/// The verdict on one scenario's files (`log`: the injector's, for a scenario with rules).
-fn judged(s: &'static Scenario, capture: PathBuf, log: Option<PathBuf>) -> anyhow::Result<Row> {
+/// What a run of this command's own adds to its files: the NICs' counters over it, and which device was
+/// which.
+struct Ran<'a> {
+    counters: conform::Counters,
+    requester: &'a str,
+    responder: &'a str,
+}
+
+/// The verdict on one scenario's files (`log`: the injector's, for a scenario with rules); for a run of
+/// this command's, its counters held to the same files.
+fn judged(
+    s: &'static Scenario,
+    capture: PathBuf,
+    log: Option<PathBuf>,
+    ran: Option<Ran<'_>>,
+) -> anyhow::Result<Row> {
     let packets = wire::packets(&capture)?;
+    let actions = match &log {
+        Some(log) => wire::actions(log)?,
+        None => Vec::new(),
+    };
     let verdict = match (s.rnr, &log) {
         (Some(rnr), _) => judge::rnr_retry(&packets, rnr),
         (None, None) => anyhow::bail!("{} is judged with the injector's log (--log)", s.name),
-        (None, Some(log)) => {
-            let actions = wire::actions(log)?;
+        (None, Some(_)) => {
             match actions.iter().find(|a| a.rule == 0) {
                 Some(a) => match judge(s.reaction, a, &packets, s.qp) {
                     // the CNP came: what the sender did then, as analyze measures it
@@ -108,7 +125,13 @@ fn judged(s: &'static Scenario, capture: PathBuf, log: Option<PathBuf>) -> anyho
             }
         }
     };
-    Ok(Row::new(s, verdict, capture, log))
+    let mut row = Row::new(s, verdict, capture, log);
+    if let Some(r) = ran {
+        row.counters_held =
+            conform::counters::held(s, &packets, &actions, &r.counters, r.requester, r.responder);
+        row.counters = Some(r.counters);
+    }
+    Ok(row)
 }
 
 pub fn run(cfg: &Config) -> ExitCode {
@@ -117,7 +140,7 @@ pub fn run(cfg: &Config) -> ExitCode {
             scenario,
             capture,
             log,
-        } => judged(scenario, capture.clone(), log.clone())
+        } => judged(scenario, capture.clone(), log.clone(), None)
             .map(|r| conform::Report::new(None, 1, vec![r])),
         Mode::Run {
             device,
@@ -244,21 +267,17 @@ fn run_one(
             said.display()
         );
     }
-    let mut row = judged(s, capture, log)?;
     // the capture's report: the NICs' counters over the run
     let report = rocescope::source::printout::read_regular(&reported, 64 << 20)
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-    row.counters = report.as_ref().map(conform::counters_of);
-    if let Some(c) = &row.counters {
-        let packets = wire::packets(&row.capture)?;
-        let actions = match &row.log {
-            Some(log) => wire::actions(log)?,
-            None => Vec::new(),
-        };
-        row.counters_held = conform::counters::held(s, &packets, &actions, c, device, peer);
-    }
-    Ok(row)
+    let counters = report.as_ref().map(conform::counters_of);
+    let ran = counters.map(|counters| Ran {
+        counters,
+        requester: device,
+        responder: peer,
+    });
+    judged(s, capture, log, ran)
 }
 
 /// `gen loopback` as the scenario runs it.

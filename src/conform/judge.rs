@@ -305,8 +305,10 @@ pub fn rnr_retry(packets: &[Packet], rnr: RnrSettings) -> Verdict {
         responder: first.src,
         qp: None,
     };
-    let timer_ns =
-        u64::from(parsers::aeth::RNR_TIMER_MICROS[usize::from(rnr.min_rnr_timer & 0x1f)]) * 1000;
+    let timer = parsers::aeth::Syndrome::RnrNak {
+        timer: rnr.min_rnr_timer & 0x1f,
+    };
+    let timer_ns = u64::from(timer.rnr_micros().unwrap_or(0)) * 1000;
     let ms = |ns: u64| ns as f64 / 1e6;
     let naks: Vec<&Packet> = c.answers(0).filter(|a| is_rnr_nak(a)).collect();
     let mut v = Verdict::new(reaction, Outcome::Pass, String::new(), Vec::new());

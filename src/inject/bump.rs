@@ -49,53 +49,64 @@ struct Port {
     fd: OwnedFd,
 }
 
+/// A raw packet socket bound to interface `name`, opened with `flags` (`SOCK_NONBLOCK`, ...), taking the frames
+/// of `protocol` (`ETH_P_ALL`: all; 0: none, a socket that only sends), and the interface's index.
+pub fn bound_socket(name: &str, flags: i32, protocol: u16) -> Result<(OwnedFd, i32), BumpError> {
+    let cname =
+        std::ffi::CString::new(name).map_err(|_| BumpError::NoInterface(name.to_string()))?;
+    // SAFETY: a NUL-terminated name.
+    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+    if index == 0 {
+        return Err(BumpError::NoInterface(name.to_string()));
+    }
+    let failed = |source| BumpError::Open {
+        port: name.to_string(),
+        source,
+    };
+    let protocol = protocol.to_be();
+    // SAFETY: socket(2) returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC | flags,
+            i32::from(protocol),
+        )
+    };
+    if fd < 0 {
+        return Err(failed(io::Error::last_os_error()));
+    }
+    // SAFETY: fd is a descriptor just opened and owned by no one else; it closes when dropped.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+    let mut at: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    at.sll_family = libc::AF_PACKET as u16;
+    at.sll_protocol = protocol;
+    at.sll_ifindex = index as i32;
+    // SAFETY: a sockaddr_ll of the length given, on a valid descriptor.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&raw const at).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(failed(io::Error::last_os_error()));
+    }
+    Ok((fd, index as i32))
+}
+
 impl Port {
     fn open(name: &str) -> Result<Port, BumpError> {
-        let cname =
-            std::ffi::CString::new(name).map_err(|_| BumpError::NoInterface(name.to_string()))?;
-        // SAFETY: a NUL-terminated name.
-        let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-        if index == 0 {
-            return Err(BumpError::NoInterface(name.to_string()));
-        }
+        let (fd, index) = bound_socket(name, libc::SOCK_NONBLOCK, libc::ETH_P_ALL as u16)?;
         let failed = |source| BumpError::Open {
             port: name.to_string(),
             source,
         };
-        let all = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: socket(2) returns a new descriptor or -1.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                i32::from(all),
-            )
-        };
-        if fd < 0 {
-            return Err(failed(io::Error::last_os_error()));
-        }
-        // SAFETY: fd is a descriptor just opened and owned by no one else; it closes when dropped.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
-        let mut at: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        at.sll_family = libc::AF_PACKET as u16;
-        at.sll_protocol = all;
-        at.sll_ifindex = index as i32;
-        // SAFETY: a sockaddr_ll of the length given, on a valid descriptor.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&raw const at).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(failed(io::Error::last_os_error()));
-        }
         // Promiscuous: the frames are for the hosts on either side, not for this one.
         // SAFETY: packet_mreq is plain data; all-zero is a valid value.
         let mut promisc: libc::packet_mreq = unsafe { std::mem::zeroed() };
-        promisc.mr_ifindex = index as i32;
+        promisc.mr_ifindex = index;
         promisc.mr_type = libc::PACKET_MR_PROMISC as u16;
         // SAFETY: a packet_mreq of its size, on a valid descriptor.
         let rc = unsafe {
