@@ -6,6 +6,7 @@ use smallvec::SmallVec;
 
 use super::events::{Event, Group, Kind};
 use super::psn::GAPS_KEPT;
+use super::recent::Recent;
 use super::{Engine, Flow, FlowId};
 
 /// A flow's RC state for the diagnosis, as requester and as responder.
@@ -46,29 +47,24 @@ pub struct Rc {
     /// The `psn_gap` events of the last gaps: a packet they skipped may still come, held up on the way.
     pub(crate) gap_events: GapEvents,
     /// Requests behind the highest PSN whose events wait for the requests after them.
-    pub(crate) unsure: Option<UnsureRun>,
+    pub(crate) unsure: Option<Box<UnsureRun>>,
 }
 
 /// The places in the event list of the last gaps' `psn_gap` events, by the gap's first PSN (as many as
 /// the PSN tracker keeps gaps).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct GapEvents {
-    kept: [(u32, usize); GAPS_KEPT],
-    at: usize,
-}
+pub(crate) struct GapEvents(Recent<(u32, usize), GAPS_KEPT>);
 
 impl GapEvents {
     pub(crate) fn keep(&mut self, from: u32, event: usize) {
-        if let Some(slot) = self.kept.get_mut(self.at % GAPS_KEPT) {
-            *slot = (from, event);
-        }
-        self.at += 1;
+        self.0.keep((from, event));
     }
 
     /// The event of the gap from `from`, forgotten.
     pub(crate) fn take(&mut self, from: u32) -> Option<usize> {
-        let kept = self.at.min(GAPS_KEPT);
-        let slot = self.kept[..kept]
+        let slot = self
+            .0
+            .slots_mut()
             .iter_mut()
             .find(|(f, e)| *f == from && *e != usize::MAX)?;
         Some(std::mem::replace(&mut slot.1, usize::MAX))
@@ -89,31 +85,20 @@ const RESENDS_KEPT: usize = 64;
 
 /// The last resends of a requester, kept from its first (most flows never resend: they allocate nothing).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Resends {
-    kept: Option<Box<[Resend; RESENDS_KEPT]>>,
-    at: usize,
-}
+pub(crate) struct Resends(Recent<Resend, RESENDS_KEPT>);
 
 impl Resends {
     pub(crate) fn keep(&mut self, r: Resend) {
-        let kept = self
-            .kept
-            .get_or_insert_with(|| Box::new([Resend::default(); RESENDS_KEPT]));
-        kept[self.at % RESENDS_KEPT] = r;
-        self.at += 1;
+        self.0.keep(r);
     }
 
     pub(crate) fn last(&self) -> Option<Resend> {
-        let kept = self.kept.as_ref()?;
-        self.at.checked_sub(1).map(|i| kept[i % RESENDS_KEPT])
+        self.0.newest()
     }
 
     /// A kept resend whose PSNs hold `psn`: a response for it may answer that resend.
     pub(crate) fn covers(&self, psn: u32) -> bool {
-        let Some(kept) = &self.kept else {
-            return false;
-        };
-        kept[..self.at.min(RESENDS_KEPT)].iter().any(|r| {
+        self.0.slots().iter().any(|r| {
             let into = psn::diff(psn, r.psn);
             into >= 0 && (into as u32) < r.psns.max(1)
         })

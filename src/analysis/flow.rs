@@ -9,6 +9,7 @@ use smallvec::SmallVec;
 use super::ecmp::{Tuple, UdpPorts};
 use super::events::Group;
 use super::life::Life;
+use super::on_use::{OnUse, empty};
 use super::psn::{self, RequestPsns};
 use super::rate::{Intervals, Rate, Reaction};
 use super::series::Series;
@@ -350,10 +351,10 @@ pub struct Flow {
     pub last_psn: u32,
     /// Opcode counts, a few opcodes per flow.
     pub opcodes: SmallVec<[(u8, u64); 2]>,
-    pub psn: RequestPsns,
-    pub resp: Responses,
-    pub messages: Messages,
-    pub timing: Timing,
+    pub psn: OnUse<RequestPsns>,
+    pub resp: OnUse<Responses>,
+    pub messages: OnUse<Messages>,
+    pub timing: OnUse<Timing>,
     /// ECN codepoints: Not-ECT, ECT(1), ECT(0), CE (IP header order).
     pub ecn: [u64; 4],
     pub fecn: u64,
@@ -385,7 +386,7 @@ pub struct Flow {
     /// The CNPs that reached this flow's sender and what it did after them (made at the first).
     pub reaction: Option<Box<Reaction>>,
     /// The times between this flow's CNPs (the notification point's CNP interval).
-    pub cnp_intervals: Intervals,
+    pub cnp_intervals: OnUse<Intervals>,
     /// The NAKs its paired responder sent its requests, and which a go-back-N answered.
     pub(crate) naks: NakClock,
     /// When this flow last sent a new (not retransmitted) request.
@@ -399,7 +400,7 @@ pub struct Flow {
     /// Carried RC or XRC requests: a responder should answer them.
     pub reliable: bool,
     /// The requester/responder state of the diagnosis.
-    pub rc: super::diagnosis::Rc,
+    pub rc: OnUse<super::diagnosis::Rc>,
     /// The frame and time of its first request.
     pub first_request: Option<(u64, u64)>,
     /// The connection it belongs to.
@@ -409,6 +410,8 @@ pub struct Flow {
     /// The logged QP (`--expect` NCCL/UCX logs) it leaves or reaches.
     pub job: Option<JobLink>,
 }
+
+empty!(RequestPsns, Responses, Messages, Timing, Intervals, super::diagnosis::Rc);
 
 /// A flow's owner in the job's logs ([`super::jobs::Jobs::owners`]), and whether its traffic class was told
 /// wrong already.
@@ -548,10 +551,10 @@ impl Flow {
             first_psn: 0,
             last_psn: 0,
             opcodes: SmallVec::new(),
-            psn: RequestPsns::default(),
-            resp: Responses::default(),
-            messages: Messages::default(),
-            timing: Timing::default(),
+            psn: OnUse::default(),
+            resp: OnUse::default(),
+            messages: OnUse::default(),
+            timing: OnUse::default(),
             ecn: [0; 4],
             fecn: 0,
             becn: 0,
@@ -571,7 +574,7 @@ impl Flow {
             series: Series::default(),
             rate: Rate::default(),
             reaction: None,
-            cnp_intervals: Intervals::default(),
+            cnp_intervals: OnUse::default(),
             naks: NakClock::default(),
             progress_ts: ts,
             registered: false,

@@ -16,6 +16,8 @@ mod mirror;
 mod pfc;
 pub mod points;
 pub mod psn;
+mod on_use;
+mod recent;
 pub mod rate;
 mod requests;
 mod responses;
@@ -803,11 +805,12 @@ impl Engine {
     /// CE marks, an RNR storm, and the diagnosis only the end tells.
     fn close_flow(&mut self, id: FlowId, end: u64) {
         let window = self.cfg.cnp_window_nanos;
-        let mtu = self.mtu();
+        let engine_mtu = self.mtu();
         let dscp_map = self.cfg.dscp_map;
         let f = &mut self.flows[id];
         let reliable = f.reliable;
-        if let Some(settled) = f.psn.settle(f.mtu_or(mtu)) {
+        let mtu = f.mtu_or(engine_mtu);
+        if let Some(settled) = f.psn.settle(mtu) {
             self.settle_unsure(id, settled, reliable);
         }
         let f = &mut self.flows[id];

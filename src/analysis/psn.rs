@@ -1,5 +1,6 @@
 //! The requester-side PSN tracker (the 24-bit arithmetic is `parsers::psn`).
 pub use parsers::psn::{MTUS, add, diff, read_psns};
+use super::recent::Recent;
 
 /// How far behind the highest PSN a response may still acknowledge, on a long connection (half the PSN
 /// space: serial arithmetic cannot tell further).
@@ -374,14 +375,12 @@ pub struct RequestPsns {
     /// The last request taken was a READ of unknown PSN consumption: (PSN, DMA length).
     epsn_read: Option<(u32, u32)>,
     seen: SeenWindow,
-    /// The last READs whose PSN consumption is known, newest at `reads_at - 1`.
-    reads: [Read; READS_KEPT],
-    reads_at: usize,
+    /// The last READs whose PSN consumption is known.
+    reads: Recent<Read, READS_KEPT>,
     /// Some READ kept has its PSNs guessed.
     reads_guessed: bool,
-    /// The last gaps, newest at `gaps_at - 1`.
-    gaps: [Gap; GAPS_KEPT],
-    gaps_at: usize,
+    /// The last gaps.
+    gaps: Recent<Gap, GAPS_KEPT>,
     /// The lowest PSN a NAK (sequence error or RNR) named that no resend answered yet.
     nak_from: Option<u32>,
     go_back: Option<GoBack>,
@@ -694,6 +693,7 @@ impl RequestPsns {
         self.reorder_depth_max = self.reorder_depth_max.max(depth);
         let g = self
             .gaps
+            .slots_mut()
             .iter_mut()
             .find(|g| g.missing > 0 && g.from == from)?;
         if !g.counted {
@@ -710,17 +710,14 @@ impl RequestPsns {
     }
 
     fn remember_gap(&mut self, gap: Gap) {
-        if let Some(slot) = self.gaps.get_mut(self.gaps_at % GAPS_KEPT) {
-            *slot = gap;
-        }
-        self.gaps_at += 1;
+        self.gaps.keep(gap);
     }
 
     /// The request at `at` was sent before the one that opened the gap at `from`, as the flow's IPv4 IDs
     /// tell where they follow its send order.
     fn sent_before_gap(&self, from: u32, at: Arrival) -> bool {
         at.ids_in_send_order
-            && self.gaps.iter().any(|g| {
+            && self.gaps.slots().iter().any(|g| {
                 g.missing > 0
                     && g.from == from
                     && at.ip_id.zip(g.sent).is_some_and(|(a, s)| sent_before(a, s))
@@ -730,6 +727,7 @@ impl RequestPsns {
     /// The first PSN of the newest gap within the reorder window that skipped `psn`.
     fn recent_gap_skipping(&self, psn: u32, at: Arrival) -> Option<u32> {
         self.gaps
+            .slots()
             .iter()
             .filter(|g| {
                 let recent = at.ts.saturating_sub(g.ts) <= at.reorder_window;
@@ -859,16 +857,13 @@ impl RequestPsns {
         if self.keeps_read(psn, reth) {
             return;
         }
-        if let Some(slot) = self.reads.get_mut(self.reads_at % READS_KEPT) {
-            *slot = Read {
-                psn,
-                psns,
-                reth,
-                guessed,
-            };
-        }
+        self.reads.keep(Read {
+            psn,
+            psns,
+            reth,
+            guessed,
+        });
         self.reads_guessed |= guessed;
-        self.reads_at += 1;
     }
 
     /// The path MTU is known: the READs kept whose PSNs were guessed take what their responses take at it
@@ -877,7 +872,7 @@ impl RequestPsns {
         if !std::mem::take(&mut self.reads_guessed) {
             return;
         }
-        for r in self.reads.iter_mut().filter(|r| r.guessed) {
+        for r in self.reads.slots_mut().iter_mut().filter(|r| r.guessed) {
             r.psns = read_psns(r.reth.len, mtu);
             r.guessed = false;
         }
@@ -890,10 +885,7 @@ impl RequestPsns {
 
     /// The READs kept, newest first.
     fn reads_kept(&self) -> impl Iterator<Item = Read> + '_ {
-        let kept = self.reads_at.min(READS_KEPT);
-        (1..=kept)
-            .filter_map(|back| self.reads.get((self.reads_at - back) % READS_KEPT))
-            .copied()
+        self.reads.newest_first()
     }
 
     /// The newest of the last READs whose PSNs hold `psn` (at `mtu` where its consumption is not known

@@ -88,12 +88,14 @@ impl Engine {
             // Its events wait for the requests after it, which tell whether it was resent or held up.
             let request = UnsureRequest { frame: number, ts };
             let highest = f.psn.highest;
-            let run = f.rc.unsure.get_or_insert_with(|| UnsureRun {
-                step,
-                psn: bth.psn,
-                highest,
-                requests: SmallVec::new(),
-                payload: 0,
+            let run = f.rc.unsure.get_or_insert_with(|| {
+                Box::new(UnsureRun {
+                    step,
+                    psn: bth.psn,
+                    highest,
+                    requests: SmallVec::new(),
+                    payload: 0,
+                })
             });
             run.requests.push(request);
             run.payload += payload;
@@ -350,7 +352,7 @@ impl Engine {
         f.psn.new_epoch();
         f.timing.outstanding.clear();
         f.timing.reads.clear();
-        f.rc = Rc {
+        *f.rc = Rc {
             epochs: f.rc.epochs + 1,
             answered: f.rc.answered,
             ..Rc::default()
