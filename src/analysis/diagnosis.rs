@@ -33,13 +33,6 @@ pub struct Rc {
     /// READs taken as in order by guessing their path MTU: (READ PSN, DMA length, the request after it:
     /// PSN, frame, time), checked once the MTU is known.
     pub(crate) guessed: Vec<(u32, u32, u32, u64, u64)>,
-    /// As responder: the last MSN of an AETH.
-    pub(crate) last_msn: Option<u32>,
-    /// As responder: the READ whose responses are coming.
-    pub(crate) read: Option<ReadResponse>,
-    /// As responder: the PSN of the last READ whose responses all came, in its lengths: a later answer to
-    /// it (to a resend) is a duplicate the requester drops.
-    pub(crate) read_completed: Option<u32>,
     /// New connections seen on this flow's QP number after the first.
     pub epochs: u64,
     /// As requester: some response from its destination came.

@@ -7,6 +7,7 @@ use parsers::frame::Addr;
 use smallvec::SmallVec;
 
 use super::ecmp::{Tuple, UdpPorts};
+use super::diagnosis::ReadResponse;
 use super::events::Group;
 use super::life::Life;
 use super::on_use::{OnUse, empty};
@@ -110,6 +111,13 @@ pub struct Responses {
     pub(crate) first_rnr_ts: u64,
     pub(crate) first_rnr_frame: u64,
     pub(crate) last_rnr_ts: u64,
+    /// The last MSN of an AETH.
+    pub(crate) last_msn: Option<u32>,
+    /// The READ whose responses are coming.
+    pub(crate) read: Option<ReadResponse>,
+    /// The PSN of the last READ whose responses all came, in its lengths: a later answer to it (to a
+    /// resend) is a duplicate the requester drops.
+    pub(crate) read_completed: Option<u32>,
 }
 
 /// What a response acknowledged (a NAK names the PSN the responder expects: the one before it), and the
@@ -249,6 +257,10 @@ impl Timing {
     pub(crate) fn wait<T>(queue: &mut VecDeque<T>, item: T, psn: impl Fn(&T) -> u32) {
         if queue.len() == Self::PENDING_LIMIT {
             queue.pop_front();
+        }
+        if queue.capacity() == 0 {
+            // Most flows of a scan send one request: the room of one, not the four of a first growth.
+            queue.reserve_exact(1);
         }
         let p = psn(&item);
         let at = queue

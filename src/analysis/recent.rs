@@ -1,42 +1,48 @@
-//! The last few of something a flow seldom has (READs, gaps, resends), in a ring allocated at the first:
-//! most flows never have one and hold one pointer and a count for it.
+//! The last few of something a flow seldom has (READs, gaps, resends), in a ring that grows to its size as
+//! they come: most flows never have one and allocate nothing for it, many have one (a requester's first
+//! request remembers the PSNs before it as a gap) and hold one.
 
 #[derive(Debug, Clone)]
 pub(crate) struct Recent<T, const N: usize> {
-    kept: Option<Box<[T; N]>>,
+    /// At most N; once full, the oldest is overwritten.
+    kept: Vec<T>,
     /// How many were ever kept: the newest is at `(at - 1) % N`.
     at: usize,
 }
 
 impl<T, const N: usize> Default for Recent<T, N> {
     fn default() -> Self {
-        Recent { kept: None, at: 0 }
+        Recent {
+            kept: Vec::new(),
+            at: 0,
+        }
     }
 }
 
-impl<T: Copy + Default, const N: usize> Recent<T, N> {
+impl<T: Copy, const N: usize> Recent<T, N> {
     /// Keeps `item`, in place of the oldest once N are kept.
     pub(crate) fn keep(&mut self, item: T) {
-        let kept = self
-            .kept
-            .get_or_insert_with(|| Box::new([T::default(); N]));
-        kept[self.at % N] = item;
+        if self.kept.len() < N {
+            // The first takes the room of one; the growth after it doubles up to N.
+            if self.kept.is_empty() {
+                self.kept.reserve_exact(1);
+            } else if self.kept.len() == self.kept.capacity() {
+                self.kept.reserve_exact((2 * self.kept.len()).min(N) - self.kept.len());
+            }
+            self.kept.push(item);
+        } else if let Some(slot) = self.kept.get_mut(self.at % N) {
+            *slot = item;
+        }
         self.at += 1;
     }
 
     /// Those kept, in the ring's order (not their age).
     pub(crate) fn slots(&self) -> &[T] {
-        match &self.kept {
-            Some(kept) => &kept[..self.at.min(N)],
-            None => &[],
-        }
+        &self.kept
     }
 
     pub(crate) fn slots_mut(&mut self) -> &mut [T] {
-        match &mut self.kept {
-            Some(kept) => &mut kept[..self.at.min(N)],
-            None => &mut [],
-        }
+        &mut self.kept
     }
 
     /// Those kept, the newest first.
@@ -55,15 +61,17 @@ mod tests {
     use super::Recent;
 
     #[test]
-    fn keeps_the_last_n_and_allocates_at_the_first() {
+    fn keeps_the_last_n_in_room_grown_to_n() {
         let mut r: Recent<u32, 3> = Recent::default();
-        assert!(r.kept.is_none());
+        assert_eq!(r.kept.capacity(), 0);
         assert_eq!(r.newest(), None);
         assert!(r.slots().is_empty());
         r.keep(1);
+        assert_eq!(r.kept.capacity(), 1);
         r.keep(2);
         assert_eq!(r.slots(), &[1, 2]);
         r.keep(3);
+        assert_eq!(r.kept.capacity(), 3);
         r.keep(4);
         assert_eq!(r.slots(), &[4, 2, 3]);
         assert_eq!(r.newest_first().collect::<Vec<_>>(), vec![4, 3, 2]);

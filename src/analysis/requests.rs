@@ -343,8 +343,8 @@ impl Engine {
                 old.paired_with = None;
                 old.paired_by = None;
             }
-            old.rc.last_msn = None;
-            old.rc.read = None;
+            old.resp.last_msn = None;
+            old.resp.read = None;
             old.resp.next_read_psn = None;
             old.resp.highest = None;
         }
@@ -357,6 +357,12 @@ impl Engine {
             answered: f.rc.answered,
             ..Rc::default()
         };
+        if f.resp.used() {
+            // As responder too (bidirectional traffic on the QP), it starts afresh.
+            f.resp.last_msn = None;
+            f.resp.read = None;
+            f.resp.read_completed = None;
+        }
         f.naks.on_new_epoch();
     }
 

@@ -94,7 +94,7 @@ impl Engine {
         let read_answered = match op.position() {
             _ if !op.is_read_response() => None,
             Some(Position::First | Position::Only) => Some(bth.psn),
-            _ => self.flows[id].rc.read.map(|r| r.read_psn),
+            _ => self.flows[id].resp.read.map(|r| r.read_psn),
         };
         if op.is_read_response() {
             self.read_response(id, requester, number, ts, roce);
@@ -306,10 +306,10 @@ impl Engine {
     /// again answers a resend with the MSN of then, which may be newer than that of the responses for later
     /// PSNs still on the way.
     fn check_msn(&mut self, id: FlowId, number: u64, ts: u64, msn: u32) {
-        let rc = &mut self.flows[id].rc;
-        let previous = rc.last_msn;
+        let resp = &mut self.flows[id].resp;
+        let previous = resp.last_msn;
         if previous.is_none_or(|p| psn::diff(msn, p) > 0) {
-            rc.last_msn = Some(msn);
+            resp.last_msn = Some(msn);
         }
         if let Some(previous) = previous.filter(|p| psn::diff(msn, *p) < 0) {
             self.raise(Event {
@@ -336,7 +336,7 @@ impl Engine {
         let position = bth.op().position();
         let mut skipped = false;
         // Nothing is missing from a duplicate answer: the requester has every response already.
-        let duplicate = f.rc.read.is_some_and(|r| {
+        let duplicate = f.resp.read.is_some_and(|r| {
             r.duplicate && read_mismatch(&r, bth.psn, f.mtu_or(capture_mtu)).is_none()
         });
         if !duplicate
@@ -377,7 +377,7 @@ impl Engine {
             _ => None,
         };
         let continued = matches!(position, Some(Position::Middle | Position::Last))
-            .then(|| self.flows[id].rc.read)
+            .then(|| self.flows[id].resp.read)
             .flatten()
             .filter(|read| read_mismatch(read, bth.psn, mtu).is_none());
         // A middle or last response outside the READ being answered answers another READ of the requester
@@ -391,16 +391,16 @@ impl Engine {
             }),
             _ => None,
         };
-        let rc = &mut self.flows[id].rc;
+        let resp = &mut self.flows[id].resp;
         // A first response held up behind the middle ones of its READ goes on with them.
-        let joins = rc.read.is_some_and(|r| r.skipped && r.read_psn == bth.psn);
+        let joins = resp.read.is_some_and(|r| r.skipped && r.read_psn == bth.psn);
         let start = dma_len
             .filter(|_| !joins)
             .map(|len| (bth.psn, len, false))
             .or(other.map(|(p, len)| (p, len, true)));
         if let Some((read_psn, dma_len, skipped)) = start {
-            let duplicate = rc.read_completed == Some(read_psn);
-            rc.read = Some(ReadResponse {
+            let duplicate = resp.read_completed == Some(read_psn);
+            resp.read = Some(ReadResponse {
                 read_psn,
                 dma_len,
                 bytes: 0,
@@ -410,14 +410,14 @@ impl Engine {
                 seen: SeenOffsets::default(),
             });
         }
-        let Some(mut read) = rc.read else { return };
+        let Some(mut read) = resp.read else { return };
         let offset = u32::try_from(psn::diff(bth.psn, read.read_psn)).ok();
         if offset.is_none_or(|o| read.seen.first_time(o)) {
             read.bytes += payload;
             read.packets += 1;
         }
         read.skipped |= skipped;
-        rc.read = Some(read);
+        resp.read = Some(read);
         if let Some(what) = read_mismatch(&read, bth.psn, mtu) {
             self.raise(Event {
                 ts_nanos: ts,
@@ -428,14 +428,14 @@ impl Engine {
                     what,
                 },
             });
-            self.flows[id].rc.read = None;
+            self.flows[id].resp.read = None;
         } else if matches!(position, Some(Position::Last | Position::Only)) {
-            let rc = &mut self.flows[id].rc;
+            let resp = &mut self.flows[id].resp;
             if let (Some(m), false) = (mtu, read.skipped) {
                 let ended = ended_mismatch(&read, m);
-                rc.read = None;
+                resp.read = None;
                 if ended.is_none() {
-                    rc.read_completed = Some(read.read_psn);
+                    resp.read_completed = Some(read.read_psn);
                 }
                 if let Some(what) = ended {
                     self.raise(Event {
@@ -449,7 +449,7 @@ impl Engine {
                     });
                 }
             } else {
-                rc.read = None;
+                resp.read = None;
             }
         }
     }

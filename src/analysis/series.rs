@@ -41,6 +41,8 @@ impl Series {
             i = (offset / self.width) as usize;
         }
         if self.buckets.is_empty() {
+            // The room of one bucket: a flow of one packet, or of one second, needs no more.
+            self.buckets.reserve_exact(1);
             self.first = i;
         } else if i < self.first {
             // Out of time order, before the first bucket held.
