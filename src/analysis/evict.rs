@@ -79,21 +79,13 @@ impl Engine {
         if self.flows.len() < max.max(1) {
             return;
         }
-        let flows = self.flows.in_order();
-        let mut last: Vec<u64> = flows.iter().map(|f| f.last_ts).collect();
-        let quarter = (last.len() / 4).max(1);
-        let (_, cut, _) = last.select_nth_unstable(quarter - 1);
-        let cut = *cut;
-        let mut going = quarter;
-        let old: Vec<FlowId> = flows
-            .iter()
-            .filter(|f| {
-                let go = f.last_ts <= cut && going > 0;
-                going -= usize::from(go);
-                go
-            })
-            .map(|f| f.id)
-            .collect();
+        // Last seen, then first seen: the order in which flows go. No sort of the whole table: a selection,
+        // then the quarter going in the order the flows came, as the table keeps them.
+        let mut seen: Vec<(u64, FlowId)> = self.flows.iter().map(|f| (f.last_ts, f.id)).collect();
+        let quarter = (seen.len() / 4).max(1);
+        seen.select_nth_unstable(quarter - 1);
+        let mut old: Vec<FlowId> = seen[..quarter].iter().map(|&(_, id)| id).collect();
+        old.sort_unstable();
         self.evict(&old, now);
     }
 
@@ -235,6 +227,25 @@ mod tests {
         );
         // Flow 1 counts its two packets still.
         assert_eq!(e.flows.in_order()[0].packets, 2);
+    }
+
+    /// The least recently seen go first, and of flows last seen at the same time the older: a full table of
+    /// 8, flows 1 and 2 last seen at 5 ms, flow 3 at 1 ms (it came after them, its packet stamped earlier),
+    /// flows 4-8 at 6-10 ms. The quarter that goes for flow 9 is two flows: flow 3, then flow 1, the older
+    /// of the two seen at 5 ms. (Taking, in the order flows came, those seen no later than the second
+    /// earliest time, 5 ms, took flows 1 and 2 and kept flow 3, the least recently seen.)
+    #[test]
+    fn the_least_recently_seen_go_before_ties_of_older_flows() {
+        let mut e = Engine::new(Config {
+            max_flows: Some(8),
+            ..Config::default()
+        });
+        let seen = [5, 5, 1, 6, 7, 8, 9, 10];
+        for (src, ms) in (1u8..).zip(seen) {
+            feed(&mut e, u64::from(src), ms * 1_000_000, &send(src, 0x11));
+        }
+        feed(&mut e, 9, 11_000_000, &send(9, 0x11));
+        assert_eq!(sources(&e), vec![2, 4, 5, 6, 7, 8, 9]);
     }
 
     /// A flow idle past the timeout goes at the next sweep; a busy one stays.
