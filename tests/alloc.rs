@@ -330,13 +330,16 @@ fn a_flow_holds_a_bounded_few_hundred_bytes() {
     let busy = per_flow(few, many);
     eprintln!("bytes held per flow: one-packet {one_packet}, busy {busy}");
     // Measured with this test: one-packet 2,798 and busy 4,754 bytes before sub-states were allocated on
-    // first use, 2,166 and 4,001 after.
+    // first use and rings grew as they filled, 1,774 and 3,651 after.
     assert!(
-        one_packet <= 2_400,
-        "a one-packet flow holds {one_packet} bytes (bound 2,400): at 100,000 flows (--max-flows) that \
-         is more than the 256 MB a capture of 10 million flows may take"
+        one_packet <= 1_950,
+        "a one-packet flow holds {one_packet} bytes (bound 1,950): at 100,000 flows (--max-flows) the \
+         256 MB a capture of 10 million flows may take come near"
     );
-    assert!(busy <= 4_400, "a busy flow holds {busy} bytes (bound 4,400)");
+    assert!(
+        busy <= 4_000,
+        "a busy flow holds {busy} bytes (bound 4,000)"
+    );
 }
 
 #[cfg(feature = "export")]

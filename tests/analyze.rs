@@ -707,3 +707,45 @@ fn where_the_time_went_names_the_window() {
         "{t}"
     );
 }
+
+/// A flow that begins 100.5 s into a capture lists its own seconds: `first_bucket` 100 (one-second
+/// buckets from the capture's start), then its packets and bytes there, not a hundred empty buckets
+/// before them (a capture of many such flows once made gigabytes of zeros).
+#[test]
+fn a_late_flow_lists_its_own_buckets() {
+    use parsers::builder::RoceFrame;
+    let send = |qp: u32| {
+        let mut f = RoceFrame::new(parsers::opcode::rc::SEND_ONLY);
+        f.bth.dest_qp = qp;
+        f.payload = vec![7; 100];
+        f.build()
+    };
+    let (early, late) = (send(0x11), send(0x12));
+    let start = 1_000_000_000_000;
+    let frames = [
+        (start, 1, early.clone(), early.len() as u32),
+        (start + 100_500_000_000, 1, late.clone(), late.len() as u32),
+        (start + 101_200_000_000, 1, late.clone(), late.len() as u32),
+    ];
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("late-flow.pcap");
+    write_pcap(&path, &frames.iter().collect::<Vec<_>>());
+    let r = report(&path, &[]);
+    let series = |qp: u64| {
+        r["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["dest_qp"] == qp)
+            .map(|f| f["series"].clone())
+            .unwrap()
+    };
+    let len = late.len() as u64;
+    assert_eq!(
+        series(0x12),
+        serde_json::json!({"bucket_seconds": 1, "first_bucket": 100, "packets": [1, 1], "bytes": [len, len]})
+    );
+    assert_eq!(
+        series(0x11),
+        serde_json::json!({"bucket_seconds": 1, "first_bucket": 0, "packets": [1], "bytes": [early.len()]})
+    );
+}

@@ -6,8 +6,8 @@ use hdrhistogram::Histogram;
 use parsers::frame::Addr;
 use smallvec::SmallVec;
 
-use super::ecmp::{Tuple, UdpPorts};
 use super::diagnosis::ReadResponse;
+use super::ecmp::{Tuple, UdpPorts};
 use super::events::Group;
 use super::life::Life;
 use super::on_use::{OnUse, empty};
@@ -423,7 +423,14 @@ pub struct Flow {
     pub job: Option<JobLink>,
 }
 
-empty!(RequestPsns, Responses, Messages, Timing, Intervals, super::diagnosis::Rc);
+empty!(
+    RequestPsns,
+    Responses,
+    Messages,
+    Timing,
+    Intervals,
+    super::diagnosis::Rc
+);
 
 /// A flow's owner in the job's logs ([`super::jobs::Jobs::owners`]), and whether its traffic class was told
 /// wrong already.

@@ -1,6 +1,6 @@
 //! The requester-side PSN tracker (the 24-bit arithmetic is `parsers::psn`).
-pub use parsers::psn::{MTUS, add, diff, read_psns};
 use super::recent::Recent;
+pub use parsers::psn::{MTUS, add, diff, read_psns};
 
 /// How far behind the highest PSN a response may still acknowledge, on a long connection (half the PSN
 /// space: serial arithmetic cannot tell further).

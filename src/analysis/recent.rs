@@ -27,7 +27,8 @@ impl<T: Copy, const N: usize> Recent<T, N> {
             if self.kept.is_empty() {
                 self.kept.reserve_exact(1);
             } else if self.kept.len() == self.kept.capacity() {
-                self.kept.reserve_exact((2 * self.kept.len()).min(N) - self.kept.len());
+                self.kept
+                    .reserve_exact((2 * self.kept.len()).min(N) - self.kept.len());
             }
             self.kept.push(item);
         } else if let Some(slot) = self.kept.get_mut(self.at % N) {

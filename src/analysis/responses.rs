@@ -393,7 +393,9 @@ impl Engine {
         };
         let resp = &mut self.flows[id].resp;
         // A first response held up behind the middle ones of its READ goes on with them.
-        let joins = resp.read.is_some_and(|r| r.skipped && r.read_psn == bth.psn);
+        let joins = resp
+            .read
+            .is_some_and(|r| r.skipped && r.read_psn == bth.psn);
         let start = dma_len
             .filter(|_| !joins)
             .map(|len| (bth.psn, len, false))

@@ -82,6 +82,16 @@ impl Series {
         self.width / Self::SECOND
     }
 
+    /// The index of its first bucket held, counted in buckets from the capture's start.
+    pub fn first_bucket(&self) -> usize {
+        self.first
+    }
+
+    /// Its buckets from its first to its last.
+    pub fn held(&self) -> impl Iterator<Item = Bucket> + '_ {
+        self.buckets.iter().copied()
+    }
+
     /// Every bucket from the capture's start to the flow's last (those before its first empty).
     pub fn buckets(&self) -> impl Iterator<Item = Bucket> + '_ {
         std::iter::repeat_n(Bucket::default(), self.first).chain(self.buckets.iter().copied())
@@ -105,6 +115,8 @@ mod tests {
         assert_eq!(s.width_secs(), 1);
         let all: Vec<Bucket> = s.buckets().collect();
         assert_eq!(all, [bucket(2, 20), Bucket::default(), bucket(1, 5)]);
+        assert_eq!(s.first_bucket(), 0);
+        assert_eq!(s.held().collect::<Vec<_>>(), all);
         // A packet at 1500 s does not fit 1024 one-second buckets: widths double to 2 s.
         s.add(1500 * Series::SECOND, 1);
         assert_eq!(s.width_secs(), 2);
@@ -127,6 +139,8 @@ mod tests {
             2,
             "1001 s and 1002 s, not the 1001 before them"
         );
+        assert_eq!(s.first_bucket(), 1001);
+        assert_eq!(s.held().collect::<Vec<_>>(), [bucket(1, 7), bucket(1, 3)]);
         let all: Vec<Bucket> = s.buckets().collect();
         assert_eq!(all.len(), 1003);
         assert_eq!(&all[1001..], [bucket(1, 7), bucket(1, 3)]);

@@ -164,6 +164,7 @@ pub const FLOW: &[(&str, Kind)] = &[
     ("counters.np_cnp_sent", Int),
     ("counters.rx_icrc_encapsulated", Int),
     ("series.bucket_seconds", Int),
+    ("series.first_bucket", Int),
     ("series.packets", Ints),
     ("series.bytes", Ints),
     ("udp_src_port", Int),

@@ -219,9 +219,13 @@ pub struct Counters {
     pub rx_icrc_encapsulated: u64,
 }
 
+/// A flow's packets and bytes per bucket, from its first bucket to its last: a flow that came late in a
+/// long capture lists its own seconds, not the empty ones before it.
 #[derive(Debug, Serialize)]
 pub struct SeriesReport {
     pub bucket_seconds: u64,
+    /// Where the lists start: buckets from the capture's start.
+    pub first_bucket: u64,
     pub packets: Vec<u64>,
     pub bytes: Vec<u64>,
 }
@@ -652,8 +656,9 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
     let s = &f.series;
     let series = SeriesReport {
         bucket_seconds: s.width_secs(),
-        packets: s.buckets().map(|b: series::Bucket| b.packets).collect(),
-        bytes: s.buckets().map(|b| b.bytes).collect(),
+        first_bucket: s.first_bucket() as u64,
+        packets: s.held().map(|b: series::Bucket| b.packets).collect(),
+        bytes: s.held().map(|b| b.bytes).collect(),
     };
     FlowReport {
         id: f.id.number(),

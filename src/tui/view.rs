@@ -665,9 +665,18 @@ fn draw_throughput(
     area: Rect,
 ) {
     let width = usize::from(area.width.saturating_sub(2)).max(1);
-    let (values, bucket_s, cnps): (&[u64], f64, &[bool]) = match series {
-        Some(s) if !s.throughput.is_empty() => (&s.throughput, s.bucket_s, &s.cnp_marks),
-        _ => (&f.series.bytes, f.series.bucket_seconds as f64, &[]),
+    // The flow's life, from the capture's start, seconds: the re-read's slices start at its first packet,
+    // the report's buckets at its first bucket.
+    let life_start = f.first_time - r.capture.first_time.unwrap_or(f.first_time);
+    let (values, bucket_s, cnps, start): (&[u64], f64, &[bool], f64) = match series {
+        Some(s) if !s.throughput.is_empty() => {
+            (&s.throughput, s.bucket_s, &s.cnp_marks, life_start)
+        }
+        _ => {
+            let bucket_s = f.series.bucket_seconds as f64;
+            let start = f.series.first_bucket as f64 * bucket_s;
+            (&f.series.bytes, bucket_s, &[], start)
+        }
     };
     let per = values.len().div_ceil(width).max(1);
     let data: Vec<u64> = values
@@ -690,8 +699,6 @@ fn draw_throughput(
             .style(theme.fg(Color::Cyan)),
         spark,
     );
-    // The flow's life, from the capture's start, seconds.
-    let start = f.first_time - r.capture.first_time.unwrap_or(f.first_time);
     let slice = bucket_s * per as f64;
     let line: String = (0..data.len())
         .map(|i| {
