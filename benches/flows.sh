@@ -11,6 +11,7 @@
 #                  series then starts late in the capture, and idle flows time out all along)
 #   mixed.pcap     fabric-MIXED's connections with MIXED one-packet flows among them (1M by default), and
 #   mixed-clean.pcap the same fabric without them
+#   busy.pcap      2,000,000 frames of 4,096 RC connections (8,192 busy flows)
 # and runs the release build on each with /usr/bin/time -f '%e %M' (wall seconds, peak RSS): the default
 # (--max-flows 100000) and, for noise-1M, --max-flows 0 (no limit). For mixed.pcap it checks that the
 # fabric's 128 flows are reported exactly as in mixed-clean.pcap (their figures, ids aside) and prints the
@@ -58,6 +59,9 @@ done
 
 gen "$dir/noise-late.pcap" --frames 0 --noise-flows 300000 --noise-gap-us 3333
 run "noise-late (300000 over 1000 s)" "$dir/noise-late.pcap"
+
+gen "$dir/busy.pcap" --frames 2000000 --qps 4096 --seed 1
+run "busy (4096 connections)" "$dir/busy.pcap"
 
 gen "$dir/mixed-clean.pcap" --frames "$MIXED" --qps 64 --seed 3
 gen "$dir/mixed.pcap" --frames "$MIXED" --qps 64 --seed 3 --noise-flows "$MIXED"
