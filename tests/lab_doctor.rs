@@ -95,41 +95,67 @@ fn not_after(a: u64, b: u64) -> bool {
 }
 
 /// What the cable shows of one gen run (its QPs): requests, answers, sequence error NAKs, go-back-N rounds (a
-/// request not after the one before it), and the requests a responder that got exactly these finds behind
-/// the PSN it expects (duplicates), of which `unanswered` came after the responder's last packet: rxe ACKs
-/// each duplicate WRITE packet it checks (C9-105), so these were still queued when the QP was destroyed (a
-/// timer's resend crossing the last ACK in a slow run) and rxe never counted them.
+/// request not after the one before it), and the requests a responder finds behind the PSN it expects
+/// (duplicates), two ways: as the capture can tell it (`seen`: the first request seen set the expected PSN)
+/// and as rxe counts it (`nic`: its sequence error NAKs name the PSN it expects; they differ when the QP's
+/// first request was lost before the cable, and its resend is then no duplicate).
 #[derive(Debug, Default, PartialEq)]
 struct Cable {
     requests: u64,
     answers: u64,
     seq_naks: u64,
     rounds: u64,
+    seen: Behind,
+    nic: Behind,
+}
+
+/// A responder's expected PSN and the requests behind it, of which `unanswered` came after the responder's
+/// last packet: rxe ACKs each duplicate WRITE packet it checks (C9-105), so these were still queued when the
+/// QP was destroyed (a timer's resend crossing the last ACK in a slow run) and rxe never counted them.
+#[derive(Debug, Default, PartialEq)]
+struct Behind {
+    epsn: Option<u64>,
     behind: u64,
     unanswered: u64,
 }
 
+impl Behind {
+    fn request(&mut self, psn: u64) {
+        match self.epsn {
+            None => self.epsn = Some((psn + 1) % PSN_MOD),
+            Some(e) if e == psn => self.epsn = Some((e + 1) % PSN_MOD),
+            Some(e) if not_after(psn, e) => {
+                self.behind += 1;
+                self.unanswered += 1;
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Counted by rxe: behind it, and answered.
+    fn counted(&self) -> u64 {
+        self.behind - self.unanswered
+    }
+}
+
 fn cable(frames: &[Frame], requester_qp: u64, responder_qp: u64) -> Cable {
     let mut c = Cable::default();
-    let (mut prev, mut epsn) = (None::<u64>, None::<u64>);
+    let mut prev = None::<u64>;
     for f in frames {
         if f.src == "10.0.0.1" && f.qp == requester_qp {
             c.requests += 1;
             c.rounds += u64::from(prev.is_some_and(|p| not_after(f.psn, p)));
             prev = Some(f.psn);
-            match epsn {
-                None => epsn = Some((f.psn + 1) % PSN_MOD),
-                Some(e) if e == f.psn => epsn = Some((e + 1) % PSN_MOD),
-                Some(e) if not_after(f.psn, e) => {
-                    c.behind += 1;
-                    c.unanswered += 1;
-                }
-                Some(_) => {}
-            }
+            c.seen.request(f.psn);
+            c.nic.request(f.psn);
         } else if f.src == "10.0.0.2" && f.qp == responder_qp {
             c.answers += 1;
-            c.unanswered = 0;
-            c.seq_naks += u64::from(f.syndrome == Some(0x60));
+            c.seen.unanswered = 0;
+            c.nic.unanswered = 0;
+            if f.syndrome == Some(0x60) {
+                c.seq_naks += 1;
+                c.nic.epsn = Some(f.psn);
+            }
         }
     }
     c
@@ -217,7 +243,7 @@ fn counters_and_capture(dir: &Path) {
     );
     assert_eq!(
         pair(relation(n, "rxe1", "duplicate_request")),
-        (c.behind - c.unanswered, c.behind)
+        (c.nic.counted(), c.seen.behind)
     );
     let seq = relation(n, "rxe0", "rcvd_seq_err");
     assert!(
