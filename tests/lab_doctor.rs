@@ -132,6 +132,11 @@ impl Behind {
         }
     }
 
+    /// The responder sent something: the requests behind its expected PSN so far were answered.
+    fn answered(&mut self) {
+        self.unanswered = 0;
+    }
+
     /// Counted by rxe: behind it, and answered.
     fn counted(&self) -> u64 {
         self.behind - self.unanswered
@@ -150,8 +155,8 @@ fn cable(frames: &[Frame], requester_qp: u64, responder_qp: u64) -> Cable {
             c.nic.request(f.psn);
         } else if f.src == "10.0.0.2" && f.qp == responder_qp {
             c.answers += 1;
-            c.seen.unanswered = 0;
-            c.nic.unanswered = 0;
+            c.seen.answered();
+            c.nic.answered();
             if f.syndrome == Some(0x60) {
                 c.seq_naks += 1;
                 c.nic.epsn = Some(f.psn);

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Counters;
-use super::judge::Reaction;
+use super::judge::{Reaction, is_any_sequence_nak, is_rnr_nak};
 use super::suite::Scenario;
 use super::wire::{Action, Packet};
 
@@ -38,7 +38,7 @@ enum End {
 /// times it gives up.
 fn expected(s: &Scenario, packets: &[Packet], actions: &[Action]) -> Vec<(End, &'static str, u64)> {
     let count = |f: &dyn Fn(&Packet) -> bool| packets.iter().filter(|p| f(p)).count() as u64;
-    let sequence_naks = count(&|p| p.syndrome.is_some_and(|s| s == 0x60))
+    let sequence_naks = count(&is_any_sequence_nak)
         + actions
             .iter()
             .filter(|a| a.class == "nak" && a.action == "drop")
@@ -54,7 +54,7 @@ fn expected(s: &Scenario, packets: &[Packet], actions: &[Action]) -> Vec<(End, &
             (End::Requester, "retry_exceeded_err", 1),
         ]),
         (Reaction::RnrRetry, _, Some(rnr)) if rnr.rnr_retry < 7 => {
-            let rnr_naks = count(&|p| p.syndrome.is_some_and(|s| s & 0x60 == 0x20));
+            let rnr_naks = count(&is_rnr_nak);
             out.extend([
                 (End::Responder, "send_rnr_err", rnr_naks),
                 (End::Requester, "rcvd_rnr_err", rnr_naks),

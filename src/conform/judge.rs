@@ -3,6 +3,7 @@
 //! frames that show them. Pure: packets and an action in, a verdict out.
 use std::collections::BTreeMap;
 
+use parsers::aeth::{NakCode, Syndrome};
 use parsers::opcode::{CNP, Opcode, rc};
 use parsers::psn::diff;
 use serde::Serialize;
@@ -197,14 +198,24 @@ impl<'p> Connection<'p> {
     }
 }
 
+/// An ACKNOWLEDGE's syndrome, decoded.
+fn syndrome(p: &Packet) -> Option<Syndrome> {
+    p.syndrome
+        .filter(|_| p.opcode == rc::ACKNOWLEDGE)
+        .map(Syndrome::from_byte)
+}
+
 fn is_ack(p: &Packet) -> bool {
-    p.opcode == rc::ACKNOWLEDGE && p.syndrome.is_some_and(|s| s & 0x60 == 0)
+    matches!(syndrome(p), Some(Syndrome::Ack { .. }))
+}
+
+/// A PSN sequence error NAK, for whatever PSN.
+pub(super) fn is_any_sequence_nak(p: &Packet) -> bool {
+    syndrome(p) == Some(Syndrome::Nak(NakCode::PsnSequenceError))
 }
 
 fn is_sequence_nak(p: &Packet, psn: u32) -> bool {
-    p.psn == psn
-        && p.syndrome
-            .is_some_and(|s| s & 0x60 == 0x60 && s & 0x1f == 0)
+    p.psn == psn && is_any_sequence_nak(p)
 }
 
 /// Judges what `packets` show after `action` as `reaction` calls for (`qp`: the requester's settings, for
@@ -279,8 +290,8 @@ fn rnr_judged_without_an_action() -> Verdict {
     )
 }
 
-fn is_rnr_nak(p: &Packet) -> bool {
-    p.opcode == rc::ACKNOWLEDGE && p.syndrome.is_some_and(|s| s & 0x60 == 0x20)
+pub(super) fn is_rnr_nak(p: &Packet) -> bool {
+    matches!(syndrome(p), Some(Syndrome::RnrNak { .. }))
 }
 
 /// The responder had no receive posted (no injected action): its first RNR NAK names the connection. Each of
@@ -305,7 +316,7 @@ pub fn rnr_retry(packets: &[Packet], rnr: RnrSettings) -> Verdict {
         responder: first.src,
         qp: None,
     };
-    let timer = parsers::aeth::Syndrome::RnrNak {
+    let timer = Syndrome::RnrNak {
         timer: rnr.min_rnr_timer & 0x1f,
     };
     let timer_ns = u64::from(timer.rnr_micros().unwrap_or(0)) * 1000;
