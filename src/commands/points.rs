@@ -6,6 +6,7 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use anyhow::bail;
 use serde_json::{Value, json};
@@ -39,8 +40,14 @@ pub fn run(cfg: &Config) -> ExitCode {
 struct Outcome {
     names: Vec<String>,
     reports: Vec<Report>,
+    matched: Matched,
+}
+
+/// The points' packets matched across them.
+struct Matched {
     clocks: Clocks,
     matcher: Matcher,
+    /// The first [`MAX_EVENTS`] `lost_between` events.
     events: Vec<Lost>,
     lost_events: u64,
 }
@@ -57,14 +64,59 @@ fn localise(cfg: &Config) -> anyhow::Result<Outcome> {
         );
     }
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let reports = files
-        .iter()
-        .map(|f| super::analyze::analyze(cfg, std::slice::from_ref(f)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let sample = files
-        .iter()
-        .map(|f| sightings(f, cfg, OFFSET_SAMPLE))
-        .collect::<Result<Vec<_>, _>>()?;
+    // Each point's own analysis runs beside the matching, which reads every point again.
+    std::thread::scope(|s| {
+        let reports = s.spawn(|| reports(cfg, files));
+        let matched = matching(cfg, files);
+        // A point that cannot be analysed says so first, as when the points were taken one by one.
+        let reports = joined(reports)?;
+        Ok(Outcome {
+            names,
+            reports,
+            matched: matched?,
+        })
+    })
+}
+
+/// Each point's report, as many at once as half the cores (each analysis runs on two threads), in the
+/// points' order.
+fn reports(cfg: &Config, files: &[PathBuf]) -> anyhow::Result<Vec<Report>> {
+    let at_once = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
+    let mut reports = Vec::with_capacity(files.len());
+    for group in files.chunks(at_once) {
+        let done: Vec<_> = std::thread::scope(|s| {
+            let running: Vec<_> = group
+                .iter()
+                .map(|f| s.spawn(move || super::analyze::analyze(cfg, std::slice::from_ref(f))))
+                .collect();
+            running.into_iter().map(joined).collect()
+        });
+        for r in done {
+            reports.push(r?);
+        }
+    }
+    Ok(reports)
+}
+
+/// What a thread returned; its panic goes on.
+fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// The points' clocks, then every packet matched across them.
+fn matching(cfg: &Config, files: &[PathBuf]) -> Result<Matched, SourceError> {
+    let sample = std::thread::scope(|s| {
+        let reading: Vec<_> = files
+            .iter()
+            .map(|f| s.spawn(move || sightings(f, cfg, OFFSET_SAMPLE)))
+            .collect();
+        reading
+            .into_iter()
+            .map(joined)
+            .collect::<Result<Vec<_>, _>>()
+    })?;
     let offsets = points::offsets(&sample);
     let constant = |i: usize| offsets.get(i).map_or(0, |o| o.nanos);
     // A first merge on the offsets of the first packets follows each clock through the captures: the
@@ -89,9 +141,7 @@ fn localise(cfg: &Config) -> anyhow::Result<Outcome> {
     };
     merge(files, cfg, &drifting, &mut matcher, &mut on_lost)?;
     matcher.finish(&mut on_lost);
-    Ok(Outcome {
-        names,
-        reports,
+    Ok(Matched {
         clocks,
         matcher,
         events,
@@ -218,32 +268,107 @@ fn next_sighting(
 }
 
 /// Feeds the matcher every point's RoCE packets in corrected time order (a k-way merge: one packet per
-/// point waits); `offset(point, time)` is a point's clock offset at a time of its own clock.
+/// point waits); `offset(point, time)` is a point's clock offset at a time of its own clock. Each point is
+/// read and parsed on a thread of its own ([`Feed`]); the merge takes its packets in the same order.
 fn merge(
     files: &[PathBuf],
     cfg: &Config,
-    offset: &impl Fn(usize, u64) -> i64,
+    offset: &(impl Fn(usize, u64) -> i64 + Sync),
     matcher: &mut Matcher,
     lost: &mut impl FnMut(Lost),
 ) -> Result<(), SourceError> {
-    let mut streams = files
-        .iter()
-        .map(|f| Stream::open(f))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut heads = Vec::with_capacity(streams.len());
-    for (i, s) in streams.iter_mut().enumerate() {
-        heads.push(s.next(|t| offset(i, t), cfg)?);
-    }
-    while let Some(i) = (0..heads.len())
-        .filter(|&i| heads[i].is_some())
-        .min_by_key(|&i| heads[i].map(|h| h.0))
-    {
-        if let Some((ts, s)) = heads[i] {
-            matcher.see(i, ts, s, lost);
+    std::thread::scope(|s| {
+        let mut feeds: Vec<Feed> = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Feed::start(s, f, cfg, move |t| offset(i, t)))
+            .collect();
+        let mut heads = Vec::with_capacity(feeds.len());
+        for feed in &mut feeds {
+            heads.push(feed.next()?);
         }
-        heads[i] = streams[i].next(|t| offset(i, t), cfg)?;
+        while let Some(i) = (0..heads.len())
+            .filter(|&i| heads[i].is_some())
+            .min_by_key(|&i| heads[i].map(|h| h.0))
+        {
+            if let Some((ts, s)) = heads[i] {
+                matcher.see(i, ts, s, lost);
+            }
+            heads[i] = feeds[i].next()?;
+        }
+        Ok(())
+    })
+}
+
+/// Packets handed from a point's reading thread to the merge at a time.
+const FEED_BATCH: usize = 4096;
+
+/// A point's packets in its corrected time, read and parsed on a thread of its own and handed over in
+/// batches of [`FEED_BATCH`] (at most two waiting, so memory stays bounded); an error ends them, after the
+/// packets before it.
+struct Feed {
+    batches: Receiver<Result<Vec<Timed>, SourceError>>,
+    batch: std::vec::IntoIter<Timed>,
+}
+
+impl Feed {
+    fn start<'scope>(
+        s: &'scope std::thread::Scope<'scope, '_>,
+        file: &'scope Path,
+        cfg: &'scope Config,
+        offset: impl Fn(u64) -> i64 + Send + 'scope,
+    ) -> Feed {
+        let (tx, batches) = sync_channel(2);
+        s.spawn(move || {
+            if let Err(e) = Self::read(file, cfg, offset, &tx) {
+                // The merge may have stopped already: then nobody waits for the error.
+                let _ = tx.send(Err(e));
+            }
+        });
+        Feed {
+            batches,
+            batch: Vec::new().into_iter(),
+        }
     }
-    Ok(())
+
+    fn read(
+        file: &Path,
+        cfg: &Config,
+        offset: impl Fn(u64) -> i64,
+        tx: &SyncSender<Result<Vec<Timed>, SourceError>>,
+    ) -> Result<(), SourceError> {
+        let mut stream = Stream::open(file)?;
+        let mut batch = Vec::with_capacity(FEED_BATCH);
+        loop {
+            let next = stream.next(&offset, cfg);
+            let end = !matches!(next, Ok(Some(_)));
+            if let Ok(Some(t)) = next {
+                batch.push(t);
+            }
+            if (end || batch.len() == FEED_BATCH) && !batch.is_empty() {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(FEED_BATCH));
+                if tx.send(Ok(full)).is_err() {
+                    return Ok(());
+                }
+            }
+            if end {
+                return next.map(|_| ());
+            }
+        }
+    }
+
+    fn next(&mut self) -> Result<Option<Timed>, SourceError> {
+        loop {
+            if let Some(t) = self.batch.next() {
+                return Ok(Some(t));
+            }
+            match self.batches.recv() {
+                Ok(batch) => self.batch = batch?.into_iter(),
+                // The point's packets ended.
+                Err(_) => return Ok(None),
+            }
+        }
+    }
 }
 
 /// How a point's offset was found.
@@ -261,7 +386,7 @@ fn name(o: &Outcome, i: usize) -> &str {
 }
 
 fn document(o: &Outcome) -> Value {
-    let m = &o.matcher;
+    let m = &o.matched.matcher;
     let mut segments: Vec<Value> = Vec::new();
     for i in 0..o.names.len().saturating_sub(1) {
         let d = m.delay[i];
@@ -287,6 +412,7 @@ fn document(o: &Outcome) -> Value {
         })
         .collect();
     let events: Vec<Value> = o
+        .matched
         .events
         .iter()
         .map(|l| {
@@ -302,7 +428,7 @@ fn document(o: &Outcome) -> Value {
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let c = &o.clocks;
+            let c = &o.matched.clocks;
             let off = c.offsets.get(i);
             json!({"file": name(o, i), "clock_offset_us": off.map(|x| x.nanos as f64 / 1e3),
                    "clock_offset_bound_us": off.and_then(|x| x.bound_nanos).map(|b| b as f64 / 1e3),
@@ -317,8 +443,8 @@ fn document(o: &Outcome) -> Value {
         })
         .collect();
     json!({"points": points, "reached_the_end": m.complete, "segments": segments,
-           "flows": flows, "events": events, "lost_events": o.lost_events,
-           "events_dropped": o.lost_events.saturating_sub(o.events.len() as u64)})
+           "flows": flows, "events": events, "lost_events": o.matched.lost_events,
+           "events_dropped": o.matched.lost_events.saturating_sub(o.matched.events.len() as u64)})
 }
 
 fn write(mut out: impl Write, o: &Outcome, json: bool) -> anyhow::Result<()> {
@@ -386,8 +512,8 @@ fn text(o: &Outcome, doc: &Value) -> String {
     for e in doc["events"].as_array().into_iter().flatten().take(20) {
         s += &format!("  {}\n", e["message"].as_str().unwrap_or(""));
     }
-    if o.lost_events > 20 {
-        s += &format!("  ... {} packets lost in all\n", o.lost_events);
+    if o.matched.lost_events > 20 {
+        s += &format!("  ... {} packets lost in all\n", o.matched.lost_events);
     }
     s
 }
