@@ -9,7 +9,8 @@
 # tool on that file RUNS times (3 by default; the median time and the largest peak RSS are shown) with
 # /usr/bin/time -f '%e %M' (wall seconds, peak RSS), the file already in the page cache:
 #   cat FILE > /dev/null                                 reading the file, the floor
-#   rocescope analyze FILE --json > /dev/null            (release build)
+#   rocescope analyze FILE --json -j 2 > /dev/null       (release build; one reading thread, one analysing)
+#   rocescope analyze FILE --json -j 3 > /dev/null       a third thread checks the ICRCs (-j 1 is -j 2)
 #   rocescope dissect FILE > /dev/null                   one line per frame, for comparison with tcpdump
 #   tcpdump -nn -r FILE > /dev/null
 #   tshark -r FILE -T fields -e infiniband.bth.destqp -e infiniband.bth.psn > /dev/null
@@ -94,7 +95,8 @@ if [ "$TSHARK_FRAMES" -gt 0 ] && [ "$TSHARK_FRAMES" -lt "$FRAMES" ]; then
 fi
 
 measure "cat" "$FRAMES" cat "$file"
-measure "rocescope analyze --json" "$FRAMES" "$rocescope" analyze "$file" --json --no-progress
+measure "rocescope analyze --json" "$FRAMES" "$rocescope" analyze "$file" --json --no-progress -j 2
+measure "rocescope analyze -j 3" "$FRAMES" "$rocescope" analyze "$file" --json --no-progress -j 3
 measure "rocescope dissect" "$FRAMES" "$rocescope" dissect "$file"
 measure "tcpdump -nn -r" "$FRAMES" tcpdump -nn -r "$file"
 measure "tshark -T fields" "$tshark_frames" tshark -r "$file" "${tshark_count[@]}" -T fields \

@@ -7,7 +7,8 @@
 //!
 //! Two threads: the reading thread parses (leaving the ICRC for later) and hands frames over in batches;
 //! the engine thread checks the ICRCs, on a copy of the bytes that need it (cheaper than the check), and
-//! ingests the frames in capture order. An engine side that shows whole frames (the dissector) gets every
+//! ingests the frames in capture order. With more threads allowed (`-j`), one or two threads between them
+//! check the ICRCs instead, a batch each in turn ([`lanes`]). An engine side that shows whole frames (the dissector) gets every
 //! frame's bytes instead, and the engine thread parses them.
 use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
@@ -40,6 +41,9 @@ pub struct Config {
     /// `-Y`: only the frames this display filter passes are analysed (and shown to the engine side); the
     /// reading side still sees every frame (`-w` writes them all). It names no analysis field.
     pub filter: Option<Arc<Filter>>,
+    /// `-j`: the threads the pipeline may run. One reads, one analyses; the others, if any, check the
+    /// ICRCs, each a batch in turn. The result is the same at any number.
+    pub threads: usize,
 }
 
 /// The reading thread's part beyond parsing, over a source of type `S`. Every method has a default that
@@ -134,6 +138,10 @@ pub const BATCH: usize = 1024;
 /// Batches on their way to the engine at most: the reader waits beyond that, so memory stays bounded.
 const IN_FLIGHT: usize = 4;
 
+/// Threads that check ICRCs at most: one takes them all off the engine thread at 4,096-byte frames, and
+/// the reading thread is then the slower (docs/speed.md).
+const MAX_CHECKERS: usize = 2;
+
 /// Runs the pipeline over `source` to its end (or until a side says stop).
 pub fn run<S, R, E>(
     source: &mut S,
@@ -153,8 +161,15 @@ where
     let filter = cfg.filter.clone().map(Matcher::new);
     // The engine side said stop: the reader stops at its next hand-over.
     let halt = AtomicBool::new(false);
+    // A filter reads whole frames (a MAD's fields come from its payload): nothing is left to check.
+    let whole = E::WHOLE_FRAMES || cfg.filter.is_some();
+    let checkers = if whole {
+        0
+    } else {
+        cfg.threads.saturating_sub(2).min(MAX_CHECKERS)
+    };
     std::thread::scope(|s| {
-        let (full_tx, full_rx) = sync_channel::<Batch>(IN_FLIGHT);
+        let (to_check, checked) = lanes(s, checkers).map_err(PipelineError::Thread)?;
         let (empty_tx, empty_rx) = channel::<Batch>();
         let halt = &halt;
         let engine = std::thread::Builder::new()
@@ -170,7 +185,8 @@ where
                     engine.engine.announce(x);
                 }
                 engine.engine.expect_jobs(jobs);
-                for mut batch in &full_rx {
+                // The batches come in the order they were read: a lane each, in turn.
+                for mut batch in checked.iter().cycle().map_while(|lane| lane.recv().ok()) {
                     if engine.batch(&mut batch).is_break() {
                         halt.store(true, Ordering::Relaxed);
                     }
@@ -183,9 +199,9 @@ where
             .map_err(PipelineError::Thread)?;
         let mut reading = Reading {
             parse,
-            // A filter reads whole frames (a MAD's fields come from its payload).
-            whole: E::WHOLE_FRAMES || cfg.filter.is_some(),
-            full: full_tx,
+            whole,
+            full: to_check,
+            sent: 0,
             empty: empty_rx,
             halt,
         };
@@ -203,12 +219,48 @@ where
     })
 }
 
+/// The lanes from the reading thread to the engine thread: one, or one through each of `checkers` threads
+/// that check the ICRCs of the batches they pass. Batch i goes through lane i % lanes.
+#[allow(clippy::type_complexity)]
+fn lanes<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    checkers: usize,
+) -> std::io::Result<(Vec<SyncSender<Batch>>, Vec<Receiver<Batch>>)> {
+    if checkers == 0 {
+        let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
+        return Ok((vec![tx], vec![rx]));
+    }
+    let (mut to_check, mut checked) = (Vec::new(), Vec::new());
+    for k in 0..checkers {
+        // Half as many each way: a lane holds about as many batches as the one lane without checkers.
+        let (tx, unchecked) = sync_channel::<Batch>(IN_FLIGHT / 2);
+        let (done, rx) = sync_channel::<Batch>(IN_FLIGHT / 2);
+        std::thread::Builder::new()
+            .name(format!("icrc-{k}"))
+            .spawn_scoped(s, move || {
+                for mut batch in unchecked {
+                    batch.check_icrcs();
+                    if done.send(batch).is_err() {
+                        // The engine thread is gone (it panicked): `run` reports it.
+                        break;
+                    }
+                }
+            })?;
+        to_check.push(tx);
+        checked.push(rx);
+    }
+    Ok((to_check, checked))
+}
+
 /// The reading thread's state.
 struct Reading<'h> {
     parse: parsers::Config,
     /// Send whole frames (the engine thread parses) instead of parsed ones.
     whole: bool,
-    full: SyncSender<Batch>,
+    /// The lanes to the engine thread ([`lanes`]).
+    full: Vec<SyncSender<Batch>>,
+    /// Batches sent so far: the next goes through lane `sent % lanes`.
+    sent: usize,
     empty: Receiver<Batch>,
     halt: &'h AtomicBool,
 }
@@ -291,7 +343,9 @@ impl Reading<'_> {
                 }
                 Err(_) => Batch::default(),
             };
-            if self.full.send(std::mem::replace(batch, next)).is_err() {
+            let lane = &self.full[self.sent % self.full.len()];
+            self.sent = self.sent.wrapping_add(1);
+            if lane.send(std::mem::replace(batch, next)).is_err() {
                 // The engine thread is gone (it panicked): `run` reports it.
                 return ControlFlow::Break(());
             }
@@ -350,19 +404,14 @@ impl<E: EngineSide> Ingest<E> {
         let Batch { parsed, copies, .. } = batch;
         for p in parsed.iter_mut() {
             let bytes = p.bytes.get(copies);
-            if p.frame.data.is_empty() && p.frame.roce.is_some_and(|r| r.is_gsi()) {
-                // A MAD is read from the payload, which a detached frame lacks: parse the copy again.
+            if p.parsed_again() {
                 let frame = parse_frame(p.linktype, bytes, p.frame.orig_len, &self.parse);
                 let classified = self.engine.ingest(p.number, p.ts_nanos, &frame);
                 self.side
                     .examined(p.number, p.ts_nanos, &frame, classified, &self.engine);
                 continue;
             }
-            if let Some(r) = &mut p.frame.roce
-                && let Some(cover) = r.icrc_deferred.take()
-            {
-                r.icrc_status = Some(cover.check(bytes));
-            }
+            p.check_icrc(copies);
             let classified = self.engine.ingest(p.number, p.ts_nanos, &p.frame);
             self.side
                 .examined(p.number, p.ts_nanos, &p.frame, classified, &self.engine);
@@ -412,6 +461,23 @@ struct Whole {
     interface: u32,
     orig_len: u32,
     bytes: Bytes,
+}
+
+impl Parsed {
+    /// A MAD is read from the payload, which a detached frame lacks: the engine thread parses its copy
+    /// again.
+    fn parsed_again(&self) -> bool {
+        self.frame.data.is_empty() && self.frame.roce.is_some_and(|r| r.is_gsi())
+    }
+
+    /// Checks the ICRC left for later, if it was.
+    fn check_icrc(&mut self, copies: &[u8]) {
+        if let Some(r) = &mut self.frame.roce
+            && let Some(cover) = r.icrc_deferred.take()
+        {
+            r.icrc_status = Some(cover.check(self.bytes.get(copies)));
+        }
+    }
 }
 
 /// Frames going to the engine thread, one kind or the other.
@@ -488,6 +554,17 @@ impl Batch {
         let at = self.copies.len();
         self.copies.extend_from_slice(data);
         Bytes::Copied(at..self.copies.len())
+    }
+
+    /// Checks the ICRCs left for later ([`Parsed::check_icrc`]) but those of MADs, which the engine thread
+    /// parses again.
+    fn check_icrcs(&mut self) {
+        let Batch { parsed, copies, .. } = self;
+        for p in parsed.iter_mut() {
+            if !p.parsed_again() {
+                p.check_icrc(copies);
+            }
+        }
     }
 
     fn clear(&mut self) {

@@ -105,3 +105,27 @@ fn outputs_are_as_recorded() {
         differ.join("\n")
     );
 }
+
+/// `-j` changes how many threads run, not what they find: the JSON report of every capture, its ICRCs
+/// checked on two threads of their own (`-j 4`) and by the one analysing thread (`-j 1`), is the one
+/// recorded.
+#[test]
+fn the_report_is_the_same_at_any_thread_count() {
+    let recorded =
+        std::fs::read_to_string(root().join("testdata/golden.tsv")).expect("testdata/golden.tsv");
+    let mut differ = Vec::new();
+    for capture in captures() {
+        let prefix = format!("analyze-json\t{capture}\t");
+        // A capture not recorded is told by `outputs_are_as_recorded`.
+        let Some(want) = recorded.lines().find_map(|l| l.strip_prefix(&prefix)) else {
+            continue;
+        };
+        for threads in ["1", "4"] {
+            let got = digest(&["analyze", "--json", "-j", threads], &capture);
+            if got != want {
+                differ.push(format!("-j {threads} {capture}: {got} (recorded: {want})"));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

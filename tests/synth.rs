@@ -293,3 +293,53 @@ fn lossless_figures_match_the_truth() {
     }
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }
+
+/// `-j` changes how many threads run, not what they find. A capture of 20 batches of frames (20,000), with
+/// the ICRC of every 1,000th frame damaged, gives the same report when one thread does all the analysis
+/// (`-j 1`) as when two threads check the ICRCs, a batch each in turn (`-j 4`), and each report counts
+/// the 20 damaged ICRCs.
+#[test]
+fn the_report_is_the_same_at_any_thread_count() {
+    let params = synth::Params {
+        frames: 20_000,
+        qps: 8,
+        seed: 3,
+        loss: 0.002,
+        ..synth::Params::default()
+    };
+    let mut bytes = Vec::new();
+    synth::generate(&params, &mut bytes).expect("generate");
+    // pcap: a 24-byte file header, then records of a 16-byte header (the captured length at 8) and the
+    // frame. A synthetic frame ends with its ICRC (no FCS): its last byte flipped damages the ICRC alone.
+    let (mut at, mut frame, mut damaged) = (24usize, 0u64, 0u64);
+    while at + 16 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        let end = at + 16 + len;
+        frame += 1;
+        if frame % 1_000 == 0 {
+            bytes[end - 1] ^= 0xff;
+            damaged += 1;
+        }
+        at = end;
+    }
+    assert_eq!((frame, damaged), (20_000, 20));
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("synth-threads.pcap");
+    std::fs::write(&path, &bytes).expect("write the capture");
+    let report = |threads: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+            .args(["analyze", "--json", "-j", threads])
+            .arg(&path)
+            .output()
+            .expect("rocescope runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let (one, four) = (report("1"), report("4"));
+    let doc: Value = serde_json::from_str(&one).expect("JSON");
+    assert_eq!(doc["capture"]["icrc_bad"], json!(20));
+    assert!(one == four, "-j 1 and -j 4 differ");
+}

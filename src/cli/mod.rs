@@ -318,6 +318,15 @@ pub struct AnalysisFlags {
     /// before a QP gives up (each flow's `timers`).
     #[arg(long = "retry-count", value_name = "N", value_parser = clap::value_parser!(u8).range(0..=7))]
     pub retry_count: Option<u8>,
+    /// Threads the analysis may use (by default the cores available): one reads, one analyses, one or two
+    /// more check ICRCs; `--points` analyses half as many points at once. The result is the same at any N.
+    #[arg(short = 'j', long, value_name = "N", default_value_t = available_cores())]
+    pub threads: usize,
+}
+
+/// The cores this process may run on (1 when that cannot be told).
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 impl AnalysisFlags {
@@ -349,6 +358,7 @@ fn pipeline_config(roce: &RoceFlags, analysis: &AnalysisFlags) -> pipeline::Conf
         analysis: analysis.config(),
         expected: Default::default(),
         filter: None,
+        threads: analysis.threads,
     }
 }
 

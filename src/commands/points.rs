@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use rocescope::analysis::clock::{Clock, Jump};
 use rocescope::analysis::points::{self, Clocks, Lost, Matcher, Offset, Sighting};
+use rocescope::pipeline;
 use rocescope::report::{Output, Report};
 use rocescope::source::{self, Next, PacketSource, SourceError};
 
@@ -78,10 +79,17 @@ fn localise(cfg: &Config) -> anyhow::Result<Outcome> {
     })
 }
 
-/// Each point's report, as many at once as half the cores (each analysis runs on two threads), in the
-/// points' order.
+/// Each point's report, as many at once as half the threads `-j` allows (each analysis runs on two), in
+/// the points' order.
 fn reports(cfg: &Config, files: &[PathBuf]) -> anyhow::Result<Vec<Report>> {
-    let at_once = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
+    let at_once = (cfg.pipeline.threads / 2).max(1);
+    let cfg = &Config {
+        pipeline: pipeline::Config {
+            threads: 2,
+            ..cfg.pipeline.clone()
+        },
+        ..cfg.clone()
+    };
     let mut reports = Vec::with_capacity(files.len());
     for group in files.chunks(at_once) {
         let done: Vec<_> = std::thread::scope(|s| {
