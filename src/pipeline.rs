@@ -7,8 +7,9 @@
 //!
 //! Two threads: the reading thread parses (leaving the ICRC for later) and hands frames over in batches;
 //! the engine thread checks the ICRCs, on a copy of the bytes that need it (cheaper than the check), and
-//! ingests the frames in capture order. With more threads allowed (`-j`), one or two threads between them
-//! check the ICRCs instead, a batch each in turn ([`lanes`]). An engine side that shows whole frames (the dissector) gets every
+//! ingests the frames in capture order. With more threads allowed (`-j`), the reading thread hands the
+//! frames over whole, and one or two threads between it and the engine thread parse them and check their
+//! ICRCs, a batch each in turn ([`lanes`]). An engine side that shows whole frames (the dissector) gets every
 //! frame's bytes instead, and the engine thread parses them.
 use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
@@ -138,9 +139,9 @@ pub const BATCH: usize = 1024;
 /// Batches on their way to the engine at most: the reader waits beyond that, so memory stays bounded.
 const IN_FLIGHT: usize = 4;
 
-/// Threads that check ICRCs at most: one takes them all off the engine thread at 4,096-byte frames, and
-/// the reading thread is then the slower (docs/speed.md).
-const MAX_CHECKERS: usize = 2;
+/// Threads that parse and check ICRCs at most: two take that off the reading and engine threads, which
+/// are then the slower ones (docs/speed.md).
+const MAX_PARSERS: usize = 2;
 
 /// Runs the pipeline over `source` to its end (or until a side says stop).
 pub fn run<S, R, E>(
@@ -161,15 +162,16 @@ where
     let filter = cfg.filter.clone().map(Matcher::new);
     // The engine side said stop: the reader stops at its next hand-over.
     let halt = AtomicBool::new(false);
-    // A filter reads whole frames (a MAD's fields come from its payload): nothing is left to check.
-    let whole = E::WHOLE_FRAMES || cfg.filter.is_some();
-    let checkers = if whole {
+    // A filter reads whole frames (a MAD's fields come from its payload), as the dissector does: the engine
+    // thread parses them.
+    let engine_parses = E::WHOLE_FRAMES || cfg.filter.is_some();
+    let parsers = if engine_parses {
         0
     } else {
-        cfg.threads.saturating_sub(2).min(MAX_CHECKERS)
+        cfg.threads.saturating_sub(2).min(MAX_PARSERS)
     };
     std::thread::scope(|s| {
-        let (to_check, checked) = lanes(s, checkers).map_err(PipelineError::Thread)?;
+        let (to_parse, parsed) = lanes(s, parsers, parse).map_err(PipelineError::Thread)?;
         let (empty_tx, empty_rx) = channel::<Batch>();
         let halt = &halt;
         let engine = std::thread::Builder::new()
@@ -186,7 +188,7 @@ where
                 }
                 engine.engine.expect_jobs(jobs);
                 // The batches come in the order they were read: a lane each, in turn.
-                for mut batch in checked.iter().cycle().map_while(|lane| lane.recv().ok()) {
+                for mut batch in parsed.iter().cycle().map_while(|lane| lane.recv().ok()) {
                     if engine.batch(&mut batch).is_break() {
                         halt.store(true, Ordering::Relaxed);
                     }
@@ -199,8 +201,9 @@ where
             .map_err(PipelineError::Thread)?;
         let mut reading = Reading {
             parse,
-            whole,
-            full: to_check,
+            // The parsing threads take the frames whole.
+            whole: engine_parses || parsers > 0,
+            full: to_parse,
             sent: 0,
             empty: empty_rx,
             halt,
@@ -219,37 +222,40 @@ where
     })
 }
 
-/// The lanes from the reading thread to the engine thread: one, or one through each of `checkers` threads
-/// that check the ICRCs of the batches they pass. Batch i goes through lane i % lanes.
+/// The lanes from the reading thread to the engine thread: one, or one through each of `parsers` threads
+/// that parse the frames of the batches they pass and check their ICRCs. Batch i goes through lane
+/// i % lanes.
 #[allow(clippy::type_complexity)]
 fn lanes<'scope>(
     s: &'scope std::thread::Scope<'scope, '_>,
-    checkers: usize,
+    parsers: usize,
+    parse: parsers::Config,
 ) -> std::io::Result<(Vec<SyncSender<Batch>>, Vec<Receiver<Batch>>)> {
-    if checkers == 0 {
+    if parsers == 0 {
         let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
         return Ok((vec![tx], vec![rx]));
     }
-    let (mut to_check, mut checked) = (Vec::new(), Vec::new());
-    for k in 0..checkers {
-        // Half as many each way: a lane holds about as many batches as the one lane without checkers.
-        let (tx, unchecked) = sync_channel::<Batch>(IN_FLIGHT / 2);
-        let (done, rx) = sync_channel::<Batch>(IN_FLIGHT / 2);
+    let (mut to_parse, mut parsed) = (Vec::new(), Vec::new());
+    for k in 0..parsers {
+        // One waiting each way: whole frames are all their bytes when the source's move on (a live
+        // capture, standard input), and the lanes together hold about as many as the one lane without.
+        let (tx, unparsed) = sync_channel::<Batch>(1);
+        let (done, rx) = sync_channel::<Batch>(1);
         std::thread::Builder::new()
-            .name(format!("icrc-{k}"))
+            .name(format!("parse-{k}"))
             .spawn_scoped(s, move || {
-                for mut batch in unchecked {
-                    batch.check_icrcs();
+                for mut batch in unparsed {
+                    batch.parse_whole(&parse);
                     if done.send(batch).is_err() {
                         // The engine thread is gone (it panicked): `run` reports it.
                         break;
                     }
                 }
             })?;
-        to_check.push(tx);
-        checked.push(rx);
+        to_parse.push(tx);
+        parsed.push(rx);
     }
-    Ok((to_check, checked))
+    Ok((to_parse, parsed))
 }
 
 /// The reading thread's state.
@@ -556,14 +562,38 @@ impl Batch {
         Bytes::Copied(at..self.copies.len())
     }
 
-    /// Checks the ICRCs left for later ([`Parsed::check_icrc`]) but those of MADs, which the engine thread
-    /// parses again.
-    fn check_icrcs(&mut self) {
-        let Batch { parsed, copies, .. } = self;
-        for p in parsed.iter_mut() {
+    /// Parses the frames read whole, as the reading thread would have, and checks their ICRCs (but those
+    /// of MADs, which the engine thread parses again).
+    fn parse_whole(&mut self, parse: &parsers::Config) {
+        let Batch {
+            parsed,
+            whole,
+            copies,
+            ..
+        } = self;
+        for w in whole.drain(..) {
+            let frame = match w.bytes {
+                Bytes::Stable(ptr, len) => {
+                    // SAFETY: see `Send for Batch`: stable bytes outlive the run, unchanged.
+                    let data: &'static [u8] = unsafe { std::slice::from_raw_parts(ptr, len) };
+                    parse_frame_deferred(w.linktype, data, w.orig_len as usize, parse)
+                }
+                ref bytes => {
+                    let data = bytes.get(copies);
+                    parse_frame_deferred(w.linktype, data, w.orig_len as usize, parse).detached()
+                }
+            };
+            let mut p = Parsed {
+                number: w.number,
+                ts_nanos: w.ts_nanos,
+                linktype: w.linktype,
+                frame,
+                bytes: w.bytes,
+            };
             if !p.parsed_again() {
                 p.check_icrc(copies);
             }
+            parsed.push(p);
         }
     }
 

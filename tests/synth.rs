@@ -295,9 +295,10 @@ fn lossless_figures_match_the_truth() {
 }
 
 /// `-j` changes how many threads run, not what they find. A capture of 20 batches of frames (20,000), with
-/// the ICRC of every 1,000th frame damaged, gives the same report when one thread does all the analysis
-/// (`-j 1`) as when two threads check the ICRCs, a batch each in turn (`-j 4`), and each report counts
-/// the 20 damaged ICRCs.
+/// the ICRC of every 1,000th frame damaged, gives the same report when the reading thread parses and the
+/// engine thread checks the ICRCs (`-j 1`) as when two threads between them parse and check, a batch each
+/// in turn (`-j 4`), whether the frames stay in place (a file) or are copied (standard input); each report
+/// counts the 20 damaged ICRCs.
 #[test]
 fn the_report_is_the_same_at_any_thread_count() {
     let params = synth::Params {
@@ -325,12 +326,16 @@ fn the_report_is_the_same_at_any_thread_count() {
     assert_eq!((frame, damaged), (20_000, 20));
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("synth-threads.pcap");
     std::fs::write(&path, &bytes).expect("write the capture");
-    let report = |threads: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_rocescope"))
-            .args(["analyze", "--json", "-j", threads])
-            .arg(&path)
-            .output()
-            .expect("rocescope runs");
+    let report = |threads: &str, stdin: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocescope"));
+        cmd.args(["analyze", "--json", "-j", threads]);
+        if stdin {
+            cmd.arg("-")
+                .stdin(File::open(&path).expect("open the capture"));
+        } else {
+            cmd.arg(&path);
+        }
+        let out = cmd.output().expect("rocescope runs");
         assert!(
             out.status.success(),
             "{}",
@@ -338,8 +343,10 @@ fn the_report_is_the_same_at_any_thread_count() {
         );
         String::from_utf8(out.stdout).expect("UTF-8")
     };
-    let (one, four) = (report("1"), report("4"));
-    let doc: Value = serde_json::from_str(&one).expect("JSON");
-    assert_eq!(doc["capture"]["icrc_bad"], json!(20));
-    assert!(one == four, "-j 1 and -j 4 differ");
+    for stdin in [false, true] {
+        let (one, four) = (report("1", stdin), report("4", stdin));
+        let doc: Value = serde_json::from_str(&one).expect("JSON");
+        assert_eq!(doc["capture"]["icrc_bad"], json!(20), "stdin: {stdin}");
+        assert!(one == four, "-j 1 and -j 4 differ (stdin: {stdin})");
+    }
 }
