@@ -524,9 +524,15 @@ impl<'a> Frame<'a> {
         self.data.len() < self.orig_len
     }
 
+    /// The GRH of a RoCEv1 or native InfiniBand packet.
+    fn grh(&self) -> Option<&Grh> {
+        self.roce.as_ref().and_then(|r| r.grh.as_ref())
+    }
+
     /// The source: the IP address, else the GRH's GID, else a native InfiniBand packet's SLID.
     pub fn src(&self) -> Option<Addr> {
-        match (self.ip, self.roce.and_then(|r| r.grh), self.link) {
+        // By reference: a frame's headers are a few hundred bytes, and this runs several times a frame.
+        match (&self.ip, self.grh(), &self.link) {
             (Some(Ip::V4(h)), _, _) => Some(Addr::V4(h.src)),
             (Some(Ip::V6(h)), _, _) => Some(Addr::V6(h.src)),
             (None, Some(g), _) => Some(Addr::V6(g.0.src)),
@@ -537,7 +543,7 @@ impl<'a> Frame<'a> {
 
     /// The destination: the IP address, else the GRH's GID, else a native InfiniBand packet's DLID.
     pub fn dst(&self) -> Option<Addr> {
-        match (self.ip, self.roce.and_then(|r| r.grh), self.link) {
+        match (&self.ip, self.grh(), &self.link) {
             (Some(Ip::V4(h)), _, _) => Some(Addr::V4(h.dst)),
             (Some(Ip::V6(h)), _, _) => Some(Addr::V6(h.dst)),
             (None, Some(g), _) => Some(Addr::V6(g.0.dst)),
@@ -548,7 +554,7 @@ impl<'a> Frame<'a> {
 
     /// The ECN codepoint of the IP header (or of the GRH traffic class for RoCEv1).
     pub fn ecn(&self) -> Option<u8> {
-        match (self.ip, self.roce.and_then(|r| r.grh)) {
+        match (&self.ip, self.grh()) {
             (Some(Ip::V4(h)), _) => Some(h.ecn),
             (Some(Ip::V6(h)), _) => Some(h.ecn),
             (None, Some(g)) => Some(g.0.ecn),
@@ -557,7 +563,7 @@ impl<'a> Frame<'a> {
     }
 
     pub fn dscp(&self) -> Option<u8> {
-        match (self.ip, self.roce.and_then(|r| r.grh)) {
+        match (&self.ip, self.grh()) {
             (Some(Ip::V4(h)), _) => Some(h.dscp),
             (Some(Ip::V6(h)), _) => Some(h.dscp),
             (None, Some(g)) => Some(g.0.dscp),
@@ -567,7 +573,7 @@ impl<'a> Frame<'a> {
 
     /// The Communication Management message a GSI packet carries (parsed from the payload when asked).
     pub fn cm(&self) -> Option<CmMessage<'a>> {
-        let mad = self.roce?.mad()?.ok()?;
+        let mad = self.roce.as_ref()?.mad()?.ok()?;
         mad.cm().copied()
     }
 

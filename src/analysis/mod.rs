@@ -428,19 +428,18 @@ impl Engine {
     /// of a response's requester).
     fn mirrored(&mut self, frame: &Frame, r: &Roce, ts: u64) -> bool {
         let (flows, index) = (&self.flows, &self.index);
-        let key = match (frame.src(), frame.dst()) {
-            (Some(src), Some(dst)) => Some(FlowKey {
+        let request = r.bth.op().is_request();
+        self.mirror.copy_of(frame, r, ts, |since| {
+            // The flow is looked up only for a copy from the same place: most frames have no copy.
+            let (Some(src), Some(dst)) = (frame.src(), frame.dst()) else {
+                return false;
+            };
+            let key = FlowKey {
                 src,
                 dst,
                 dest_qp: r.bth.dest_qp,
-            }),
-            _ => None,
-        };
-        let flow = key
-            .and_then(|k| index.get(&k))
-            .and_then(|&id| flows.get(id));
-        let request = r.bth.op().is_request();
-        self.mirror.copy_of(frame, r, ts, |since| {
+            };
+            let flow = index.get(&key).and_then(|&id| flows.get(id));
             let after = |t: Option<u64>| t.is_some_and(|t| t >= since);
             flow.is_some_and(|f| {
                 if request {
