@@ -232,8 +232,12 @@ fn captures() -> (PathBuf, PathBuf) {
     (full, prefix)
 }
 
-fn analyze(path: &Path) -> rocescope::report::Report {
-    rocescope::report::analyze_file(path, &Default::default()).expect("analyze")
+fn analyze(path: &Path, threads: usize) -> rocescope::report::Report {
+    let cfg = rocescope::pipeline::Config {
+        threads,
+        ..Default::default()
+    };
+    rocescope::report::analyze_file(path, &cfg).expect("analyze")
 }
 
 /// Runs `run` (which returns how many frames it counted) on the prefix and on the whole capture: the
@@ -255,19 +259,25 @@ fn growth(what: &str, run: impl Fn(&Path) -> u64) -> (u64, f64) {
     (long.saturating_sub(short), per_frame)
 }
 
+/// At `-j 2` (the reading thread parses) and `-j 4` (two threads between it and the engine parse).
 #[test]
 fn analyze_does_not_allocate_per_frame() {
-    let (more, per_frame) = growth("analyze", |p| analyze(p).capture.frames);
-    let frames = FRAMES - PREFIX as u64;
-    // Start-up costs (threads, buffers, the report) are the same for both and cancel; what grows with the
-    // frames is the batches handed between the threads (1024 frames each, recycled, so a few at most) and
-    // what the analysis keeps per event (a gap, a NAK: a few hundred in 180,000 frames, not per frame).
-    // Both are far below 0.01 per frame; one allocation per frame, or per RoCE frame, is 0.5 or more.
-    assert!(
-        per_frame < 0.01,
-        "analyze allocated {more} times more for {frames} more frames ({per_frame:.5} per frame, bound \
-         0.01): something allocates per frame (ALLOC_TRACE=N prints every Nth allocation's backtrace)"
-    );
+    for threads in [2, 4] {
+        let what = format!("analyze -j {threads}");
+        let (more, per_frame) = growth(&what, |p| analyze(p, threads).capture.frames);
+        let frames = FRAMES - PREFIX as u64;
+        // Start-up costs (threads, buffers, the report) are the same for both and cancel; what grows with
+        // the frames is the batches handed between the threads (1024 frames each, recycled, so a few at
+        // most) and what the analysis keeps per event (a gap, a NAK: a few hundred in 180,000 frames, not
+        // per frame). Both are far below 0.01 per frame; one allocation per frame, or per RoCE frame, is
+        // 0.5 or more.
+        assert!(
+            per_frame < 0.01,
+            "{what} allocated {more} times more for {frames} more frames ({per_frame:.5} per frame, \
+             bound 0.01): something allocates per frame (ALLOC_TRACE=N prints every Nth allocation's \
+             backtrace)"
+        );
+    }
 }
 
 /// The most bytes held at once (by any thread) while `f` runs, above what was held when it began.
