@@ -23,10 +23,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/synth_capture.sh
 
-FRAMES=${FRAMES:-2000000}
-QPS=${QPS:-64}
-SEED=${SEED:-1}
-LOSS=${LOSS:-0.0003}
 MTUS=${MTUS:-1024 256}
 TSHARK_FRAMES=${TSHARK_FRAMES:-200000}
 RUNS=${RUNS:-3}

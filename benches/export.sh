@@ -18,10 +18,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/synth_capture.sh
 
-FRAMES=${FRAMES:-2000000}
-QPS=${QPS:-64}
-SEED=${SEED:-1}
-LOSS=${LOSS:-0.0003}
 MTUS=${MTUS:-1024 256}
 RUNS=${RUNS:-3}
 dir=${BENCH_DIR:-target/bench}

@@ -1,4 +1,5 @@
-# Sourced by benches/compare.sh and benches/export.sh: the synthetic captures they measure on, made once.
+# Sourced by benches/compare.sh, benches/export.sh and benches/threads.sh: the synthetic captures they measure
+# on, made once, and their defaults (2,000,000 frames of 64 RC connections, seed 1, 0.03 % loss).
 #
 # synth_capture FILE MTU: writes FILE (and FILE's .truth.json beside it) with the synth example, FRAMES
 # frames of QPS RC QPs from SEED with LOSS, at path MTU MTU, unless FILE is there already; needs
@@ -11,3 +12,8 @@ synth_capture() {
         --out "$file.part" --truth "${file%.pcap}.truth.json"
     mv "$file.part" "$file"
 }
+
+FRAMES=${FRAMES:-2000000}
+QPS=${QPS:-64}
+SEED=${SEED:-1}
+LOSS=${LOSS:-0.0003}

@@ -19,10 +19,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/synth_capture.sh
 
-FRAMES=${FRAMES:-2000000}
-QPS=${QPS:-64}
-SEED=${SEED:-1}
-LOSS=${LOSS:-0.0003}
 JS=${JS:-2 3 4}
 RUNS=${RUNS:-5}
 
