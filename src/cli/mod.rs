@@ -319,7 +319,8 @@ pub struct AnalysisFlags {
     #[arg(long = "retry-count", value_name = "N", value_parser = clap::value_parser!(u8).range(0..=7))]
     pub retry_count: Option<u8>,
     /// Threads the analysis may use (by default the cores available): one reads, one analyses, one or two
-    /// more check ICRCs; `--points` analyses half as many points at once. The result is the same at any N.
+    /// more parse and check ICRCs; `--points` analyses half as many points at once. The result is the same
+    /// at any N.
     #[arg(short = 'j', long, value_name = "N", default_value_t = available_cores())]
     pub threads: usize,
 }
