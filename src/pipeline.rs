@@ -171,7 +171,8 @@ where
         cfg.threads.saturating_sub(2).min(MAX_PARSERS)
     };
     std::thread::scope(|s| {
-        let (to_parse, parsed) = lanes(s, parsers, parse).map_err(PipelineError::Thread)?;
+        let lanes = lanes(s, parsers, parse).map_err(PipelineError::Thread)?;
+        let parsed = lanes.to_engine;
         let (empty_tx, empty_rx) = channel::<Batch>();
         let halt = &halt;
         let engine = std::thread::Builder::new()
@@ -203,7 +204,7 @@ where
             parse,
             // The parsing threads take the frames whole.
             whole: engine_parses || parsers > 0,
-            full: to_parse,
+            full: lanes.from_reader,
             sent: 0,
             empty: empty_rx,
             halt,
@@ -211,6 +212,11 @@ where
         let (frames, error) = reading.all(source, read);
         drop(reading);
         let (mut engine, mut engine_side) = engine.join().map_err(|_| PipelineError::Panicked)?;
+        // A parsing thread that panicked ended its lane, and with it the engine's batches: said, not a
+        // capture cut short in silence.
+        for parser in lanes.threads {
+            parser.join().map_err(|_| PipelineError::Panicked)?;
+        }
         engine_side.ending(&mut engine);
         engine.finish();
         Ok(Outcome {
@@ -222,26 +228,36 @@ where
     })
 }
 
-/// The lanes from the reading thread to the engine thread: one, or one through each of `parsers` threads
-/// that parse the frames of the batches they pass and check their ICRCs. Batch i goes through lane
-/// i % lanes.
-#[allow(clippy::type_complexity)]
+/// The lanes from the reading thread to the engine thread: one, or one through each of a few threads that
+/// parse the frames of the batches they pass and check their ICRCs. Batch i goes through lane i % lanes.
+struct Lanes<'scope> {
+    from_reader: Vec<SyncSender<Batch>>,
+    to_engine: Vec<Receiver<Batch>>,
+    /// The parsing threads, if any.
+    threads: Vec<std::thread::ScopedJoinHandle<'scope, ()>>,
+}
+
+/// [`Lanes`] through `parsers` parsing threads (none: one lane, straight).
 fn lanes<'scope>(
     s: &'scope std::thread::Scope<'scope, '_>,
     parsers: usize,
     parse: parsers::Config,
-) -> std::io::Result<(Vec<SyncSender<Batch>>, Vec<Receiver<Batch>>)> {
+) -> std::io::Result<Lanes<'scope>> {
     if parsers == 0 {
         let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
-        return Ok((vec![tx], vec![rx]));
+        return Ok(Lanes {
+            from_reader: vec![tx],
+            to_engine: vec![rx],
+            threads: Vec::new(),
+        });
     }
-    let (mut to_parse, mut parsed) = (Vec::new(), Vec::new());
+    let (mut to_parse, mut parsed, mut threads) = (Vec::new(), Vec::new(), Vec::new());
     for k in 0..parsers {
         // One waiting each way: whole frames are all their bytes when the source's move on (a live
         // capture, standard input), and the lanes together hold about as many as the one lane without.
         let (tx, unparsed) = sync_channel::<Batch>(1);
         let (done, rx) = sync_channel::<Batch>(1);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name(format!("parse-{k}"))
             .spawn_scoped(s, move || {
                 for mut batch in unparsed {
@@ -254,8 +270,13 @@ fn lanes<'scope>(
             })?;
         to_parse.push(tx);
         parsed.push(rx);
+        threads.push(thread);
     }
-    Ok((to_parse, parsed))
+    Ok(Lanes {
+        from_reader: to_parse,
+        to_engine: parsed,
+        threads,
+    })
 }
 
 /// The reading thread's state.
