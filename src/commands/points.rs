@@ -347,22 +347,24 @@ impl Feed {
     ) -> Result<(), SourceError> {
         let mut stream = Stream::open(file)?;
         let mut batch = Vec::with_capacity(FEED_BATCH);
-        loop {
-            let next = stream.next(&offset, cfg);
-            let end = !matches!(next, Ok(Some(_)));
-            if let Ok(Some(t)) = next {
-                batch.push(t);
+        let ended = loop {
+            match stream.next(&offset, cfg) {
+                Ok(Some(t)) => batch.push(t),
+                ended => break ended.map(|_| ()),
             }
-            if (end || batch.len() == FEED_BATCH) && !batch.is_empty() {
+            if batch.len() == FEED_BATCH {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(FEED_BATCH));
                 if tx.send(Ok(full)).is_err() {
+                    // The merge stopped (another point's error).
                     return Ok(());
                 }
             }
-            if end {
-                return next.map(|_| ());
-            }
+        };
+        // The packets before the end, or before the error that ended them, go first.
+        if !batch.is_empty() {
+            let _ = tx.send(Ok(batch));
         }
+        ended
     }
 
     fn next(&mut self) -> Result<Option<Timed>, SourceError> {
