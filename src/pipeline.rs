@@ -42,8 +42,8 @@ pub struct Config {
     /// `-Y`: only the frames this display filter passes are analysed (and shown to the engine side); the
     /// reading side still sees every frame (`-w` writes them all). It names no analysis field.
     pub filter: Option<Arc<Filter>>,
-    /// `-j`: the threads the pipeline may run. One reads, one analyses; the others, if any, check the
-    /// ICRCs, each a batch in turn. The result is the same at any number.
+    /// `-j`: the threads the pipeline may run. One reads, one analyses; the others, if any, parse the frames
+    /// and check their ICRCs, each a batch in turn. The result is the same at any number.
     pub threads: usize,
 }
 
@@ -430,8 +430,8 @@ impl<E: EngineSide> Ingest<E> {
         // In place: a frame is a few hundred bytes, not worth moving again.
         let Batch { parsed, copies, .. } = batch;
         for p in parsed.iter_mut() {
-            let bytes = p.bytes.get(copies);
             if p.parsed_again() {
+                let bytes = p.bytes.get(copies);
                 let frame = parse_frame(p.linktype, bytes, p.frame.orig_len, &self.parse);
                 let classified = self.engine.ingest(p.number, p.ts_nanos, &frame);
                 self.side
@@ -507,6 +507,24 @@ impl Parsed {
     }
 }
 
+/// `data` parsed, the ICRC left for later, into a frame that outlives the borrow: over the bytes in place
+/// when they are stable, else detached from them.
+fn parse_kept(
+    linktype: u16,
+    data: &[u8],
+    orig_len: u32,
+    stable: bool,
+    parse: &parsers::Config,
+) -> Frame<'static> {
+    if stable {
+        // SAFETY: see `Send for Batch`: stable bytes outlive the run, unchanged; the frame borrows them for
+        // no longer.
+        let data: &'static [u8] = unsafe { std::slice::from_raw_parts(data.as_ptr(), data.len()) };
+        return parse_frame_deferred(linktype, data, orig_len as usize, parse);
+    }
+    parse_frame_deferred(linktype, data, orig_len as usize, parse).detached()
+}
+
 /// Frames going to the engine thread, one kind or the other.
 #[derive(Default)]
 struct Batch {
@@ -528,25 +546,11 @@ impl Batch {
     }
 
     fn push_parsed(&mut self, number: u64, p: &Packet, stable: bool, parse: &parsers::Config) {
-        if stable {
-            // SAFETY: see `Send for Batch`: stable bytes outlive the run, unchanged; the frame borrows them
-            // for no longer.
-            let data: &'static [u8] =
-                unsafe { std::slice::from_raw_parts(p.data.as_ptr(), p.data.len()) };
-            let frame = parse_frame_deferred(p.linktype, data, p.orig_len as usize, parse);
-            self.parsed.push(Parsed {
-                number,
-                ts_nanos: p.ts_nanos,
-                linktype: p.linktype,
-                frame,
-                bytes: Bytes::Stable(data.as_ptr(), data.len()),
-            });
-            return;
-        }
-        let frame = parse_frame_deferred(p.linktype, p.data, p.orig_len as usize, parse);
-        let bytes = if frame
-            .roce
-            .is_some_and(|r| r.icrc_deferred.is_some() || r.is_gsi())
+        let frame = parse_kept(p.linktype, p.data, p.orig_len, stable, parse);
+        let bytes = if stable
+            || frame
+                .roce
+                .is_some_and(|r| r.icrc_deferred.is_some() || r.is_gsi())
         {
             self.keep(p.data, stable)
         } else {
@@ -556,7 +560,7 @@ impl Batch {
             number,
             ts_nanos: p.ts_nanos,
             linktype: p.linktype,
-            frame: frame.detached(),
+            frame,
             bytes,
         });
     }
@@ -593,17 +597,8 @@ impl Batch {
             ..
         } = self;
         for w in whole.drain(..) {
-            let frame = match w.bytes {
-                Bytes::Stable(ptr, len) => {
-                    // SAFETY: see `Send for Batch`: stable bytes outlive the run, unchanged.
-                    let data: &'static [u8] = unsafe { std::slice::from_raw_parts(ptr, len) };
-                    parse_frame_deferred(w.linktype, data, w.orig_len as usize, parse)
-                }
-                ref bytes => {
-                    let data = bytes.get(copies);
-                    parse_frame_deferred(w.linktype, data, w.orig_len as usize, parse).detached()
-                }
-            };
+            let stable = matches!(w.bytes, Bytes::Stable(..));
+            let frame = parse_kept(w.linktype, w.bytes.get(copies), w.orig_len, stable, parse);
             let mut p = Parsed {
                 number: w.number,
                 ts_nanos: w.ts_nanos,
