@@ -288,26 +288,46 @@ fn held<T>(f: impl FnOnce() -> T) -> (u64, T) {
     (PEAK.load(Ordering::SeqCst).saturating_sub(before), out)
 }
 
-/// The most bytes the pipeline held over a synthetic capture made with `params`, and the flows it ended
-/// with (the report is not built: its rows are output, not state).
-fn state_held(params: synth::Params, name: &str) -> (u64, usize) {
+/// What the pipeline took over a synthetic capture made with `params` (the report is not built: its rows
+/// are output, not state).
+struct Held {
+    /// The most bytes held at once.
+    bytes: u64,
+    /// Allocations made.
+    allocations: u64,
+    /// The flows it ended with.
+    flows: usize,
+}
+
+fn state_held(params: synth::Params, name: &str) -> Held {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("alloc-{name}-{}.pcap", std::process::id()));
     let file = File::create(&path).expect("create the capture");
     synth::generate(&params, BufWriter::with_capacity(1 << 20, file)).expect("generate");
-    let (bytes, flows) = held(|| {
-        let mut source = rocescope::source::FileSource::open(&path).expect("open the capture");
-        let run = rocescope::pipeline::run(&mut source, &Default::default(), &mut (), ())
-            .expect("analyze");
-        run.engine.flows.len()
+    let (bytes, (allocations, flows)) = held(|| {
+        allocations(|| {
+            let mut source = rocescope::source::FileSource::open(&path).expect("open the capture");
+            let run = rocescope::pipeline::run(&mut source, &Default::default(), &mut (), ())
+                .expect("analyze");
+            run.engine.flows.len()
+        })
     });
     let _ = std::fs::remove_file(path);
-    (bytes, flows)
+    Held {
+        bytes,
+        allocations,
+        flows,
+    }
 }
 
-/// Bytes per flow: what `more` flows held beyond `fewer`'s (the pipeline's buffers cancel out).
-fn per_flow(fewer: (u64, usize), more: (u64, usize)) -> u64 {
-    more.0.saturating_sub(fewer.0) / (more.1 - fewer.1) as u64
+/// Per flow: what `more` flows took beyond `fewer`'s (the pipeline's buffers cancel out), in bytes held
+/// and in allocations.
+fn per_flow(fewer: &Held, more: &Held) -> (u64, f64) {
+    let flows = (more.flows - fewer.flows) as u64;
+    (
+        more.bytes.saturating_sub(fewer.bytes) / flows,
+        more.allocations.saturating_sub(fewer.allocations) as f64 / flows as f64,
+    )
 }
 
 /// What a flow costs, from the heap (the bytes allocated and not yet freed, at their most): a one-packet
@@ -315,7 +335,9 @@ fn per_flow(fewer: (u64, usize), more: (u64, usize)) -> u64 {
 /// direction of an RC connection with a few hundred requests, latencies and a time series). The bounds
 /// are what a flow took once its sub-states were allocated on first use, with a tenth more: a flow that
 /// grows past them fails here, not in a benchmark nobody ran. Issue 25's goals, 300 bytes and 2 KB, are
-/// not met yet.
+/// not met yet. The bytes are those asked for: the allocator's own few bytes an allocation come on top,
+/// which is one reason a new flow allocates as few times as it can (the other is time: docs/speed.md
+/// "Many flows").
 #[test]
 fn a_flow_holds_a_bounded_few_hundred_bytes() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -326,8 +348,8 @@ fn a_flow_holds_a_bounded_few_hundred_bytes() {
     };
     let few = state_held(noise(4_000), "noise-few");
     let many = state_held(noise(20_000), "noise-many");
-    assert_eq!((few.1, many.1), (4_000, 20_000));
-    let one_packet = per_flow(few, many);
+    assert_eq!((few.flows, many.flows), (4_000, 20_000));
+    let (one_packet, one_packet_allocations) = per_flow(&few, &many);
     let busy = |qps: u32| synth::Params {
         frames: 400_000,
         qps,
@@ -336,9 +358,12 @@ fn a_flow_holds_a_bounded_few_hundred_bytes() {
     };
     let few = state_held(busy(128), "busy-few");
     let many = state_held(busy(1024), "busy-many");
-    assert_eq!((few.1, many.1), (256, 2048));
-    let busy = per_flow(few, many);
-    eprintln!("bytes held per flow: one-packet {one_packet}, busy {busy}");
+    assert_eq!((few.flows, many.flows), (256, 2048));
+    let (busy, _) = per_flow(&few, &many);
+    eprintln!(
+        "per flow: one-packet {one_packet} bytes in {one_packet_allocations:.2} allocations, busy \
+         {busy} bytes"
+    );
     // Measured with this test: one-packet 2,798 and busy 4,754 bytes before sub-states were allocated on
     // first use and rings grew as they filled, 1,774 and 3,651 after.
     assert!(
@@ -349,6 +374,13 @@ fn a_flow_holds_a_bounded_few_hundred_bytes() {
     assert!(
         busy <= 4_000,
         "a busy flow holds {busy} bytes (bound 4,000)"
+    );
+    // The flow, what its request keeps (its PSNs, diagnosis, timing, messages and life in one), and its
+    // queue of requests waiting for an ACK: three (nine before they were one and its first gap and
+    // time-series bucket were held in place); the index's and the host pair's tables grow now and then.
+    assert!(
+        one_packet_allocations < 3.5,
+        "a one-packet flow makes {one_packet_allocations:.2} allocations (bound 3.5)"
     );
 }
 

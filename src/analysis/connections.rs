@@ -345,15 +345,17 @@ impl Engine {
         }
         // Traffic already: of an older connection on the same QPs (a new epoch at its next request), or of
         // this one learnt late (a printout read at the end: hold its first request now).
-        let late = f.psn.started && before.is_none();
+        let late = f.req.psn.started && before.is_none();
         f.conn = Some(Link {
             connection: id,
             dir,
             first_pending: !late,
-            new_epoch: f.psn.started && before.is_some(),
+            new_epoch: f.req.psn.started && before.is_some(),
         });
         f.mtu = mtu.or(f.mtu);
-        let first = f.first_request.map(|(frame, ts)| (frame, ts, f.psn.first));
+        let first = f
+            .first_request
+            .map(|(frame, ts)| (frame, ts, f.req.psn.first));
         let c = &mut self.connections.list[id as usize];
         c.flows[usize::from(dir)] = Some(flow);
         let by = match c.origin {

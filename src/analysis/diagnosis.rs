@@ -234,9 +234,9 @@ impl Engine {
         let stalled: Vec<(FlowId, u64, u64, Kind)> = self
             .flows
             .iter()
-            .filter(|f| f.rc.stall.is_none())
+            .filter(|f| f.req.rc.stall.is_none())
             .filter_map(|f| {
-                let o = f.timing.outstanding.front()?;
+                let o = f.req.timing.outstanding.front()?;
                 (now.saturating_sub(o.sent) > stall).then(|| {
                     (
                         f.id,
@@ -255,13 +255,13 @@ impl Engine {
                 kind,
             });
             self.diagnosis.stalls += 1;
-            self.flows[id].rc.stall = Some((since, at));
+            self.flows[id].req.rc.stall = Some((since, at));
         }
     }
 
     /// The requester `id`'s oldest outstanding requests were answered at `ts`: a stall it was in is over.
     pub(crate) fn stall_ends(&mut self, id: FlowId, ts: u64) {
-        if let Some((since, Some(at))) = self.flows[id].rc.stall.take()
+        if let Some((since, Some(at))) = self.flows[id].req.rc.stall.take()
             && let Some(Kind::Stall { waited_us, .. }) =
                 self.events.list.get_mut(at).map(|e| &mut e.kind)
         {
@@ -276,7 +276,7 @@ impl Engine {
         let mtu = self.mtu();
         let mut found = Vec::new();
         let f = &self.flows[id];
-        let answered = f.rc.answered;
+        let answered = f.req.rc.answered;
         let rc_requests = f.requests > 0 && f.reliable;
         if rc_requests && !answered && end.saturating_sub(f.first_ts) > stall {
             found.push((
@@ -284,11 +284,11 @@ impl Engine {
                 f.first_ts,
                 Kind::NoResponse {
                     requests: f.requests,
-                    first_psn: f.psn.first,
+                    first_psn: f.req.psn.first,
                     waited_us: end.saturating_sub(f.first_ts) / 1000,
                 },
             ));
-        } else if let Some(o) = f.timing.outstanding.front() {
+        } else if let Some(o) = f.req.timing.outstanding.front() {
             found.extend(end_of_stall(f, o.psn, o.sent, o.frame, end, stall));
         }
         found.extend(gave_up(f, end, stall));
@@ -307,7 +307,7 @@ impl Engine {
             } => {
                 // Reported during the capture already: the event says how long it lasted, and that it
                 // lasted to the end.
-                if let Some((_, at)) = self.flows[id].rc.stall {
+                if let Some((_, at)) = self.flows[id].req.rc.stall {
                     if let Some(Kind::Stall {
                         waited_us: w,
                         at_end: e,
@@ -327,7 +327,7 @@ impl Engine {
                 self.diagnosis.no_response += 1;
                 self.flows[id].raised |= Group::NoResponse.bit();
                 // A stall reported while the capture went on was this silence: it is the no response.
-                if let Some((_, at)) = self.flows[id].rc.stall.take() {
+                if let Some((_, at)) = self.flows[id].req.rc.stall.take() {
                     self.diagnosis.stalls -= 1;
                     if let Some(e) = at.and_then(|at| self.events.list.get_mut(at)) {
                         *e = Event {
@@ -354,7 +354,7 @@ impl Engine {
 /// The stall of `f` whose oldest outstanding request (`psn`, sent at `since`) waited until `until`.
 fn stall_kind(f: &Flow, psn: u32, since: u64, until: u64, at_end: bool) -> Kind {
     let acked_to = psn::add(psn, u32::MAX);
-    let outstanding = psn::diff(f.psn.next, psn::add(acked_to, 1)).max(1) as u32;
+    let outstanding = psn::diff(f.req.psn.next, psn::add(acked_to, 1)).max(1) as u32;
     Kind::Stall {
         psn,
         outstanding,
@@ -373,7 +373,7 @@ fn end_of_stall(
     end: u64,
     stall: u64,
 ) -> Option<(u64, u64, Kind)> {
-    (end.saturating_sub(since) > stall || f.rc.stall.is_some())
+    (end.saturating_sub(since) > stall || f.req.rc.stall.is_some())
         .then(|| (frame, since, stall_kind(f, psn, since, end, true)))
 }
 
@@ -381,13 +381,14 @@ fn end_of_stall(
 /// PSN unacknowledged, for longer than the stall time and than two of its timer intervals: it gave up
 /// (IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR) rather than wait for its next try.
 fn gave_up(f: &Flow, end: u64, stall: u64) -> Option<(u64, u64, Kind)> {
-    let oldest = f.timing.outstanding.front().map(|o| o.psn)?;
-    let silent = end.saturating_sub(f.rc.last_request_ts);
-    let retried_after = |ts: u64, psn: u32| f.rc.went_back.is_some_and(|(p, t)| p == psn && t > ts);
-    match (f.rc.resent, f.rc.rnr) {
+    let oldest = f.req.timing.outstanding.front().map(|o| o.psn)?;
+    let silent = end.saturating_sub(f.req.rc.last_request_ts);
+    let retried_after =
+        |ts: u64, psn: u32| f.req.rc.went_back.is_some_and(|(p, t)| p == psn && t > ts);
+    match (f.req.rc.resent, f.req.rc.rnr) {
         // The last word on the oldest PSN was an RNR NAK, and the requester did not try it again.
         (_, Some(r)) if r.psn == oldest && !retried_after(r.ts, r.psn) => {
-            (silent > stall.max(f.rc.rnr_timer_us.saturating_mul(2000))).then(|| {
+            (silent > stall.max(f.req.rc.rnr_timer_us.saturating_mul(2000))).then(|| {
                 let (psn, naks, silent_us) = (r.psn, r.count, silent / 1000);
                 (
                     r.frame,
@@ -402,7 +403,7 @@ fn gave_up(f: &Flow, end: u64, stall: u64) -> Option<(u64, u64, Kind)> {
         }
         // The last go-back-N was the timer's, to the oldest PSN, and nothing answered it.
         (Some(r), _) if r.psn == oldest && !retried_after(r.ts, r.psn) => {
-            (silent > stall.max(f.rc.timer_ns.saturating_mul(2))).then(|| {
+            (silent > stall.max(f.req.rc.timer_ns.saturating_mul(2))).then(|| {
                 let (psn, resends, silent_us) = (r.psn, r.count, silent / 1000);
                 (
                     r.frame,
@@ -422,7 +423,9 @@ fn gave_up(f: &Flow, end: u64, stall: u64) -> Option<(u64, u64, Kind)> {
 /// READs taken as in order by guessing their path MTU, whose PSNs at the MTU learnt later the request after
 /// them reused.
 fn reused_guessed_reads(f: &Flow, mtu: u32) -> Vec<(u64, u64, Kind)> {
-    f.rc.guessed
+    f.req
+        .rc
+        .guessed
         .iter()
         .filter_map(|&(read_psn, len, next, frame, ts)| {
             let width = read_psns(len, mtu);

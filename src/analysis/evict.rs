@@ -141,11 +141,11 @@ impl Engine {
         };
         e.by_role[role] += 1;
         e.troubled += u64::from(f.trouble().any());
-        e.gap_events += f.psn.gap_events;
-        e.missing += f.psn.missing;
+        e.gap_events += f.req.psn.gap_events;
+        e.missing += f.req.psn.missing;
         e.naks += f.resp.naks.total();
         e.rnr_naks += f.resp.rnr_naks;
-        e.retransmitted += f.psn.retransmitted;
+        e.retransmitted += f.req.psn.retransmitted;
         e.ce += f.ecn[3];
         e.cnp += f.cnp;
         let p = f.priority(&self.cfg.dscp_map).map_or(8, usize::from);

@@ -363,10 +363,9 @@ pub struct Flow {
     pub last_psn: u32,
     /// Opcode counts, a few opcodes per flow.
     pub opcodes: SmallVec<[(u8, u64); 2]>,
-    pub psn: OnUse<RequestPsns>,
+    /// What its requests keep, allocated at its first request.
+    pub req: OnUse<Requesting>,
     pub resp: OnUse<Responses>,
-    pub messages: OnUse<Messages>,
-    pub timing: OnUse<Timing>,
     /// ECN codepoints: Not-ECT, ECT(1), ECT(0), CE (IP header order).
     pub ecn: [u64; 4],
     pub fecn: u64,
@@ -390,8 +389,6 @@ pub struct Flow {
     pub udp: Option<UdpPorts>,
     /// Its local ACK timer's firings, from the first.
     pub timers: Option<Box<Timers>>,
-    /// As requester: its time in each state, from its first request.
-    pub life: Option<Box<Life>>,
     pub series: Series,
     /// Bytes per `--rate-window-us` window.
     pub rate: Rate,
@@ -411,8 +408,6 @@ pub struct Flow {
     pub raised: u16,
     /// Carried RC or XRC requests: a responder should answer them.
     pub reliable: bool,
-    /// The requester/responder state of the diagnosis.
-    pub rc: OnUse<super::diagnosis::Rc>,
     /// The frame and time of its first request.
     pub first_request: Option<(u64, u64)>,
     /// The connection it belongs to.
@@ -423,14 +418,20 @@ pub struct Flow {
     pub job: Option<JobLink>,
 }
 
-empty!(
-    RequestPsns,
-    Responses,
-    Messages,
-    Timing,
-    Intervals,
-    super::diagnosis::Rc
-);
+/// What a flow's requests keep: the sub-states its first request fills, in one allocation (one instead of
+/// five for each new requester flow: docs/speed.md "Many flows"). A flow that only answers holds none.
+#[derive(Debug, Clone, Default)]
+pub struct Requesting {
+    pub psn: RequestPsns,
+    /// The requester's state of the diagnosis.
+    pub rc: super::diagnosis::Rc,
+    pub timing: Timing,
+    pub messages: Messages,
+    /// Its time in each state, from its first request.
+    pub life: Option<Life>,
+}
+
+empty!(Requesting, Responses, Intervals);
 
 /// A flow's owner in the job's logs ([`super::jobs::Jobs::owners`]), and whether its traffic class was told
 /// wrong already.
@@ -570,10 +571,8 @@ impl Flow {
             first_psn: 0,
             last_psn: 0,
             opcodes: SmallVec::new(),
-            psn: OnUse::default(),
+            req: OnUse::default(),
             resp: OnUse::default(),
-            messages: OnUse::default(),
-            timing: OnUse::default(),
             ecn: [0; 4],
             fecn: 0,
             becn: 0,
@@ -589,7 +588,6 @@ impl Flow {
             src_qp: None,
             udp: None,
             timers: None,
-            life: None,
             series: Series::default(),
             rate: Rate::default(),
             reaction: None,
@@ -600,7 +598,6 @@ impl Flow {
             answering: false,
             raised: 0,
             reliable: false,
-            rc: Default::default(),
             first_request: None,
             conn: None,
             mtu: None,
@@ -614,9 +611,9 @@ impl Flow {
         Trouble {
             diagnosis: diagnosis_rank(self.raised),
             hard: sum(&[
-                self.psn.gap_events,
-                self.psn.missing,
-                self.psn.retransmitted,
+                self.req.psn.gap_events,
+                self.req.psn.missing,
+                self.req.psn.retransmitted,
                 self.resp.naks.total(),
                 self.resp.rnr_naks,
                 self.resp.implied_naks,

@@ -447,10 +447,10 @@ impl Engine {
                     // follows its first resend is resent too).
                     f.naks.since(since)
                         || f.naks.waiting()
-                        || f.rc.went_back.is_some_and(|(_, t)| t > since)
+                        || f.req.rc.went_back.is_some_and(|(_, t)| t > since)
                 } else {
                     let requester = f.paired_with.and_then(|p| flows.get(p));
-                    requester.is_some_and(|q| after(q.rc.resends.last().map(|r| r.ts)))
+                    requester.is_some_and(|q| after(q.req.rc.resends.last().map(|r| r.ts)))
                 }
             })
         })
@@ -592,31 +592,33 @@ impl Engine {
         if f.requests == 0 || !f.reliable {
             return;
         }
-        let oldest = f.timing.outstanding.front().map(|o| o.psn);
-        let gone_back =
-            f.rc.went_back
-                .is_some_and(|(p, _)| oldest.is_some_and(|o| parsers::psn::diff(o, p) <= 0));
+        let oldest = f.req.timing.outstanding.front().map(|o| o.psn);
+        let gone_back = f
+            .req
+            .rc
+            .went_back
+            .is_some_and(|(p, _)| oldest.is_some_and(|o| parsers::psn::diff(o, p) <= 0));
         let paused = f
             .priority(&self.cfg.dscp_map)
             .map_or(0, |p| self.pause[usize::from(p) & 7].paused_by(ts))
             + self.link_pause.paused_by(ts);
         // PSNs from the oldest unacknowledged request to the newest (the queue is in PSN order): a resend
         // adds none, and nothing the READs' unsettled PSN consumption moves counts.
-        let newest = f.timing.outstanding.back().map(|o| o.psn);
+        let newest = f.req.timing.outstanding.back().map(|o| o.psn);
         let outstanding = oldest
             .zip(newest)
             .map_or(0, |(o, n)| parsers::psn::diff(n, o).max(0) as u32 + 1);
         let facts = life::Facts {
             outstanding,
-            rnr_waiting: f.rc.rnr.is_some(),
-            recovering: f.naks.waiting() || f.rc.resent.is_some() || gone_back,
+            rnr_waiting: f.req.rc.rnr.is_some(),
+            recovering: f.naks.waiting() || f.req.rc.resent.is_some() || gone_back,
             paused_so_far: paused,
         };
         let window = self.cfg.rate_window_nanos;
         let Some(f) = requester.and_then(|r| self.flows.get_mut(r)) else {
             return;
         };
-        let l = f.life.get_or_insert_with(Default::default);
+        let l = f.req.life.get_or_insert_with(Default::default);
         if class == Class::Cnp {
             l.cnp(ts);
         }
@@ -809,7 +811,7 @@ impl Engine {
         let f = &mut self.flows[id];
         let reliable = f.reliable;
         let mtu = f.mtu_or(engine_mtu);
-        if let Some(settled) = f.psn.settle(mtu) {
+        if let Some(settled) = f.req.psn.settle(mtu) {
             self.settle_unsure(id, settled, reliable);
         }
         let f = &mut self.flows[id];

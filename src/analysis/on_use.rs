@@ -43,9 +43,18 @@ impl<T: Empty> Deref for OnUse<T> {
 }
 
 impl<T: Empty> DerefMut for OnUse<T> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        self.0.get_or_insert_with(Box::default)
+        self.0.get_or_insert_with(first_use)
     }
+}
+
+/// Out of line, so that the change of a sub-state already in use (every packet's) stays a test and a
+/// pointer: made inline, a large sub-state's default kept `get_or_insert_with` from being inlined.
+#[cold]
+#[inline(never)]
+fn first_use<T: Default>() -> Box<T> {
+    Box::default()
 }
 
 #[cfg(test)]

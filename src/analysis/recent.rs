@@ -1,11 +1,12 @@
 //! The last few of something a flow seldom has (READs, gaps, resends), in a ring that grows to its size as
-//! they come: most flows never have one and allocate nothing for it, many have one (a requester's first
-//! request remembers the PSNs before it as a gap) and hold one.
+//! they come: most flows never have one, many have one (a requester's first request remembers the PSNs
+//! before it as a gap), held in place, and allocate nothing for it.
+use smallvec::SmallVec;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Recent<T, const N: usize> {
     /// At most N; once full, the oldest is overwritten.
-    kept: Vec<T>,
+    kept: SmallVec<[T; 1]>,
     /// How many were ever kept: the newest is at `(at - 1) % N`.
     at: usize,
 }
@@ -13,7 +14,7 @@ pub(crate) struct Recent<T, const N: usize> {
 impl<T, const N: usize> Default for Recent<T, N> {
     fn default() -> Self {
         Recent {
-            kept: Vec::new(),
+            kept: SmallVec::new(),
             at: 0,
         }
     }
@@ -23,10 +24,8 @@ impl<T: Copy, const N: usize> Recent<T, N> {
     /// Keeps `item`, in place of the oldest once N are kept.
     pub(crate) fn keep(&mut self, item: T) {
         if self.kept.len() < N {
-            // The first takes the room of one; the growth after it doubles up to N.
-            if self.kept.is_empty() {
-                self.kept.reserve_exact(1);
-            } else if self.kept.len() == self.kept.capacity() {
+            // The first is held in place; the growth after it doubles up to N.
+            if self.kept.len() == self.kept.capacity() {
                 self.kept
                     .reserve_exact((2 * self.kept.len()).min(N) - self.kept.len());
             }
@@ -64,11 +63,10 @@ mod tests {
     #[test]
     fn keeps_the_last_n_in_room_grown_to_n() {
         let mut r: Recent<u32, 3> = Recent::default();
-        assert_eq!(r.kept.capacity(), 0);
         assert_eq!(r.newest(), None);
         assert!(r.slots().is_empty());
         r.keep(1);
-        assert_eq!(r.kept.capacity(), 1);
+        assert!(!r.kept.spilled());
         r.keep(2);
         assert_eq!(r.slots(), &[1, 2]);
         r.keep(3);

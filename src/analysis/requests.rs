@@ -59,9 +59,9 @@ impl Engine {
             ip_id,
             ids_in_send_order: false,
         };
-        let taken = f.psn.request(bth.psn, consumes, read, mtu, at);
+        let taken = f.req.psn.request(bth.psn, consumes, read, mtu, at);
         if let Some(read) = taken.guessed_read {
-            f.rc.guessed(read, bth.psn, number, ts);
+            f.req.rc.guessed(read, bth.psn, number, ts);
         }
         if let Some(settled) = taken.settled {
             self.settle_unsure(id, settled, reliable);
@@ -78,7 +78,7 @@ impl Engine {
         if let Step::Retransmit { .. } = step {
             // A READ's responses take its PSNs: at the smallest path MTU while it is not known (the most).
             let psns = consumes.or_else(|| read.map(|r| psn::read_psns(r.len, psn::MTUS[0])));
-            f.rc.resends.keep(Resend {
+            f.req.rc.resends.keep(Resend {
                 psn: bth.psn,
                 psns: psns.unwrap_or(1),
                 ts,
@@ -87,8 +87,8 @@ impl Engine {
         if taken.unsure {
             // Its events wait for the requests after it, which tell whether it was resent or held up.
             let request = UnsureRequest { frame: number, ts };
-            let highest = f.psn.highest;
-            let run = f.rc.unsure.get_or_insert_with(|| {
+            let highest = f.req.psn.highest;
+            let run = f.req.rc.unsure.get_or_insert_with(|| {
                 Box::new(UnsureRun {
                     step,
                     psn: bth.psn,
@@ -109,7 +109,7 @@ impl Engine {
             self.first_request(id, number, ts, bth.psn);
         }
         let f = &mut self.flows[id];
-        f.rc.last_request_ts = ts;
+        f.req.rc.last_request_ts = ts;
         if retransmitted {
             f.retransmitted_bytes += payload;
         } else {
@@ -118,7 +118,7 @@ impl Engine {
         // Timing: every request of a reliable transport waits for its ACK (UC and UD get none); READs
         // also for their first response. READs are timed to their first response, not to an ACK;
         // retransmissions are ambiguous (Karn's rule): neither is sampled.
-        let t = &mut f.timing;
+        let t = &mut f.req.timing;
         if reliable {
             let awaits = if op.is_atomic() {
                 Some(Awaits::AtomicAck)
@@ -160,7 +160,7 @@ impl Engine {
     /// The requests after an unsure run (or the flow's end) told what it was: resent (the go-back-N events
     /// of its first come now) or held up on the way (reordered, and their retransmitted bytes were not).
     pub(super) fn settle_unsure(&mut self, id: FlowId, settled: Settled, reliable: bool) {
-        let Some(u) = self.flows[id].rc.unsure.take() else {
+        let Some(u) = self.flows[id].req.rc.unsure.take() else {
             return;
         };
         match settled {
@@ -188,7 +188,7 @@ impl Engine {
     /// Every PSN the gap of flow `id` from PSN `from` skipped came after all, held up on the way: its
     /// `psn_gap` event told of a loss that was not.
     fn gap_filled(&mut self, id: FlowId, from: u32) {
-        if let Some(at) = self.flows[id].rc.gap_events.take(from) {
+        if let Some(at) = self.flows[id].req.rc.gap_events.take(from) {
             self.events.retract(at);
         }
     }
@@ -230,13 +230,13 @@ impl Engine {
             Step::Gap { expected, missing } => {
                 let after = psn::add(expected, u32::MAX);
                 if let Some(at) = self.raise(event(Kind::PsnGap { missing, after })) {
-                    self.flows[id].rc.gap_events.keep(expected, at);
+                    self.flows[id].req.rc.gap_events.keep(expected, at);
                 }
             }
             Step::Retransmit { rewind: true, .. } if reliable => {
                 let f = &mut self.flows[id];
-                f.rc.went_back = Some((psn, ts));
-                let behind = (-psn::diff(psn, f.psn.next)) as u32;
+                f.req.rc.went_back = Some((psn, ts));
+                let behind = (-psn::diff(psn, f.req.psn.next)) as u32;
                 // A NAK not yet answered explains it.
                 let nak = f.naks.on_go_back(psn, ts, self.cfg.nak_held_up());
                 let after_nak_us = nak.map(|nak| ts.saturating_sub(nak) / 1000);
@@ -254,7 +254,7 @@ impl Engine {
                 }
             }
             Step::Reordered { depth } => {
-                let highest = self.flows[id].psn.highest;
+                let highest = self.flows[id].req.psn.highest;
                 self.reordered(id, number, ts, psn, highest, depth);
             }
             Step::Reuse {
@@ -278,9 +278,10 @@ impl Engine {
     fn timed_out(&mut self, id: FlowId, number: u64, ts: u64, psn: u32) -> Option<Kind> {
         let reorder_window = self.cfg.reorder_window_nanos;
         let f = &mut self.flows[id];
-        let last_sent = match f.rc.resent {
+        let last_sent = match f.req.rc.resent {
             Some(r) if r.psn == psn => r.ts,
             _ => f
+                .req
                 .timing
                 .outstanding
                 .iter()
@@ -291,9 +292,9 @@ impl Engine {
         if interval < reorder_window {
             return None;
         }
-        let resent = Repeat::again(f.rc.resent, psn, ts, number);
-        f.rc.resent = Some(resent);
-        f.rc.timer_ns = interval;
+        let resent = Repeat::again(f.req.rc.resent, psn, ts, number);
+        f.req.rc.resent = Some(resent);
+        f.req.rc.timer_ns = interval;
         f.timers
             .get_or_insert_with(Default::default)
             .on_resend(interval, resent.count);
@@ -311,15 +312,15 @@ impl Engine {
     fn new_epoch_if(&mut self, id: FlowId, number: u64, ts: u64, psn: u32) {
         let f = &mut self.flows[id];
         let idle = ts.saturating_sub(f.prev_ts);
-        let far = psn::diff(psn, f.psn.next).unsigned_abs() > SeenWindow::WINDOW;
+        let far = psn::diff(psn, f.req.psn.next).unsigned_abs() > SeenWindow::WINDOW;
         let handshake = f.conn.is_some_and(|l| l.new_epoch);
         if let Some(l) = &mut f.conn {
             l.new_epoch = false;
         }
-        if !f.psn.started || !(handshake || far && idle > self.cfg.stall_nanos) {
+        if !f.req.psn.started || !(handshake || far && idle > self.cfg.stall_nanos) {
             return;
         }
-        let expected = f.psn.next;
+        let expected = f.req.psn.next;
         self.raise(Event {
             ts_nanos: ts,
             flow: Some(id),
@@ -349,12 +350,12 @@ impl Engine {
             old.resp.highest = None;
         }
         let f = &mut self.flows[id];
-        f.psn.new_epoch();
-        f.timing.outstanding.clear();
-        f.timing.reads.clear();
-        *f.rc = Rc {
-            epochs: f.rc.epochs + 1,
-            answered: f.rc.answered,
+        f.req.psn.new_epoch();
+        f.req.timing.outstanding.clear();
+        f.req.timing.reads.clear();
+        f.req.rc = Rc {
+            epochs: f.req.rc.epochs + 1,
+            answered: f.req.rc.answered,
             ..Rc::default()
         };
         if f.resp.used() {
@@ -374,7 +375,7 @@ impl Engine {
         }
         let payload = roce.payload_len.unwrap_or(0) as u64;
         let dma_len = roce.ext.reth.map(|r| r.dma_len);
-        let m = &mut self.flows[id].messages;
+        let m = &mut self.flows[id].req.messages;
         let finished = match op.position() {
             Some(Position::Only) => Some((dma_len, payload)),
             Some(Position::First) => {

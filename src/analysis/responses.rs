@@ -35,7 +35,7 @@ impl Engine {
         let candidates = unpaired(self.requesters.get(&forward));
         if let Some(found) = candidates.iter().copied().find(|c| {
             let r = &self.flows[*c];
-            r.psn.covers(psn) || r.psn.next == psn
+            r.req.psn.covers(psn) || r.req.psn.next == psn
         }) {
             self.pair_flows(id, found, PairedBy::Psn);
             return Some(found);
@@ -46,7 +46,7 @@ impl Engine {
         };
         let r = &self.flows[*only];
         let in_time = r.first_request.is_some_and(|(_, first)| first <= ts)
-            && ts.saturating_sub(r.rc.last_request_ts) <= stall;
+            && ts.saturating_sub(r.req.rc.last_request_ts) <= stall;
         let alone = unpaired(self.responders.get(&back)).as_slice() == [id];
         if !(in_time && alone && *only != id) {
             return None;
@@ -73,7 +73,7 @@ impl Engine {
         }
         let requester = self.pair(id, bth.psn, ts);
         if let Some(r) = requester {
-            self.flows[r].rc.answered = true;
+            self.flows[r].req.rc.answered = true;
             self.check_window(id, r, number, ts, bth.psn);
         }
         // A NAK names the PSN the responder expects: it acknowledges the one before.
@@ -180,10 +180,10 @@ impl Engine {
         }
         if let Some(r) = requester {
             let f = &mut self.flows[r];
-            f.psn.nak(psn);
+            f.req.psn.nak(psn);
             f.naks.on_nak(ts, psn);
-            f.rc.rnr = Some(Repeat::again(f.rc.rnr, psn, ts, number));
-            f.rc.rnr_timer_us = u64::from(timer_us);
+            f.req.rc.rnr = Some(Repeat::again(f.req.rc.rnr, psn, ts, number));
+            f.req.rc.rnr_timer_us = u64::from(timer_us);
         }
     }
 
@@ -214,7 +214,7 @@ impl Engine {
         if let Some(r) = requester {
             let f = &mut self.flows[r];
             if code == NakCode::PsnSequenceError {
-                f.psn.nak(psn);
+                f.req.psn.nak(psn);
             }
             f.naks.on_nak(ts, psn);
             // A NAK for PSN n acknowledges every PSN before n (a READ or atomic before it is resent for
@@ -226,7 +226,7 @@ impl Engine {
     /// A response must name a PSN the requester `r` sent (a NAK may name the next one; responses to requests
     /// sent before the capture began may name PSNs a window before the first one seen).
     fn check_window(&mut self, id: FlowId, r: FlowId, number: u64, ts: u64, psn: u32) {
-        let requests = &self.flows[r].psn;
+        let requests = &self.flows[r].req.psn;
         if !requests.started {
             return;
         }
@@ -273,7 +273,7 @@ impl Engine {
         let psn = seen.psn;
         let resent = requester
             .and_then(|r| self.flows.get(r))
-            .is_some_and(|r| r.rc.resends.covers(psn));
+            .is_some_and(|r| r.req.rc.resends.covers(psn));
         if resent {
             return Order::Answer;
         }
@@ -370,7 +370,7 @@ impl Engine {
             (Some(r), Some(Position::First | Position::Only)) => {
                 self.read_answered(r, ts, bth.psn).or_else(|| {
                     let at = mtu.unwrap_or(psn::MTUS[0]);
-                    let read = self.flows[r].psn.read_holding(bth.psn, at);
+                    let read = self.flows[r].req.psn.read_holding(bth.psn, at);
                     read.filter(|(p, _)| *p == bth.psn).map(|(_, len)| len)
                 })
             }
@@ -386,6 +386,7 @@ impl Engine {
         let other = match (position, continued) {
             (Some(Position::Middle | Position::Last), None) => requester.and_then(|r| {
                 self.flows[r]
+                    .req
                     .psn
                     .read_holding(bth.psn, mtu.unwrap_or(psn::MTUS[0]))
             }),
@@ -459,7 +460,7 @@ impl Engine {
     /// The first response to the READ at `psn` of requester `r` came at `ts`: its latency, and its DMA
     /// length, when the READ is known.
     fn read_answered(&mut self, r: FlowId, ts: u64, psn: u32) -> Option<u32> {
-        let t = &mut self.flows[r].timing;
+        let t = &mut self.flows[r].req.timing;
         let mut dma_len = None;
         while let Some(&r) = t.reads.front() {
             if psn::diff(r.psn, psn) > 0 {
@@ -490,7 +491,7 @@ impl Engine {
     ) {
         self.count_implied_nak(id, number, ts, expected, got);
         let f = &mut self.flows[r];
-        f.psn.nak(expected);
+        f.req.psn.nak(expected);
         f.naks.on_nak(ts, expected);
     }
 
@@ -516,7 +517,7 @@ impl Engine {
         read: Option<ReadAnswer>,
     ) -> Option<u32> {
         let mtu = self.flows[requester].mtu_or(self.mtu());
-        let t = &mut self.flows[requester].timing;
+        let t = &mut self.flows[requester].req.timing;
         let mut progress = false;
         let mut unanswered = None;
         while let Some(&o) = t.outstanding.front() {
@@ -549,7 +550,7 @@ impl Engine {
             }
         }
         if progress {
-            let rc = &mut self.flows[requester].rc;
+            let rc = &mut self.flows[requester].req.rc;
             rc.resent = None;
             rc.rnr = None;
             self.stall_ends(requester, ts);

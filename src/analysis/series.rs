@@ -1,6 +1,8 @@
 //! A per-flow time series of packets and bytes in bounded memory: buckets start at one second and double in
 //! width (merging pairs) whenever the series would exceed its capacity.
 
+use smallvec::SmallVec;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Bucket {
     pub packets: u64,
@@ -15,8 +17,8 @@ pub struct Series {
     /// late in a long capture holds none of the empty buckets before it (with 1,024 of them at most, a flow
     /// seen once at the end would otherwise hold 16 KB of zeros).
     first: usize,
-    /// The buckets from `first` on.
-    buckets: Vec<Bucket>,
+    /// The buckets from `first` on; the first in place (no allocation for a flow of one second).
+    buckets: SmallVec<[Bucket; 1]>,
 }
 
 impl Default for Series {
@@ -24,7 +26,7 @@ impl Default for Series {
         Series {
             width: Self::SECOND,
             first: 0,
-            buckets: Vec::new(),
+            buckets: SmallVec::new(),
         }
     }
 }
@@ -41,13 +43,11 @@ impl Series {
             i = (offset / self.width) as usize;
         }
         if self.buckets.is_empty() {
-            // The room of one bucket: a flow of one packet, or of one second, needs no more.
-            self.buckets.reserve_exact(1);
             self.first = i;
         } else if i < self.first {
             // Out of time order, before the first bucket held.
             let before = std::iter::repeat_n(Bucket::default(), self.first - i);
-            self.buckets.splice(0..0, before);
+            self.buckets.insert_many(0, before);
             self.first = i;
         }
         let at = i - self.first;
@@ -67,7 +67,8 @@ impl Series {
             return;
         };
         let first = self.first / 2;
-        let mut merged = vec![Bucket::default(); last / 2 - first + 1];
+        let mut merged: SmallVec<[Bucket; 1]> =
+            smallvec::smallvec![Bucket::default(); last / 2 - first + 1];
         for (at, b) in self.buckets.iter().enumerate() {
             let m = &mut merged[(self.first + at) / 2 - first];
             m.packets += b.packets;

@@ -518,7 +518,7 @@ mod live {
             let rate = |a: u64, b: u64| (a - b) as f64 / secs.max(1e-3);
             let (mut gaps, mut naks, mut rnr, mut cnp, mut ce) = (0, 0, 0, 0, 0);
             for f in engine.flows.iter() {
-                gaps += f.psn.gap_events;
+                gaps += f.req.psn.gap_events;
                 naks += f.resp.naks.total();
                 rnr += f.resp.rnr_naks;
                 cnp += f.cnp;

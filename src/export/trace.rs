@@ -208,9 +208,9 @@ impl Tracer<'_> {
 
     fn messages(&mut self, t: &mut FlowTrack, id: FlowId, ts: u64, frame: &Frame, f: &Flow) {
         let (count, bytes, open) = (
-            f.messages.count,
-            f.messages.bytes,
-            f.messages.open.is_some(),
+            f.req.messages.count,
+            f.req.messages.bytes,
+            f.req.messages.open.is_some(),
         );
         if count > t.messages {
             let (from, psn, op) = t.open.take().unwrap_or((ts, 0, "SEND"));
@@ -246,7 +246,7 @@ impl Tracer<'_> {
         frame: &Frame,
         f: &Flow,
     ) {
-        let episodes = f.psn.episodes;
+        let episodes = f.req.psn.episodes;
         let mut ended: [Option<Episode>; 2] = [None, None];
         if episodes > t.episodes {
             t.episodes = episodes;

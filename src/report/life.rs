@@ -19,7 +19,7 @@ pub struct LifeReport {
 }
 
 pub fn build(f: &Flow) -> Option<LifeReport> {
-    let l = f.life.as_deref()?;
+    let l = f.req.life.as_ref()?;
     let total = l.total();
     let share = |n: u64| {
         if total == 0 {

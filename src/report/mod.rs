@@ -685,24 +685,24 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
             .collect(),
         psn: PsnReport {
             first: if has_requests {
-                f.psn.first
+                f.req.psn.first
             } else {
                 f.first_psn
             },
             last: if has_requests {
-                f.psn.highest
+                f.req.psn.highest
             } else {
                 f.last_psn
             },
-            gap_events: f.psn.gap_events,
-            missing: f.psn.missing,
-            retransmitted: f.psn.retransmitted,
-            duplicates: f.psn.duplicates,
-            retransmission_episodes: f.psn.episodes,
-            reused: f.psn.reused,
-            resumed_reads: f.psn.resumed_reads,
-            reordered: f.psn.reordered,
-            epochs: f.rc.epochs,
+            gap_events: f.req.psn.gap_events,
+            missing: f.req.psn.missing,
+            retransmitted: f.req.psn.retransmitted,
+            duplicates: f.req.psn.duplicates,
+            retransmission_episodes: f.req.psn.episodes,
+            reused: f.req.psn.reused,
+            resumed_reads: f.req.psn.resumed_reads,
+            reordered: f.req.psn.reordered,
+            epochs: f.req.rc.epochs,
         },
         acks: f.resp.acks,
         duplicate_acks: f.resp.duplicate_acks,
@@ -718,7 +718,7 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
         atomic_acks: f.resp.atomic_acks,
         implied_naks: f.resp.implied_naks,
         reordered_responses: f.resp.reordered,
-        reorder_depth_max: f.psn.reorder_depth_max.max(f.resp.reorder_depth_max),
+        reorder_depth_max: f.req.psn.reorder_depth_max.max(f.resp.reorder_depth_max),
         cnp: f.cnp,
         ecn: EcnReport {
             not_ect: f.ecn[0],
@@ -733,14 +733,14 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
         icrc_unverifiable: f.icrc_unverifiable,
         malformed: f.malformed,
         messages: MessagesReport {
-            count: f.messages.count,
-            bytes: f.messages.bytes,
-            min_size: f.messages.min_size,
-            max_size: f.messages.max_size,
-            length_mismatches: f.messages.length_mismatches,
+            count: f.req.messages.count,
+            bytes: f.req.messages.bytes,
+            min_size: f.req.messages.min_size,
+            max_size: f.req.messages.max_size,
+            length_mismatches: f.req.messages.length_mismatches,
         },
-        latency_us: latency(&f.timing.ack),
-        read_latency_us: latency(&f.timing.read),
+        latency_us: latency(&f.req.timing.ack),
+        read_latency_us: latency(&f.req.timing.read),
         pcp: f.pcp,
         dscp: f.dscp,
         priority: f.priority(&engine.cfg.dscp_map),
@@ -749,8 +749,8 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
             .is_some_and(|p| paused & (1 << p) != 0)
             || engine.link_pause.xoff > 0,
         counters: Counters {
-            out_of_sequence: f.psn.gap_events,
-            duplicate_request: f.psn.duplicates,
+            out_of_sequence: f.req.psn.gap_events,
+            duplicate_request: f.req.psn.duplicates,
             packet_seq_err: paired.map_or(0, |p| p.resp.naks.psn_seq_err),
             rnr_nak_retry_err: paired.map_or(0, |p| p.resp.rnr_naks),
             implied_nak_seq_err: paired.map_or(0, |p| p.resp.implied_naks),

@@ -39,7 +39,7 @@ pub fn build(engine: &Engine, f: &Flow) -> Option<TimersReport> {
         .and_then(|l| engine.connections.list.get(l.connection as usize));
     let configured = conn.and_then(|c| c.ack_timeout);
     let retry_count = conn.and_then(|c| c.retry_count).or(engine.cfg.retry_count);
-    let unanswered = f.rc.resent.is_some();
+    let unanswered = f.req.rc.resent.is_some();
     let us = |ns: u64| ns / 1000;
     Some(TimersReport {
         resends: t.resends,

@@ -137,11 +137,11 @@ impl FlowTotals {
             ..FlowTotals::default()
         };
         for f in engine.flows.iter() {
-            t.gap_events += f.psn.gap_events;
-            t.missing += f.psn.missing;
+            t.gap_events += f.req.psn.gap_events;
+            t.missing += f.req.psn.missing;
             t.naks += f.resp.naks.total();
             t.rnr_naks += f.resp.rnr_naks;
-            t.retransmitted += f.psn.retransmitted;
+            t.retransmitted += f.req.psn.retransmitted;
             t.ce += f.ecn[3];
             t.cnp += f.cnp;
         }
