@@ -16,6 +16,7 @@ use super::rate::{Intervals, Rate, Reaction};
 use super::series::Series;
 use super::table::FlowId;
 use super::timers::Timers;
+use super::waiting::Waiting;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey {
@@ -188,9 +189,9 @@ pub(crate) struct PendingRead {
 #[derive(Debug, Clone, Default)]
 pub struct Timing {
     /// Requests waiting for an ACK, in PSN order. Bounded.
-    pub(crate) outstanding: VecDeque<Outstanding>,
+    pub(crate) outstanding: Waiting<Outstanding>,
     /// READ requests waiting for their first response, in PSN order. Bounded.
-    pub(crate) reads: VecDeque<PendingRead>,
+    pub(crate) reads: Waiting<PendingRead>,
     /// Request to the ACK (or atomic ACK) that names its PSN; retransmitted PSNs are not sampled.
     pub ack: Option<Box<Latencies>>,
     /// READ request to its first response packet.
@@ -245,29 +246,9 @@ impl Latencies {
 }
 
 impl Timing {
-    pub const PENDING_LIMIT: usize = 4096;
-
     pub(crate) fn record(slot: &mut Option<Box<Latencies>>, nanos: u64) {
         slot.get_or_insert_with(|| Box::new(Latencies::new()))
             .record(nanos);
-    }
-
-    /// Adds a request that waits, in PSN order (a request that came behind others goes before them); the
-    /// oldest goes when the queue is full.
-    pub(crate) fn wait<T>(queue: &mut VecDeque<T>, item: T, psn: impl Fn(&T) -> u32) {
-        if queue.len() == Self::PENDING_LIMIT {
-            queue.pop_front();
-        }
-        if queue.capacity() == 0 {
-            // Most flows of a scan send one request: the room of one, not the four of a first growth.
-            queue.reserve_exact(1);
-        }
-        let p = psn(&item);
-        let at = queue
-            .iter()
-            .rposition(|q| super::psn::diff(psn(q), p) <= 0)
-            .map_or(0, |i| i + 1);
-        queue.insert(at, item);
     }
 }
 

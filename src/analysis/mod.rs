@@ -25,6 +25,7 @@ pub mod series;
 pub mod table;
 pub mod tally;
 pub mod timers;
+mod waiting;
 
 use parsers::frame::{Addr, Frame, Roce};
 use parsers::icrc::IcrcStatus;

@@ -5,7 +5,7 @@ use smallvec::SmallVec;
 
 use super::diagnosis::{Rc, Repeat, Resend, UnsureRequest, UnsureRun, timeout_exponent};
 use super::events::{Event, Kind};
-use super::flow::{Awaits, Outstanding, PendingRead, Timing};
+use super::flow::{Awaits, Outstanding, PendingRead};
 use super::psn::{self, Arrival, ReadReth, SeenWindow, Settled, Step};
 use super::{Class, Engine, FlowId};
 
@@ -132,7 +132,7 @@ impl Engine {
                 sample: !retransmitted && read.is_none(),
                 awaits,
             };
-            Timing::wait(&mut t.outstanding, o, |o| o.psn);
+            t.outstanding.wait(o, |o| o.psn);
         }
         if let Some(r) = read {
             let pending = PendingRead {
@@ -141,7 +141,7 @@ impl Engine {
                 dma_len: r.len,
                 sample: !retransmitted,
             };
-            Timing::wait(&mut t.reads, pending, |r| r.psn);
+            t.reads.wait(pending, |r| r.psn);
         }
         if taken.taken {
             self.message(id, ts, number, frame);
