@@ -278,6 +278,22 @@ fn bad_filters_and_fields_are_one_line() {
     }
 }
 
+/// `-j 0` is refused as a bad value (exit status 2), not taken as some other count.
+#[test]
+fn zero_threads_are_refused() {
+    let file = public("rdma_write_bw.pcap");
+    let o = rocescope(&["analyze", "-j", "0", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(
+            "error: invalid value '0' for '--threads <N>': '0' is not a number of threads, 1 or more\n"
+        ),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty());
+}
+
 #[test]
 fn standard_input_reads_like_a_file() {
     let file = public("rdma_read_bw.pcap");

@@ -27,7 +27,7 @@ use rocescope::tui;
 use values::{
     FailOn, OpcodeSet, parse_column, parse_dscp_map, parse_ecmp_members, parse_fail_on,
     parse_fields_option, parse_interval, parse_mtu, parse_opcode, parse_qpn, parse_secs,
-    parse_size, parse_speed,
+    parse_size, parse_speed, parse_threads,
 };
 
 use crate::commands;
@@ -320,8 +320,8 @@ pub struct AnalysisFlags {
     pub retry_count: Option<u8>,
     /// Threads the analysis may use (by default the cores available): one reads, one analyses, one or two
     /// more parse and check ICRCs; `--points` analyses half as many points at once. The result is the same
-    /// at any N.
-    #[arg(short = 'j', long, value_name = "N", default_value_t = available_cores())]
+    /// at any N (at least 1).
+    #[arg(short = 'j', long, value_name = "N", default_value_t = available_cores(), value_parser = parse_threads)]
     pub threads: usize,
 }
 

@@ -66,6 +66,17 @@ pub fn parse_ecmp_members(s: &str) -> Result<u16, ValueError> {
     }
 }
 
+/// Threads for `-j`: at least 1 (one thread then reads and another analyses, as with 2).
+pub fn parse_threads(s: &str) -> Result<usize, ValueError> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(ValueError::Not {
+            arg: s.to_string(),
+            what: "a number of threads, 1 or more",
+        }),
+    }
+}
+
 /// A link speed: `100G`, `25g`, `400G`, `10000M`, or bits per second.
 pub fn parse_speed(s: &str) -> Result<u64, ValueError> {
     let t = s.trim();
