@@ -9,7 +9,8 @@ use super::psn::GAPS_KEPT;
 use super::recent::Recent;
 use super::{Engine, Flow, FlowId};
 
-/// A flow's RC state for the diagnosis, as requester and as responder.
+/// A requester flow's RC state for the diagnosis, what its responder answered included (it is part of
+/// [`super::flow::Requesting`]: a flow that only answers holds none).
 #[derive(Debug, Clone, Default)]
 pub struct Rc {
     /// The stall of the current episode (outstanding requests unanswered past the stall time): when the

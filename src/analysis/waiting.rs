@@ -19,19 +19,15 @@ impl<T: Copy> Waiting<T> {
     /// Adds a request that waits, in PSN order (`psn` tells its PSN): one that came behind others goes
     /// before them.
     pub(crate) fn wait(&mut self, item: T, psn: impl Fn(&T) -> u32) {
-        let queue = match self {
+        match self {
             Waiting::None => {
                 *self = Waiting::One(item);
                 return;
             }
-            Waiting::One(first) => {
-                let first = *first;
-                *self = Waiting::Many(VecDeque::from([first]));
-                let Waiting::Many(queue) = self else { return };
-                queue
-            }
-            Waiting::Many(queue) => queue,
-        };
+            Waiting::One(first) => *self = Waiting::Many(VecDeque::from([*first])),
+            Waiting::Many(_) => {}
+        }
+        let Waiting::Many(queue) = self else { return };
         if queue.len() == Self::LIMIT {
             queue.pop_front();
         }
