@@ -2,13 +2,13 @@
 //! engine counts for it.
 use std::collections::VecDeque;
 
-use hdrhistogram::Histogram;
 use parsers::frame::Addr;
 use smallvec::SmallVec;
 
 use super::diagnosis::ReadResponse;
 use super::ecmp::{Tuple, UdpPorts};
 use super::events::Group;
+use super::latencies::Latencies;
 use super::life::Life;
 use super::on_use::{OnUse, empty};
 use super::psn::{self, RequestPsns};
@@ -198,53 +198,6 @@ pub struct Timing {
     pub read: Option<Box<Latencies>>,
 }
 
-/// Latency samples: a histogram for percentiles (10 ns units, two significant digits, 32-bit counts: about
-/// 9 KB, made on a flow's first sample), and the exact extremes in nanoseconds.
-#[derive(Debug, Clone)]
-pub struct Latencies {
-    histogram: Histogram<u32>,
-    pub min: u64,
-    pub max: u64,
-}
-
-impl Latencies {
-    const UNIT_NANOS: u64 = 10;
-
-    /// Samples of more than 100 s count as 100 s.
-    const MAX_UNITS: u64 = 10_000_000_000;
-
-    fn new() -> Latencies {
-        // Sized to the largest sample so far (auto-resizing): a flow whose ACKs come within a millisecond
-        // holds about 4 KB of counts, not the 17 KB of a table sized for 100 s.
-        let mut histogram = Histogram::new_with_bounds(1, 2, 2).expect("constant bounds are valid");
-        histogram.auto(true);
-        Latencies {
-            histogram,
-            min: u64::MAX,
-            max: 0,
-        }
-    }
-
-    fn record(&mut self, nanos: u64) {
-        let units = (nanos / Self::UNIT_NANOS).clamp(1, Self::MAX_UNITS);
-        // `record` grows the table (auto-resizing); should growing fail, the sample counts at its top.
-        if self.histogram.record(units).is_err() {
-            self.histogram.saturating_record(units);
-        }
-        self.min = self.min.min(nanos);
-        self.max = self.max.max(nanos);
-    }
-
-    pub fn samples(&self) -> u64 {
-        self.histogram.len()
-    }
-
-    /// The `q` quantile in nanoseconds, within [min, max].
-    pub fn quantile(&self, q: f64) -> u64 {
-        (self.histogram.value_at_quantile(q) * Self::UNIT_NANOS).clamp(self.min, self.max)
-    }
-}
-
 impl Timing {
     pub(crate) fn record(slot: &mut Option<Box<Latencies>>, nanos: u64) {
         slot.get_or_insert_with(|| Box::new(Latencies::new()))
@@ -343,7 +296,7 @@ pub struct Flow {
     pub first_psn: u32,
     pub last_psn: u32,
     /// Opcode counts, a few opcodes per flow.
-    pub opcodes: SmallVec<[(u8, u64); 2]>,
+    pub opcodes: Opcodes,
     /// What its requests keep, allocated at its first request.
     pub req: OnUse<Requesting>,
     pub resp: OnUse<Responses>,
@@ -551,7 +504,7 @@ impl Flow {
             responses: 0,
             first_psn: 0,
             last_psn: 0,
-            opcodes: SmallVec::new(),
+            opcodes: Opcodes::default(),
             req: OnUse::default(),
             resp: OnUse::default(),
             ecn: [0; 4],
@@ -653,7 +606,10 @@ impl Flow {
     }
 
     pub fn role(&self) -> Role {
-        let ud = self.opcodes.iter().any(|(op, _)| (0x60..0x80).contains(op));
+        let ud = self
+            .opcodes
+            .iter()
+            .any(|(op, _)| (0x60..0x80).contains(&op));
         match (self.requests > 0, self.responses > 0) {
             _ if ud => Role::Datagram,
             (true, true) => Role::Both,
@@ -665,16 +621,49 @@ impl Flow {
     }
 
     pub(crate) fn count_opcode(&mut self, opcode: u8) {
-        match self.opcodes.iter_mut().find(|(op, _)| *op == opcode) {
-            Some((_, n)) => *n += 1,
-            None => self.opcodes.push((opcode, 1)),
+        self.opcodes.count(opcode);
+    }
+}
+
+/// Packets by BTH opcode, in the order the opcodes came. Each count is packed with its opcode in the top
+/// byte: 8 bytes an opcode, a flow's first three held in place (a busy flow's ten or so took 16 bytes
+/// each, docs/speed.md "Many flows").
+#[derive(Debug, Clone, Default)]
+pub struct Opcodes(SmallVec<[u64; 3]>);
+
+impl Opcodes {
+    const COUNT: u64 = (1 << 56) - 1;
+
+    fn count(&mut self, opcode: u8) {
+        match self.0.iter_mut().find(|e| (**e >> 56) as u8 == opcode) {
+            // 2^56 packets would take a 400 Gb/s link more than five years.
+            Some(e) if *e & Self::COUNT < Self::COUNT => *e += 1,
+            Some(_) => {}
+            None => self.0.push(u64::from(opcode) << 56 | 1),
         }
+    }
+
+    /// (opcode, packets), in the order the opcodes came.
+    pub fn iter(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
+        self.0.iter().map(|e| ((e >> 56) as u8, e & Self::COUNT))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::NakClock;
+    use super::{NakClock, Opcodes};
+
+    /// RC SEND Only (0x04) twice, then Acknowledge (0x11), then 0xff (a vendor opcode): the order they
+    /// came, each its own count, and the fourth past the three held in place.
+    #[test]
+    fn opcodes_keep_their_order_and_counts() {
+        let mut opcodes = Opcodes::default();
+        for op in [0x04, 0x11, 0x04, 0x64, 0xff, 0xff, 0xff] {
+            opcodes.count(op);
+        }
+        let counted: Vec<(u8, u64)> = opcodes.iter().collect();
+        assert_eq!(counted, [(0x04, 2), (0x11, 1), (0x64, 1), (0xff, 3)]);
+    }
 
     const MS: u64 = 1_000_000;
 

@@ -11,6 +11,7 @@ pub mod flow;
 mod handshake;
 pub mod jobs;
 mod kinds;
+pub mod latencies;
 pub mod life;
 mod mirror;
 mod on_use;

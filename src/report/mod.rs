@@ -439,7 +439,7 @@ fn secs(nanos: u64) -> f64 {
 }
 
 /// Microseconds: min and max exact, percentiles to the histogram's precision (two significant digits).
-fn latency(l: &Option<Box<crate::analysis::flow::Latencies>>) -> Option<Latency> {
+fn latency(l: &Option<Box<crate::analysis::latencies::Latencies>>) -> Option<Latency> {
     let l = l.as_ref()?;
     let us = |nanos: u64| nanos as f64 / 1000.0;
     Some(Latency {
@@ -681,7 +681,7 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
         opcodes: f
             .opcodes
             .iter()
-            .map(|(op, n)| (Opcode(*op).name(), *n))
+            .map(|(op, n)| (Opcode(op).name(), n))
             .collect(),
         psn: PsnReport {
             first: if has_requests {
