@@ -51,13 +51,21 @@ pub struct Reaction {
     pub first_ignored: Option<(u64, u64)>,
     /// The smallest reduction measured (the CNP the sender reacted to least), 0 to 1.
     pub worst: f64,
-    /// Reductions by whole percent (rounded down), for the median.
-    percent: [u32; 101],
+    /// Reductions by whole percent (rounded down), for the median: the percents met, in order, each with
+    /// its count. A flow's CNPs are mostly few, so a list, not a table of 101 counts (404 bytes).
+    percent: Vec<Share>,
     /// Time from the CNP to the first packet sent at the reduced rate: count, sum and maximum, nanoseconds.
     pub times: u64,
     pub time_sum: u64,
     pub time_max: u64,
     pending: Option<Pending>,
+}
+
+/// Reductions of one whole percent, and how many.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Share {
+    percent: u8,
+    count: u32,
 }
 
 impl Default for Reaction {
@@ -68,7 +76,7 @@ impl Default for Reaction {
             no_reduction: 0,
             first_ignored: None,
             worst: 1.0,
-            percent: [0; 101],
+            percent: Vec::new(),
             times: 0,
             time_sum: 0,
             time_max: 0,
@@ -82,9 +90,9 @@ impl Reaction {
     pub fn median(&self) -> Option<f64> {
         let rank = self.measured.div_ceil(2);
         let mut seen = 0u64;
-        self.percent.iter().enumerate().find_map(|(pct, n)| {
-            seen += u64::from(*n);
-            (seen >= rank && rank > 0).then_some(pct as f64 / 100.0)
+        self.percent.iter().find_map(|share| {
+            seen += u64::from(share.count);
+            (seen >= rank && rank > 0).then_some(f64::from(share.percent) / 100.0)
         })
     }
 
@@ -109,6 +117,22 @@ impl Reaction {
         }
     }
 
+    fn count_reduction(&mut self, pct: u8) {
+        match self
+            .percent
+            .binary_search_by_key(&pct, |share| share.percent)
+        {
+            Ok(i) => self.percent[i].count = self.percent[i].count.saturating_add(1),
+            Err(i) => self.percent.insert(
+                i,
+                Share {
+                    percent: pct,
+                    count: 1,
+                },
+            ),
+        }
+    }
+
     fn settle(&mut self) {
         let Some(p) = self.pending.take() else {
             return;
@@ -118,8 +142,11 @@ impl Reaction {
         let reduction = 1.0 - after as f64 / p.before as f64;
         self.worst = self.worst.min(reduction);
         // floor(100 × (1 − after / before)) = 100 − ceil(100 × after / before).
-        let pct = 100 - (u128::from(after) * 100).div_ceil(u128::from(p.before)) as usize;
-        self.percent[pct.min(100)] += 1;
+        let pct = 100
+            - (u128::from(after) * 100)
+                .div_ceil(u128::from(p.before))
+                .min(100) as u8;
+        self.count_reduction(pct);
         if u128::from(after) * 10 > VISIBLE_TENTHS * u128::from(p.before) {
             self.no_reduction += 1;
             self.first_ignored.get_or_insert((p.cnp_ts, p.cnp_frame));
@@ -274,6 +301,21 @@ mod tests {
     use super::*;
 
     const W: u64 = 100;
+
+    /// Reductions of 70, 20, 50 and 20 %, in that order: the lower median of four is the 2nd smallest,
+    /// 20 %; a fifth, of 90 %, makes it the 3rd, 50 %.
+    #[test]
+    fn the_median_reduction_is_the_lower_median_of_all() {
+        let mut r = Reaction::default();
+        for pct in [70, 20, 50, 20] {
+            r.count_reduction(pct);
+            r.measured += 1;
+        }
+        assert_eq!(r.median(), Some(0.2));
+        r.count_reduction(90);
+        r.measured += 1;
+        assert_eq!(r.median(), Some(0.5));
+    }
 
     /// One packet of 10 bytes every 1 ns until 250, every 2 ns after; a CNP at 250: before, window 1
     /// (100-199) holds 100 packets, 1000 bytes; after, windows 3 and 4 hold 50 packets (500 bytes) each:
