@@ -636,7 +636,7 @@ impl Opcodes {
 
     fn count(&mut self, opcode: u8) {
         match self.0.iter_mut().find(|e| (**e >> 56) as u8 == opcode) {
-            // 2^56 packets would take a 400 Gb/s link more than five years.
+            // 2^56 packets would take a 400 Gb/s link more than three years at its highest packet rate.
             Some(e) if *e & Self::COUNT < Self::COUNT => *e += 1,
             Some(_) => {}
             None => self.0.push(u64::from(opcode) << 56 | 1),
@@ -653,8 +653,8 @@ impl Opcodes {
 mod tests {
     use super::{NakClock, Opcodes};
 
-    /// RC SEND Only (0x04) twice, then Acknowledge (0x11), then 0xff (a vendor opcode): the order they
-    /// came, each its own count, and the fourth past the three held in place.
+    /// RC SEND Only (0x04) twice, Acknowledge (0x11), UD SEND Only (0x64), then 0xff (a vendor opcode)
+    /// three times: the order they came, each its own count, and the fourth past the three held in place.
     #[test]
     fn opcodes_keep_their_order_and_counts() {
         let mut opcodes = Opcodes::default();
