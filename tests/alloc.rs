@@ -369,16 +369,16 @@ fn a_flow_holds_a_bounded_few_hundred_bytes() {
     // first use and rings grew as they filled, 1,774 and 3,651 after (both busy figures with 400,000
     // frames in each run, so flows of 1,560 and 195 frames). With the same frames per flow: busy 3,575
     // with HdrHistogram's dense table for latencies, 2,484 with the buckets in use listed and the opcode
-    // counts packed, 2,355 with the CNP reaction's reductions listed too, 2,311 with the list of latency
-    // buckets grown eight at a time; one-packet 1,742, then 1,734.
+    // counts packed, 2,355 with the CNP reaction's reductions listed too (2,360-2,362 in three more runs:
+    // the figure moves by up to 60 bytes between runs); one-packet 1,742, then 1,734.
     assert!(
         one_packet <= 1_910,
         "a one-packet flow holds {one_packet} bytes (bound 1,910): at 100,000 flows (--max-flows) the \
          256 MB a capture of 10 million flows may take come near"
     );
     assert!(
-        busy <= 2_550,
-        "a busy flow holds {busy} bytes (bound 2,550)"
+        busy <= 2_600,
+        "a busy flow holds {busy} bytes (bound 2,600)"
     );
     // The flow and what its request keeps (its PSNs, diagnosis, timing, messages and life in one): two
     // (nine before those were one, and its first gap, time-series bucket and request waiting for its ACK

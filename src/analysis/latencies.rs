@@ -96,11 +96,6 @@ impl Latencies {
         match buckets.binary_search_by_key(&lowest, |b| b.lowest) {
             Ok(i) => buckets[i].count = buckets[i].count.saturating_add(1),
             Err(i) if buckets.len() < SPARSE_LIMIT => {
-                // Eight more at a time, not twice as many: new buckets are rare once a flow has its
-                // usual latencies, and half of a doubled list would stay empty.
-                if buckets.len() == buckets.capacity() {
-                    buckets.reserve_exact(8);
-                }
                 buckets.insert(i, Bucket { lowest, count: 1 })
             }
             Err(_) => self.counts = Counts::Dense(dense(buckets, units)),
