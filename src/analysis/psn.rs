@@ -1285,34 +1285,26 @@ mod tests {
     }
 
     /// READs of 4096 bytes at 115 and 119, then one at 127 while the path MTU is not known: 119 is guessed
-    /// to take 8 PSNs (MTU 512). Once the MTU is known (1024: 4 PSNs), 123, lost before the capture point
-    /// and resent, is a retransmission, not a request reusing 119's PSNs.
+    /// to take 8 PSNs (MTU 512). 123, lost before the capture point and resent, is a retransmission, not a
+    /// request reusing 119's PSNs: once the MTU is known (1024: 4 PSNs), and also before any response told
+    /// it (the lab's read_loss_req, READs four at a time, 10 % of the requests lost), 119's PSNs being a
+    /// guess.
     #[test]
     fn a_read_whose_psns_were_guessed_takes_them_at_the_mtu_learnt() {
         let none = Arrival::default();
-        let mut t = RequestPsns::default();
-        t.request(115, None, reth(0, 4096), None, none);
-        t.request(119, None, reth(0, 4096), None, none);
-        let third = t.request(127, None, reth(0, 4096), None, none);
-        assert_eq!(third.guessed_read, Some((119, 4096)));
-        let resent = t.request(123, Some(4), reth(0, 4096), Some(1024), none);
-        assert!(matches!(resent.step, Step::Retransmit { .. }), "{resent:?}");
-        assert_eq!((t.reused, t.retransmitted), (0, 1));
-    }
-
-    /// The same, but 123's resend comes before any response told the MTU (the lab's read_loss_req, READs
-    /// of 4096 bytes four at a time, 10 % of the requests lost): 119's 8 PSNs are a guess, so 123 is a
-    /// retransmission, not a reuse.
-    #[test]
-    fn a_resend_inside_a_read_whose_psns_are_guessed_is_no_reuse() {
-        let none = Arrival::default();
-        let mut t = RequestPsns::default();
-        t.request(115, None, reth(0, 4096), None, none);
-        t.request(119, None, reth(0, 4096), None, none);
-        t.request(127, None, reth(0, 4096), None, none);
-        let resent = t.request(123, None, reth(0, 4096), None, none);
-        assert!(matches!(resent.step, Step::Retransmit { .. }), "{resent:?}");
-        assert_eq!((t.reused, t.retransmitted), (0, 1));
+        for mtu in [Some(1024), None] {
+            let mut t = RequestPsns::default();
+            t.request(115, None, reth(0, 4096), None, none);
+            t.request(119, None, reth(0, 4096), None, none);
+            let third = t.request(127, None, reth(0, 4096), None, none);
+            assert_eq!(third.guessed_read, Some((119, 4096)));
+            let resent = t.request(123, Some(4), reth(0, 4096), mtu, none);
+            assert!(
+                matches!(resent.step, Step::Retransmit { .. }),
+                "{mtu:?}: {resent:?}"
+            );
+            assert_eq!((t.reused, t.retransmitted), (0, 1), "{mtu:?}");
+        }
     }
 
     /// A resumed READ resent whole (its PSN, VA and length again) is one more retransmission, not one more
