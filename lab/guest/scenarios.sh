@@ -973,7 +973,7 @@ sc_conform_bump() {
 # reordering on the path (no loss): netem delays 75% of the packets by 1 ms and sends 25% (correlation 50%) at once,
 # ahead of the delayed ones; 1 ms is far below the QP timeout (-u 17, about 0.5 s). Requests reordered (eth0): the
 # responder NAKs the PSN it expected (sequence error) and the requester goes back to it
-sc_write_reorder_req() { netem eth0 delay 1ms reorder 25% 50% && perf_pair ib_write_bw "-s 4096 -n 32 -t 8"; }
+sc_write_reorder_req() { netem eth0 delay 1ms reorder 25% 50% && perf_pair ib_write_bw "-s 4096 -n 128 -t 8"; }
 # ACKs reordered (eth1): one-packet WRITEs, each acknowledged; an ACK with a lower PSN and MSN after a higher one.
 # 5 ms, not 1: an ACK overtakes only those sent less than the delay before it, and on a loaded machine the slow
 # guest spaced its ACKs more than 1 ms apart (a run with no ACK reordered). 400 WRITEs, not 100: the ACKs come in
