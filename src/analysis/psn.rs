@@ -18,9 +18,11 @@ fn ends_at((read_psn, len): (u32, u32), next: u32, mtu: Option<u32>) -> bool {
 }
 
 /// Which request PSNs were seen, for the last `WINDOW` PSNs up to the highest: enough to tell a
-/// go-back-N duplicate from the first copy of a PSN that had been missing, in bounded memory. A flow whose
-/// PSNs all fall within 128 of its first keeps them in 16 inline bytes; the 512-byte window is allocated
-/// when one falls outside (most flows of a scan or a short connection never need it).
+/// go-back-N duplicate from the first copy of a PSN that had been missing, in bounded memory. The last 128
+/// PSNs up to the highest are held in 16 inline bytes, and the PSNs below them never seen as a few ranges
+/// ([`Holes`]): a flow whose missing PSNs all came (held up, or resent by its go-back-N) keeps the whole
+/// window inline. The 512-byte window is allocated only when more ranges stay unseen than the inline
+/// place holds (docs/speed.md "Many flows").
 #[derive(Debug, Clone, Default)]
 pub struct SeenWindow {
     bits: Bits,
@@ -31,15 +33,221 @@ pub struct SeenWindow {
 
 #[derive(Debug, Clone)]
 enum Bits {
-    /// PSNs `base` to `base` + 127, bit i for `base` + i.
-    Small { base: u32, bits: u128 },
+    Inline(Inline),
     /// PSN p at bit p % WINDOW.
     Full(Box<[u64; SeenWindow::WORDS]>),
 }
 
 impl Default for Bits {
     fn default() -> Self {
-        Bits::Small { base: 0, bits: 0 }
+        Bits::Inline(Inline::default())
+    }
+}
+
+/// The window inline: PSNs `base` to `base` + 127 in `bits` (bit i for `base` + i; the highest PSN is
+/// among them); below `base`, every PSN of the window was seen but those in `holes`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Inline {
+    base: u32,
+    /// The 128 bits as two words: a `u128` would align the window, and the flow's state, to 16 bytes.
+    bits: [u64; 2],
+    holes: Holes,
+}
+
+/// PSN ranges never seen, in PSN order, at most [`Holes::MAX`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Holes {
+    ranges: [Hole; Holes::MAX],
+    len: u8,
+}
+
+/// PSNs `from` to `from` + `len` - 1.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Hole {
+    from: u32,
+    len: u32,
+}
+
+impl Hole {
+    fn holds(self, psn: u32) -> bool {
+        (0..self.len as i64).contains(&i64::from(diff(psn, self.from)))
+    }
+}
+
+impl Holes {
+    /// The PSNs before a flow's first, one lost request and one more: past that, the full window.
+    const MAX: usize = 3;
+
+    fn iter(&self) -> impl Iterator<Item = Hole> + '_ {
+        self.ranges.iter().take(usize::from(self.len)).copied()
+    }
+
+    fn holds(&self, psn: u32) -> bool {
+        self.iter().any(|h| h.holds(psn))
+    }
+
+    /// Adds the range `hole`, after every range held, less its PSNs before `lowest`. False when there is
+    /// no room for it.
+    fn push(&mut self, hole: Hole, lowest: u32) -> bool {
+        let cut = diff(lowest, hole.from).max(0) as u32;
+        if cut >= hole.len {
+            return true;
+        }
+        let hole = Hole {
+            from: add(hole.from, cut),
+            len: hole.len - cut,
+        };
+        let n = usize::from(self.len);
+        if let Some(last) = n.checked_sub(1).and_then(|i| self.ranges.get_mut(i))
+            && add(last.from, last.len) == hole.from
+        {
+            last.len += hole.len;
+            return true;
+        }
+        let Some(slot) = self.ranges.get_mut(n) else {
+            return false;
+        };
+        *slot = hole;
+        self.len += 1;
+        true
+    }
+
+    /// Forgets the PSNs before `lowest`: older than the window, they count as seen.
+    fn forget_before(&mut self, lowest: u32) {
+        let kept = *self;
+        *self = Holes::default();
+        for h in kept.iter() {
+            self.push(h, lowest);
+        }
+    }
+
+    /// `psn` was seen: it leaves its range. Returns whether it had been seen (in no range), or `None` when
+    /// splitting its range takes more room than there is.
+    fn fill(&mut self, psn: u32) -> Option<bool> {
+        let n = usize::from(self.len);
+        let Some(i) = self.iter().position(|h| h.holds(psn)) else {
+            return Some(true);
+        };
+        let h = self.ranges[i];
+        let into = diff(psn, h.from) as u32;
+        let before = Hole {
+            from: h.from,
+            len: into,
+        };
+        let after = Hole {
+            from: add(psn, 1),
+            len: h.len - into - 1,
+        };
+        match (before.len > 0, after.len > 0) {
+            (true, true) => {
+                if n == Self::MAX {
+                    return None;
+                }
+                self.ranges.copy_within(i + 1..n, i + 2);
+                (self.ranges[i], self.ranges[i + 1]) = (before, after);
+                self.len += 1;
+            }
+            (true, false) => self.ranges[i] = before,
+            (false, true) => self.ranges[i] = after,
+            (false, false) => {
+                self.ranges.copy_within(i + 1..n, i);
+                self.len -= 1;
+            }
+        }
+        Some(false)
+    }
+}
+
+impl Inline {
+    fn bits(&self) -> u128 {
+        u128::from(self.bits[0]) | (u128::from(self.bits[1]) << 64)
+    }
+
+    fn set_bits(&mut self, bits: u128) {
+        self.bits = [bits as u64, (bits >> 64) as u64];
+    }
+
+    /// Marks `psn`, not older than the window behind the highest PSN. Returns whether it had been seen, or `None` when the PSNs never seen take more ranges than there is room for.
+    fn mark(&mut self, psn: u32) -> Option<bool> {
+        let mut at = diff(psn, self.base);
+        if at < 0 {
+            return self.holes.fill(psn);
+        }
+        if at >= 128 {
+            // Ahead of the highest: the bits move up to end at it.
+            self.slide((at - 127) as u32, psn)?;
+            at = 127;
+        }
+        let (bits, bit) = (self.bits(), 1u128 << at);
+        self.set_bits(bits | bit);
+        Some(bits & bit != 0)
+    }
+
+    /// Moves the bits `shift` PSNs up, `top` the new highest: the PSNs leaving them unseen become ranges.
+    fn slide(&mut self, shift: u32, top: u32) -> Option<()> {
+        let lowest = add(top, 1u32.wrapping_sub(SeenWindow::WINDOW));
+        self.holes.forget_before(lowest);
+        let (bits, leaving) = (self.bits(), shift.min(128));
+        let mut i = 0;
+        while i < leaving {
+            let unseen = (bits >> i).trailing_zeros().min(leaving - i);
+            if unseen > 0 {
+                let hole = Hole {
+                    from: add(self.base, i),
+                    len: unseen,
+                };
+                self.holes.push(hole, lowest).then_some(())?;
+            }
+            i += unseen;
+            if i < leaving {
+                i += (bits >> i).trailing_ones().min(leaving - i);
+            }
+        }
+        if shift > 128 {
+            // The PSNs between the bits and the new highest were never seen.
+            let hole = Hole {
+                from: add(self.base, 128),
+                len: shift - 128,
+            };
+            self.holes.push(hole, lowest).then_some(())?;
+        }
+        self.set_bits(bits.checked_shr(shift).unwrap_or(0));
+        self.base = add(self.base, shift);
+        Some(())
+    }
+
+    /// Whether `psn`, within the window behind the highest and not ahead of it, was seen.
+    fn contains(&self, psn: u32) -> bool {
+        let at = diff(psn, self.base);
+        if at < 0 {
+            !self.holes.holds(psn)
+        } else {
+            at < 128 && self.bits() & (1u128 << at) != 0
+        }
+    }
+
+    /// The same window, at its places in the full one (`top`: the highest PSN).
+    fn spread(&self, top: u32) -> Box<[u64; SeenWindow::WORDS]> {
+        let mut full = Box::new([u64::MAX; SeenWindow::WORDS]);
+        let mut set = |psn: u32, seen: bool| {
+            let (w, b) = SeenWindow::slot(psn);
+            if let Some(word) = full.get_mut(w) {
+                *word = if seen { *word | b } else { *word & !b };
+            }
+        };
+        let lowest = add(top, 1u32.wrapping_sub(SeenWindow::WINDOW));
+        let mut holes = self.holes;
+        holes.forget_before(lowest);
+        for h in holes.iter() {
+            for k in 0..h.len {
+                set(add(h.from, k), false);
+            }
+        }
+        let bits = self.bits();
+        for i in (0..128).filter(|i| diff(add(self.base, *i), top) <= 0) {
+            set(add(self.base, i), bits & (1u128 << i) != 0);
+        }
+        full
     }
 }
 
@@ -60,39 +268,40 @@ impl SeenWindow {
             self.started = true;
             self.top = psn;
             let base = add(psn, Self::SMALL_BEHIND.wrapping_neg());
-            self.bits = Bits::Small {
-                base,
-                bits: 1 << Self::SMALL_BEHIND,
+            let lowest = add(psn, 1u32.wrapping_sub(Self::WINDOW));
+            // Nothing before the first PSN was seen.
+            let mut holes = Holes::default();
+            let before = Hole {
+                from: lowest,
+                len: diff(base, lowest) as u32,
             };
+            holes.push(before, lowest);
+            let mut inline = Inline {
+                base,
+                holes,
+                ..Inline::default()
+            };
+            inline.set_bits(1 << Self::SMALL_BEHIND);
+            self.bits = Bits::Inline(inline);
             return false;
         }
-        if let Bits::Small { base, bits } = &mut self.bits {
-            let at = diff(psn, *base);
-            if (0..128).contains(&at) {
-                // Every PSN marked lies in the inline range: a bit set is a PSN seen, as in the full window.
-                let bit = 1u128 << at;
-                let seen = *bits & bit != 0;
-                *bits |= bit;
-                if diff(psn, self.top) > 0 {
+        let ahead = diff(psn, self.top);
+        if let Bits::Inline(inline) = &mut self.bits {
+            if -ahead >= Self::WINDOW as i32 {
+                return true;
+            }
+            // On a copy: a mark that finds no room leaves the window as it was, to be spread.
+            let mut next = *inline;
+            if let Some(seen) = next.mark(psn) {
+                *inline = next;
+                if ahead > 0 {
                     self.top = psn;
                 }
                 return seen;
             }
-            self.bits = Bits::Full(Self::spread(*base, *bits));
+            self.bits = Bits::Full(inline.spread(self.top));
         }
         self.mark_full(psn)
-    }
-
-    /// The inline bits at their places in the full window.
-    fn spread(base: u32, bits: u128) -> Box<[u64; Self::WORDS]> {
-        let mut full = Box::new([0u64; Self::WORDS]);
-        for i in (0..128).filter(|i| bits & (1u128 << i) != 0) {
-            let (w, b) = Self::slot(add(base, i));
-            if let Some(word) = full.get_mut(w) {
-                *word |= b;
-            }
-        }
-        full
     }
 
     /// Whether `psn` was seen, without marking it (PSNs older than the window count as seen).
@@ -100,24 +309,16 @@ impl SeenWindow {
         if !self.started {
             return false;
         }
+        let ahead = diff(psn, self.top);
+        if ahead > 0 {
+            return false;
+        }
+        if -ahead >= Self::WINDOW as i32 {
+            return true;
+        }
         match &self.bits {
-            Bits::Small { base, bits } => {
-                let at = diff(psn, *base);
-                if (0..128).contains(&at) {
-                    bits & (1u128 << at) != 0
-                } else {
-                    // Before the inline range lies before the flow's first PSN: never seen.
-                    false
-                }
-            }
+            Bits::Inline(inline) => inline.contains(psn),
             Bits::Full(bits) => {
-                let ahead = diff(psn, self.top);
-                if ahead > 0 {
-                    return false;
-                }
-                if -ahead >= Self::WINDOW as i32 {
-                    return true;
-                }
                 let (w, b) = Self::slot(psn);
                 bits[w] & b != 0
             }
@@ -984,6 +1185,7 @@ impl RequestPsns {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn vouched(ids: &[u16]) -> Vec<bool> {
         let mut order = SendOrder::default();
@@ -1051,38 +1253,88 @@ mod tests {
         w.mark_full(psn)
     }
 
-    /// The inline bits and their spread into the full window answer exactly as a full window does, for
-    /// sequences that stay within the inline range, leave it forward or backward, and wrap the PSN space.
-    #[test]
-    fn small_window_answers_as_the_full_one() {
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |n: u32| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % u64::from(n)) as u32
-        };
-        for start in [0, 1000, 0xff_ffc0] {
-            for spread in [40, 130, 300, 9000] {
-                let (mut small, mut full) = (SeenWindow::default(), full_window());
-                let mut small_was_used = false;
-                for i in 0..400 {
-                    let psn = add(start, next(spread)).wrapping_sub(spread / 4) & 0xff_ffff;
-                    let (a, b) = (small.mark(psn), mark_full_from_start(&mut full, psn));
-                    assert_eq!(a, b, "start {start} spread {spread} mark {i} of PSN {psn}");
-                    small_was_used |= matches!(small.bits, Bits::Small { .. }) && i > 0;
-                }
-                assert!(
-                    small_was_used || spread > 128,
-                    "start {start} spread {spread}"
-                );
-                assert_eq!(small.top, full.top);
+    /// How a test sequence moves on from the highest PSN `top`.
+    #[derive(Debug, Clone, Copy)]
+    enum Move {
+        Next,
+        Skip(u32),
+        Back(u32),
+    }
+
+    impl Move {
+        fn psn(self, top: u32) -> u32 {
+            match self {
+                Move::Next => add(top, 1),
+                Move::Skip(n) => add(top, n + 1),
+                Move::Back(n) => add(top, n.wrapping_neg()),
             }
         }
-        // A one-packet flow allocates nothing.
+    }
+
+    fn moves() -> impl Strategy<Value = Vec<Move>> {
+        let one = prop_oneof![
+            8 => Just(Move::Next),
+            1 => (1u32..40).prop_map(Move::Skip),
+            1 => (1u32..9000).prop_map(Move::Skip),
+            2 => (0u32..300).prop_map(Move::Back),
+            1 => (0u32..5000).prop_map(Move::Back),
+        ];
+        proptest::collection::vec(one, 1..700)
+    }
+
+    proptest! {
+        /// The inline window (bits, ranges never seen, its spread into the full one) answers every mark and
+        /// every question exactly as a full window from the start does: in-order runs that slide it, gaps
+        /// small and past the window, resends near and far, across the wrap of the PSN space.
+        #[test]
+        fn the_inline_window_answers_as_the_full_one(start in 0u32..(1 << 24), moves in moves()) {
+            let (mut inline, mut full) = (SeenWindow::default(), full_window());
+            for (i, m) in moves.iter().enumerate() {
+                let psn = if i == 0 { start } else { m.psn(full.top) };
+                prop_assert_eq!(inline.mark(psn), mark_full_from_start(&mut full, psn), "mark {} of {}", i, psn);
+                prop_assert_eq!(inline.top, full.top);
+                for back in [0, 1, 31, 32, 33, 127, 128, 129, 300, 4095, 4096, 5000] {
+                    let q = add(full.top, u32::wrapping_neg(back));
+                    prop_assert_eq!(inline.contains(q), full.contains(q), "PSN {} after mark {}", q, i);
+                }
+                prop_assert!(!inline.contains(add(full.top, 1)));
+            }
+        }
+    }
+
+    /// A long flow whose lost PSNs were all resent keeps its window inline; PSNs that stay unseen in more
+    /// ranges than the inline place holds take the full window.
+    #[test]
+    fn the_window_stays_inline_while_what_was_missing_comes() {
         let mut w = SeenWindow::default();
         w.mark(7);
-        assert!(matches!(w.bits, Bits::Small { .. }));
+        assert!(
+            matches!(w.bits, Bits::Inline(_)),
+            "a one-packet flow allocates nothing"
+        );
+        let mut w = SeenWindow::default();
+        for psn in (0..10_000).filter(|p| p % 1000 != 500) {
+            w.mark(psn);
+            if psn % 1000 == 510 {
+                // The go-back-N resends the lost PSN (and the ten after it, seen already).
+                assert!(!w.mark(psn - 10));
+                assert!(w.mark(psn - 9));
+            }
+        }
+        assert!(matches!(w.bits, Bits::Inline(_)), "{:?}", w.bits);
+        assert!(w.contains(9_500) && w.contains(5_900) && !w.contains(10_000));
+        // Before the first PSN: never seen, within the window.
+        let mut w = SeenWindow::default();
+        w.mark(5_000);
+        assert!(!w.contains(4_999) && !w.contains(1_000) && w.contains(904));
+        // Two PSNs lost for good, 300 apart, then a third: the PSNs before the first, and three ranges.
+        for psn in (5_001..6_000).filter(|p| ![5_100, 5_400, 5_700].contains(p)) {
+            w.mark(psn);
+        }
+        assert!(matches!(w.bits, Bits::Full(_)));
+        assert!(
+            !w.contains(5_100) && !w.contains(5_700) && w.contains(5_101) && !w.contains(4_999)
+        );
     }
 
     #[test]
@@ -1410,16 +1662,27 @@ mod tests {
     /// Requests 1 ms apart (`true`: a NAK for that PSN came just before it), with a reorder window of
     /// `window_ms`.
     fn feed(t: &mut RequestPsns, psns: &[(u32, bool)], window_ms: u64) -> Vec<Taken> {
+        let without_ids: Vec<(u32, bool, Option<u16>)> =
+            psns.iter().map(|&(p, nak)| (p, nak, None)).collect();
+        feed_ids(t, &without_ids, window_ms)
+    }
+
+    /// As [`feed`], each request with its IPv4 ID.
+    fn feed_ids(
+        t: &mut RequestPsns,
+        psns: &[(u32, bool, Option<u16>)],
+        window_ms: u64,
+    ) -> Vec<Taken> {
         psns.iter()
             .enumerate()
-            .map(|(i, &(p, nak))| {
+            .map(|(i, &(p, nak, ip_id))| {
                 if nak {
                     t.nak(p);
                 }
                 let at = Arrival {
                     ts: i as u64 * MS,
                     reorder_window: window_ms * MS,
-                    ip_id: None,
+                    ip_id,
                     ids_in_send_order: false,
                 };
                 t.request(p, Some(1), None, None, at)
