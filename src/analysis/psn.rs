@@ -727,7 +727,7 @@ impl RequestPsns {
             }
         } else if let Some(gap) = self
             .recent_gap_skipping(psn, at)
-            .filter(|_| !self.seen.contains(psn))
+            .filter(|g| !self.seen.contains(psn) && !self.sent_after_gap(*g, at))
         {
             let depth = diff(self.highest, psn).max(0) as u32;
             // Sent before the request that opened the gap (its ID older, in a flow whose IDs follow its
@@ -922,6 +922,18 @@ impl RequestPsns {
                 g.missing > 0
                     && g.from == from
                     && at.ip_id.zip(g.sent).is_some_and(|(a, s)| sent_before(a, s))
+            })
+    }
+
+    /// The request at `at` was sent after the one that opened the gap at `from` (its ID newer, where the
+    /// flow's IDs follow its send order): a resend of a PSN lost before the capture point, never a first
+    /// copy held up, whatever comes after it.
+    fn sent_after_gap(&self, from: u32, at: Arrival) -> bool {
+        at.ids_in_send_order
+            && self.gaps.slots().iter().any(|g| {
+                g.missing > 0
+                    && g.from == from
+                    && at.ip_id.zip(g.sent).is_some_and(|(a, s)| sent_before(s, a))
             })
     }
 
@@ -1798,6 +1810,38 @@ mod tests {
         let got = feed(&mut t, &[(5, false), (6, false), (3, false)], 1);
         assert!(matches!(got[2].step, Step::Retransmit { .. }), "{got:?}");
         assert_eq!((t.first, t.reordered, t.retransmitted), (3, 0, 1));
+    }
+
+    /// The lab's atomic_loss: 6 lost before the capture point, 7 came, a NAK named 6, and 6 came with an
+    /// ID newer than 7's: sent after it, the NAK's resend, though the first copy seen. A later 6 (the
+    /// timer's resend) tells nothing of it: it was never held up. Without IDs, the later 6 says the first
+    /// was held up (as a_first_copy_soon_after_its_gap_is_reordered_unless_it_was_resent shows).
+    #[test]
+    fn a_first_copy_seen_sent_after_its_gap_is_a_resend_whatever_follows() {
+        let q = |p: u32, nak, id: u16| (p, nak, Some(id));
+        let sent = [
+            q(1, false, 10),
+            q(2, false, 11),
+            q(3, false, 12),
+            q(4, false, 13),
+        ];
+        let mut requests = sent.to_vec();
+        requests.extend([
+            q(5, false, 14),
+            q(7, false, 16),
+            q(6, true, 17),
+            q(6, false, 40),
+        ]);
+        let mut t = RequestPsns::default();
+        let got = feed_ids(&mut t, &requests, 5);
+        assert!(
+            matches!(got[6].step, Step::Retransmit { rewind: true, .. }) && !got[6].unsure,
+            "{:?}",
+            got[6]
+        );
+        assert_eq!(got[7].settled, None);
+        assert_eq!((t.reordered, t.retransmitted), (0, 2));
+        assert_eq!((t.gap_events, t.missing), (1, 1));
     }
 
     /// A go-back-N for a NAK runs from the PSN it named to the highest PSN sent: every first copy in it
