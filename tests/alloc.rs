@@ -370,15 +370,18 @@ fn a_flow_holds_a_bounded_few_hundred_bytes() {
     // frames in each run, so flows of 1,560 and 195 frames). With the same frames per flow: busy 3,575
     // with HdrHistogram's dense table for latencies, 2,484 with the buckets in use listed and the opcode
     // counts packed, 2,355 with the CNP reaction's reductions listed too (2,360-2,362 in three more runs:
-    // the figure moves by up to 60 bytes between runs); one-packet 1,742, then 1,734.
+    // the figure moves by up to 60 bytes between runs); one-packet 1,742, then 1,734. Then busy 2,127
+    // with the PSN window inline while what was missing comes (one-packet 1,750: the inline window is 16
+    // bytes larger), 2,039-2,066 with requests waiting for their ACK in 24 bytes, 2,014-2,026 with the CE
+    // marks held from the first (one-packet 1,686). Issue 25 asks for 2 KB.
     assert!(
-        one_packet <= 1_910,
-        "a one-packet flow holds {one_packet} bytes (bound 1,910): at 100,000 flows (--max-flows) the \
+        one_packet <= 1_850,
+        "a one-packet flow holds {one_packet} bytes (bound 1,850): at 100,000 flows (--max-flows) the \
          256 MB a capture of 10 million flows may take come near"
     );
     assert!(
-        busy <= 2_600,
-        "a busy flow holds {busy} bytes (bound 2,600)"
+        busy <= 2_150,
+        "a busy flow holds {busy} bytes (bound 2,150; issue 25 asks for 2,048)"
     );
     // The flow and what its request keeps (its PSNs, diagnosis, timing, messages and life in one): two
     // (nine before those were one, and its first gap, time-series bucket and request waiting for its ACK

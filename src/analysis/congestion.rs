@@ -8,11 +8,11 @@ impl Engine {
     pub(super) fn ce_marked(&mut self, id: FlowId, ts: u64, frame: u64) {
         let f = &mut self.flows[id];
         f.expire_ce(ts.saturating_sub(self.cfg.cnp_window_nanos));
-        if f.ce_pending.len() == flow::CE_PENDING_LIMIT {
+        if f.ce.pending.len() == flow::CE_PENDING_LIMIT {
             // More marks within one window than a link carries: the oldest is settled as unanswered.
             f.expire_ce(u64::MAX);
         }
-        f.ce_pending.push_back((ts, frame));
+        f.ce.pending.push_back((ts, frame));
     }
 
     /// A CNP in flow `id` (from B to A) answers the CE marks of the flow it is paired with, or of every flow
@@ -93,6 +93,8 @@ impl Engine {
     fn answer_ce(&mut self, id: FlowId, ts: u64) {
         let f = &mut self.flows[id];
         f.expire_ce(ts.saturating_sub(self.cfg.cnp_window_nanos));
-        f.ce_pending.clear();
+        if f.ce.used() {
+            f.ce.pending.clear();
+        }
     }
 }

@@ -243,7 +243,7 @@ impl Engine {
                         f.id,
                         o.sent,
                         o.frame,
-                        stall_kind(f, o.psn, o.sent, now, false),
+                        stall_kind(f, o.psn(), o.sent, now, false),
                     )
                 })
             })
@@ -290,7 +290,7 @@ impl Engine {
                 },
             ));
         } else if let Some(o) = f.req.timing.outstanding.front() {
-            found.extend(end_of_stall(f, o.psn, o.sent, o.frame, end, stall));
+            found.extend(end_of_stall(f, o.psn(), o.sent, o.frame, end, stall));
         }
         found.extend(gave_up(f, end, stall));
         if let Some(m) = f.mtu_or(mtu) {
@@ -382,7 +382,7 @@ fn end_of_stall(
 /// PSN unacknowledged, for longer than the stall time and than two of its timer intervals: it gave up
 /// (IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR) rather than wait for its next try.
 fn gave_up(f: &Flow, end: u64, stall: u64) -> Option<(u64, u64, Kind)> {
-    let oldest = f.req.timing.outstanding.front().map(|o| o.psn)?;
+    let oldest = f.req.timing.outstanding.front().map(|o| o.psn())?;
     let silent = end.saturating_sub(f.req.rc.last_request_ts);
     let retried_after =
         |ts: u64, psn: u32| f.req.rc.went_back.is_some_and(|(p, t)| p == psn && t > ts);

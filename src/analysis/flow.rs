@@ -152,18 +152,62 @@ impl Messages {
     }
 }
 
-/// A request waiting for its ACK.
+/// A request waiting for its ACK, in 24 bytes (a busy requester keeps dozens): its PSN takes 24 bits of a
+/// word, and the word's top bits say whether its latency is measured and what it awaits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Outstanding {
-    pub psn: u32,
+    psn_and_kind: u32,
+    /// A READ's DMA length.
+    dma_len: u32,
     pub sent: u64,
     pub frame: u64,
+}
+
+impl Outstanding {
+    const PSN: u32 = 0xff_ffff;
     /// Its latency is measured (not a resend, which Karn's rule leaves out, nor a READ, timed to its
     /// first response).
-    pub sample: bool,
-    /// A READ or an atomic: it waits for responses of its own, not for a later ACK. An answer for a later
-    /// PSN while it waits says they were lost: an implied NAK (IBTA 9.7.5.1.4).
-    pub awaits: Option<Awaits>,
+    const SAMPLE: u32 = 1 << 24;
+    const ATOMIC: u32 = 1 << 25;
+    const READ: u32 = 1 << 26;
+
+    /// A request at `psn` sent at `sent` in frame `frame`. `awaits`: a READ or an atomic waits for
+    /// responses of its own, not for a later ACK (an answer for a later PSN while it waits says they were
+    /// lost: an implied NAK, IBTA 9.7.5.1.4).
+    pub fn new(psn: u32, sent: u64, frame: u64, sample: bool, awaits: Option<Awaits>) -> Self {
+        let (kind, dma_len) = match awaits {
+            None => (0, 0),
+            Some(Awaits::AtomicAck) => (Self::ATOMIC, 0),
+            Some(Awaits::ReadResponses { dma_len }) => (Self::READ, dma_len),
+        };
+        let sample = if sample { Self::SAMPLE } else { 0 };
+        Outstanding {
+            psn_and_kind: (psn & Self::PSN) | sample | kind,
+            dma_len,
+            sent,
+            frame,
+        }
+    }
+
+    pub fn psn(&self) -> u32 {
+        self.psn_and_kind & Self::PSN
+    }
+
+    pub fn sample(&self) -> bool {
+        self.psn_and_kind & Self::SAMPLE != 0
+    }
+
+    pub fn awaits(&self) -> Option<Awaits> {
+        if self.psn_and_kind & Self::ATOMIC != 0 {
+            Some(Awaits::AtomicAck)
+        } else if self.psn_and_kind & Self::READ != 0 {
+            Some(Awaits::ReadResponses {
+                dma_len: self.dma_len,
+            })
+        } else {
+            None
+        }
+    }
 }
 
 /// What a READ or an atomic waits for.
@@ -306,11 +350,8 @@ pub struct Flow {
     pub becn: u64,
     /// CNPs in this flow: CNPs sent toward this flow's destination QP.
     pub cnp: u64,
-    pub ce_without_cnp: u64,
-    /// Times and frames of the CE marks not yet answered by a CNP (at most `CE_PENDING_LIMIT`).
-    pub(crate) ce_pending: VecDeque<(u64, u64)>,
-    /// The first CE mark no CNP answered: time, frame.
-    pub first_unanswered_ce: Option<(u64, u64)>,
+    /// Its CE marks and the CNPs that answered them, from the first mark.
+    pub ce: OnUse<CeMarks>,
     pub icrc_bad: u64,
     pub icrc_unverifiable: u64,
     pub malformed: u64,
@@ -365,7 +406,18 @@ pub struct Requesting {
     pub life: Option<Life>,
 }
 
-empty!(Requesting, Responses, Intervals);
+empty!(Requesting, Responses, Intervals, CeMarks);
+
+/// A flow's CE marks, held from its first (most flows carry none).
+#[derive(Debug, Clone, Default)]
+pub struct CeMarks {
+    /// Times and frames of the marks not yet answered by a CNP (at most `CE_PENDING_LIMIT`).
+    pub(crate) pending: VecDeque<(u64, u64)>,
+    /// The marks no CNP answered within the window.
+    pub without_cnp: u64,
+    /// The first of them: time, frame.
+    pub first_unanswered: Option<(u64, u64)>,
+}
 
 /// A flow's owner in the job's logs ([`super::jobs::Jobs::owners`]), and whether its traffic class was told
 /// wrong already.
@@ -479,10 +531,14 @@ pub const CE_PENDING_LIMIT: usize = 16_384;
 impl Flow {
     /// Settles the pending CE marks older than `cutoff`: no CNP can answer them any more.
     pub(crate) fn expire_ce(&mut self, cutoff: u64) {
-        while let Some(&(ts, frame)) = self.ce_pending.front().filter(|(t, _)| *t < cutoff) {
-            self.ce_pending.pop_front();
-            self.ce_without_cnp += 1;
-            self.first_unanswered_ce.get_or_insert((ts, frame));
+        if !self.ce.used() {
+            return;
+        }
+        let ce = &mut *self.ce;
+        while let Some(&(ts, frame)) = ce.pending.front().filter(|(t, _)| *t < cutoff) {
+            ce.pending.pop_front();
+            ce.without_cnp += 1;
+            ce.first_unanswered.get_or_insert((ts, frame));
         }
     }
 
@@ -511,9 +567,7 @@ impl Flow {
             fecn: 0,
             becn: 0,
             cnp: 0,
-            ce_without_cnp: 0,
-            ce_pending: VecDeque::new(),
-            first_unanswered_ce: None,
+            ce: OnUse::default(),
             icrc_bad: 0,
             icrc_unverifiable: 0,
             malformed: 0,
@@ -554,7 +608,7 @@ impl Flow {
                 self.icrc_bad,
                 self.malformed,
             ]),
-            soft: sum(&[self.ecn[3], self.cnp, self.ce_without_cnp]),
+            soft: sum(&[self.ecn[3], self.cnp, self.ce.without_cnp]),
         }
     }
 
@@ -651,7 +705,25 @@ impl Opcodes {
 
 #[cfg(test)]
 mod tests {
-    use super::{NakClock, Opcodes};
+    use super::{Awaits, NakClock, Opcodes, Outstanding};
+
+    /// Each request gives back what it was made with, at the PSN space's ends and with the largest DMA
+    /// length, in 24 bytes.
+    #[test]
+    fn an_outstanding_request_keeps_its_psn_and_what_it_awaits() {
+        let read = Some(Awaits::ReadResponses { dma_len: u32::MAX });
+        for (psn, sample, awaits) in [
+            (0, true, None),
+            (0xff_ffff, false, read),
+            (0x80_0000, false, Some(Awaits::AtomicAck)),
+            (12_954_351, true, Some(Awaits::ReadResponses { dma_len: 0 })),
+        ] {
+            let o = Outstanding::new(psn, 7, u64::MAX, sample, awaits);
+            assert_eq!((o.psn(), o.sample(), o.awaits()), (psn, sample, awaits));
+            assert_eq!((o.sent, o.frame), (7, u64::MAX));
+        }
+        assert_eq!(std::mem::size_of::<Outstanding>(), 24);
+    }
 
     /// RC SEND Only (0x04) twice, Acknowledge (0x11), UD SEND Only (0x64), then 0xff (a vendor opcode)
     /// three times: the order they came, each its own count, and the fourth past the three held in place.

@@ -594,7 +594,7 @@ impl Engine {
         if f.requests == 0 || !f.reliable {
             return;
         }
-        let oldest = f.req.timing.outstanding.front().map(|o| o.psn);
+        let oldest = f.req.timing.outstanding.front().map(|o| o.psn());
         let gone_back = f
             .req
             .rc
@@ -606,7 +606,7 @@ impl Engine {
             + self.link_pause.paused_by(ts);
         // PSNs from the oldest unacknowledged request to the newest (the queue is in PSN order): a resend
         // adds none, and nothing the READs' unsettled PSN consumption moves counts.
-        let newest = f.req.timing.outstanding.back().map(|o| o.psn);
+        let newest = f.req.timing.outstanding.back().map(|o| o.psn());
         let outstanding = oldest
             .zip(newest)
             .map_or(0, |(o, n)| parsers::psn::diff(n, o).max(0) as u32 + 1);
@@ -822,8 +822,8 @@ impl Engine {
         }
         // Marks within the last window of the capture may have been answered after it ended.
         f.expire_ce(end.saturating_sub(window));
-        if let Some((ce_ts, ce_frame)) = f.first_unanswered_ce {
-            let count = f.ce_without_cnp;
+        if let Some((ce_ts, ce_frame)) = f.ce.first_unanswered {
+            let count = f.ce.without_cnp;
             self.raise(Event {
                 ts_nanos: ce_ts,
                 flow: Some(id),

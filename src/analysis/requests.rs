@@ -125,14 +125,9 @@ impl Engine {
             } else {
                 read.map(|r| Awaits::ReadResponses { dma_len: r.len })
             };
-            let o = Outstanding {
-                psn: bth.psn,
-                sent: ts,
-                frame: number,
-                sample: !retransmitted && read.is_none(),
-                awaits,
-            };
-            t.outstanding.wait(o, |o| o.psn);
+            let sample = !retransmitted && read.is_none();
+            let o = Outstanding::new(bth.psn, ts, number, sample, awaits);
+            t.outstanding.wait(o, Outstanding::psn);
         }
         if let Some(r) = read {
             let pending = PendingRead {
@@ -285,7 +280,7 @@ impl Engine {
                 .timing
                 .outstanding
                 .iter()
-                .find(|o| o.psn == psn)
+                .find(|o| o.psn() == psn)
                 .map_or(f.progress_ts, |o| o.sent),
         };
         let interval = ts.saturating_sub(last_sent);

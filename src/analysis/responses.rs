@@ -521,32 +521,32 @@ impl Engine {
         let mut progress = false;
         let mut unanswered = None;
         while let Some(&o) = t.outstanding.front() {
-            let into = psn::diff(psn, o.psn);
+            let into = psn::diff(psn, o.psn());
             if into < 0 {
                 break;
             }
-            let own = match o.awaits {
+            let own = match o.awaits() {
                 None => true,
                 Some(Awaits::AtomicAck) => into == 0,
                 // Its responses, wherever they are (a PSN outside its PSNs is another event), or within
                 // its PSNs (at the largest MTU while it is not known: its fewest).
                 Some(Awaits::ReadResponses { dma_len }) => {
-                    read.is_some_and(|a| a.read() == o.psn)
+                    read.is_some_and(|a| a.read() == o.psn())
                         || (into as u32) < psn::read_psns(dma_len, mtu.unwrap_or(4096))
                 }
             };
             let ends = matches!(read, Some(ReadAnswer::Ends(_)));
-            if own && matches!(o.awaits, Some(Awaits::ReadResponses { .. })) && !ends {
+            if own && matches!(o.awaits(), Some(Awaits::ReadResponses { .. })) && !ends {
                 // One of its responses, not its last: it waits on.
                 break;
             }
             t.outstanding.pop_front();
             progress = true;
-            if o.psn == psn && o.sample {
+            if o.psn() == psn && o.sample() {
                 Timing::record(&mut t.ack, ts.saturating_sub(o.sent));
             }
-            if !own && o.awaits.is_some() {
-                unanswered = unanswered.or(Some(o.psn));
+            if !own && o.awaits().is_some() {
+                unanswered = unanswered.or(Some(o.psn()));
             }
         }
         if progress {

@@ -726,7 +726,7 @@ fn flow_report(engine: &Engine, f: &Flow, paused: u8) -> FlowReport {
             ect0: f.ecn[2],
             ce: f.ecn[3],
         },
-        ce_without_cnp: f.ce_without_cnp,
+        ce_without_cnp: f.ce.without_cnp,
         fecn: f.fecn,
         becn: f.becn,
         icrc_bad: f.icrc_bad,
