@@ -167,7 +167,30 @@ impl Inline {
         self.bits = [bits as u64, (bits >> 64) as u64];
     }
 
-    /// Marks `psn`, not older than the window behind the highest PSN. Returns whether it had been seen, or `None` when the PSNs never seen take more ranges than there is room for.
+    /// Marks `psn` when that changes no range: a PSN within the bits, or the next ones ahead of them, the
+    /// PSNs leaving the bits all seen (a flow in order). Returns whether it had been seen.
+    fn mark_in_place(&mut self, psn: u32) -> Option<bool> {
+        let at = diff(psn, self.base);
+        let bits = self.bits();
+        if (0..128).contains(&at) {
+            let bit = 1u128 << at;
+            self.set_bits(bits | bit);
+            return Some(bits & bit != 0);
+        }
+        let shift = u32::try_from(at - 127)
+            .ok()
+            .filter(|s| (1..128).contains(s))?;
+        let leaving = (1u128 << shift) - 1;
+        if bits & leaving != leaving {
+            return None;
+        }
+        self.set_bits((bits >> shift) | 1 << 127);
+        self.base = add(self.base, shift);
+        Some(false)
+    }
+
+    /// Marks `psn`, not older than the window behind the highest PSN. Returns whether it had been seen, or
+    /// `None` when the PSNs never seen take more ranges than there is room for.
     fn mark(&mut self, psn: u32) -> Option<bool> {
         let mut at = diff(psn, self.base);
         if at < 0 {
@@ -289,6 +312,12 @@ impl SeenWindow {
         if let Bits::Inline(inline) = &mut self.bits {
             if -ahead >= Self::WINDOW as i32 {
                 return true;
+            }
+            if let Some(seen) = inline.mark_in_place(psn) {
+                if ahead > 0 {
+                    self.top = psn;
+                }
+                return seen;
             }
             // On a copy: a mark that finds no room leaves the window as it was, to be spread.
             let mut next = *inline;
