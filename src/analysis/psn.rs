@@ -946,23 +946,27 @@ impl RequestPsns {
     /// The request at `at` was sent before the one that opened the gap at `from`, as the flow's IPv4 IDs
     /// tell where they follow its send order.
     fn sent_before_gap(&self, from: u32, at: Arrival) -> bool {
-        at.ids_in_send_order
-            && self.gaps.slots().iter().any(|g| {
-                g.missing > 0
-                    && g.from == from
-                    && at.ip_id.zip(g.sent).is_some_and(|(a, s)| sent_before(a, s))
-            })
+        self.ids_against_gap(from, at, sent_before)
     }
 
     /// The request at `at` was sent after the one that opened the gap at `from` (its ID newer, where the
     /// flow's IDs follow its send order): a resend of a PSN lost before the capture point, never a first
     /// copy held up, whatever comes after it.
     fn sent_after_gap(&self, from: u32, at: Arrival) -> bool {
+        self.ids_against_gap(from, at, |id, opener| sent_before(opener, id))
+    }
+
+    /// `order` holds between the ID of the request at `at` and that of the request that opened the gap at
+    /// `from`, in a flow whose IDs follow its send order.
+    fn ids_against_gap(&self, from: u32, at: Arrival, order: impl Fn(u16, u16) -> bool) -> bool {
         at.ids_in_send_order
             && self.gaps.slots().iter().any(|g| {
                 g.missing > 0
                     && g.from == from
-                    && at.ip_id.zip(g.sent).is_some_and(|(a, s)| sent_before(s, a))
+                    && at
+                        .ip_id
+                        .zip(g.sent)
+                        .is_some_and(|(id, opener)| order(id, opener))
             })
     }
 
