@@ -186,6 +186,12 @@ impl Inline {
         }
         self.set_bits((bits >> shift) | 1 << 127);
         self.base = add(self.base, shift);
+        // A range wholly older than the window goes: 2^24 PSNs later it would name new PSNs.
+        let lowest = add(psn, 1u32.wrapping_sub(SeenWindow::WINDOW));
+        let oldest = self.holes.iter().next();
+        if oldest.is_some_and(|h| diff(lowest, add(h.from, h.len)) >= 0) {
+            self.holes.forget_before(lowest);
+        }
         Some(false)
     }
 
@@ -1380,6 +1386,23 @@ mod tests {
         assert!(
             !w.contains(5_100) && !w.contains(5_700) && w.contains(5_101) && !w.contains(4_999)
         );
+    }
+
+    /// A flow in order through the whole PSN space and past it: the PSNs before its first, never seen
+    /// then, are seen when they come round again.
+    #[test]
+    fn a_flow_round_the_psn_space_sees_its_first_psns_again() {
+        let mut w = SeenWindow::default();
+        for n in 0..(1u32 << 24) + 100 {
+            w.mark(add(5_000, n));
+        }
+        assert!(matches!(w.bits, Bits::Inline(_)));
+        for behind in [1u32, 127, 128, 1_000, 4_095] {
+            assert!(
+                w.contains(add(5_099, behind.wrapping_neg())),
+                "{behind} behind"
+            );
+        }
     }
 
     #[test]
