@@ -1,4 +1,6 @@
 //! The requester-side PSN tracker (the 24-bit arithmetic is `parsers::psn`).
+use std::cmp::Ordering;
+
 use super::recent::Recent;
 pub use parsers::psn::{MTUS, add, diff, read_psns};
 
@@ -187,7 +189,7 @@ impl Inline {
         self.set_bits((bits >> shift) | 1 << 127);
         self.base = add(self.base, shift);
         // A range wholly older than the window goes: 2^24 PSNs later it would name new PSNs.
-        let lowest = add(psn, 1u32.wrapping_sub(SeenWindow::WINDOW));
+        let lowest = SeenWindow::lowest(psn);
         let oldest = self.holes.iter().next();
         if oldest.is_some_and(|h| diff(lowest, add(h.from, h.len)) >= 0) {
             self.holes.forget_before(lowest);
@@ -198,23 +200,20 @@ impl Inline {
     /// Marks `psn`, not older than the window behind the highest PSN. Returns whether it had been seen, or
     /// `None` when the PSNs never seen take more ranges than there is room for.
     fn mark(&mut self, psn: u32) -> Option<bool> {
-        let mut at = diff(psn, self.base);
+        let at = diff(psn, self.base);
         if at < 0 {
             return self.holes.fill(psn);
         }
         if at >= 128 {
             // Ahead of the highest: the bits move up to end at it.
             self.slide((at - 127) as u32, psn)?;
-            at = 127;
         }
-        let (bits, bit) = (self.bits(), 1u128 << at);
-        self.set_bits(bits | bit);
-        Some(bits & bit != 0)
+        self.mark_in_place(psn)
     }
 
     /// Moves the bits `shift` PSNs up, `top` the new highest: the PSNs leaving them unseen become ranges.
     fn slide(&mut self, shift: u32, top: u32) -> Option<()> {
-        let lowest = add(top, 1u32.wrapping_sub(SeenWindow::WINDOW));
+        let lowest = SeenWindow::lowest(top);
         self.holes.forget_before(lowest);
         let (bits, leaving) = (self.bits(), shift.min(128));
         let mut i = 0;
@@ -264,7 +263,7 @@ impl Inline {
                 *word = if seen { *word | b } else { *word & !b };
             }
         };
-        let lowest = add(top, 1u32.wrapping_sub(SeenWindow::WINDOW));
+        let lowest = SeenWindow::lowest(top);
         let mut holes = self.holes;
         holes.forget_before(lowest);
         for h in holes.iter() {
@@ -286,6 +285,11 @@ impl SeenWindow {
     /// How far before its first PSN the inline bits reach (a resend of requests sent before the capture).
     const SMALL_BEHIND: u32 = 32;
 
+    /// The oldest PSN of the window whose highest is `top`.
+    fn lowest(top: u32) -> u32 {
+        add(top, 1u32.wrapping_sub(Self::WINDOW))
+    }
+
     fn slot(psn: u32) -> (usize, u64) {
         let i = psn % Self::WINDOW;
         ((i / 64) as usize, 1u64 << (i % 64))
@@ -297,7 +301,7 @@ impl SeenWindow {
             self.started = true;
             self.top = psn;
             let base = add(psn, Self::SMALL_BEHIND.wrapping_neg());
-            let lowest = add(psn, 1u32.wrapping_sub(Self::WINDOW));
+            let lowest = Self::lowest(psn);
             // Nothing before the first PSN was seen.
             let mut holes = Holes::default();
             let before = Hole {
@@ -319,16 +323,15 @@ impl SeenWindow {
             if -ahead >= Self::WINDOW as i32 {
                 return true;
             }
-            if let Some(seen) = inline.mark_in_place(psn) {
-                if ahead > 0 {
-                    self.top = psn;
-                }
-                return seen;
-            }
-            // On a copy: a mark that finds no room leaves the window as it was, to be spread.
-            let mut next = *inline;
-            if let Some(seen) = next.mark(psn) {
+            // In place when no range changes (a flow in order); else on a copy: a mark that finds no room
+            // leaves the window as it was, to be spread.
+            let marked = inline.mark_in_place(psn).or_else(|| {
+                let mut next = *inline;
+                let seen = next.mark(psn)?;
                 *inline = next;
+                Some(seen)
+            });
+            if let Some(seen) = marked {
                 if ahead > 0 {
                     self.top = psn;
                 }
@@ -532,6 +535,21 @@ struct Gap {
     counted: bool,
     /// The IPv4 ID of the request that opened it.
     sent: Option<u16>,
+}
+
+impl Gap {
+    /// Whether the request at `at` was sent before (`Less`) or after (`Greater`) the one that opened the
+    /// gap, as the flow's IPv4 IDs tell where they follow its send order.
+    fn sent_against_opener(&self, at: Arrival) -> Option<Ordering> {
+        let (id, opener) = at.ip_id.zip(self.sent).filter(|_| at.ids_in_send_order)?;
+        if sent_before(id, opener) {
+            Some(Ordering::Less)
+        } else if sent_before(opener, id) {
+            Some(Ordering::Greater)
+        } else {
+            None
+        }
+    }
 }
 
 /// The gaps remembered: a PSN of any of them may come late (the network holds several packets at once;
@@ -762,7 +780,7 @@ impl RequestPsns {
             }
         } else if let Some(gap) = self
             .recent_gap_skipping(psn, at)
-            .filter(|g| !self.seen.contains(psn) && !self.sent_after_gap(*g, at))
+            .filter(|_| !self.seen.contains(psn))
         {
             let depth = diff(self.highest, psn).max(0) as u32;
             // Sent before the request that opened the gap (its ID older, in a flow whose IDs follow its
@@ -952,40 +970,24 @@ impl RequestPsns {
     /// The request at `at` was sent before the one that opened the gap at `from`, as the flow's IPv4 IDs
     /// tell where they follow its send order.
     fn sent_before_gap(&self, from: u32, at: Arrival) -> bool {
-        self.ids_against_gap(from, at, sent_before)
+        self.gaps.slots().iter().any(|g| {
+            g.missing > 0 && g.from == from && g.sent_against_opener(at) == Some(Ordering::Less)
+        })
     }
 
-    /// The request at `at` was sent after the one that opened the gap at `from` (its ID newer, where the
-    /// flow's IDs follow its send order): a resend of a PSN lost before the capture point, never a first
-    /// copy held up, whatever comes after it.
-    fn sent_after_gap(&self, from: u32, at: Arrival) -> bool {
-        self.ids_against_gap(from, at, |id, opener| sent_before(opener, id))
-    }
-
-    /// `order` holds between the ID of the request at `at` and that of the request that opened the gap at
-    /// `from`, in a flow whose IDs follow its send order.
-    fn ids_against_gap(&self, from: u32, at: Arrival, order: impl Fn(u16, u16) -> bool) -> bool {
-        at.ids_in_send_order
-            && self.gaps.slots().iter().any(|g| {
-                g.missing > 0
-                    && g.from == from
-                    && at
-                        .ip_id
-                        .zip(g.sent)
-                        .is_some_and(|(id, opener)| order(id, opener))
-            })
-    }
-
-    /// The first PSN of the newest gap within the reorder window that skipped `psn`.
+    /// The first PSN of the newest gap within the reorder window (or, however long ago, one whose opener
+    /// the request's ID says it was sent before) that skipped `psn`. A request sent after a gap's opener is
+    /// a resend of a PSN lost before the capture point, never a first copy held up: no gap skipped it.
     fn recent_gap_skipping(&self, psn: u32, at: Arrival) -> Option<u32> {
         self.gaps
             .slots()
             .iter()
             .filter(|g| {
                 let recent = at.ts.saturating_sub(g.ts) <= at.reorder_window;
-                let sent_earlier = at.ids_in_send_order
-                    && at.ip_id.zip(g.sent).is_some_and(|(a, g)| sent_before(a, g));
-                g.missing > 0 && at.reorder_window > 0 && (recent || sent_earlier)
+                let sent = g.sent_against_opener(at);
+                let may_be_first_copy =
+                    (recent || sent == Some(Ordering::Less)) && sent != Some(Ordering::Greater);
+                g.missing > 0 && at.reorder_window > 0 && may_be_first_copy
             })
             .filter(|g| {
                 let into = diff(psn, g.from);
